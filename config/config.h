@@ -1,0 +1,79 @@
+#pragma once
+// The whole neardup configuration as plain structs, and the YAML loader that fills it.
+// Every field has a default (the product's defaults); a missing file section keeps them.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dedup/options.h"
+
+namespace neardup::config {
+
+enum class InputFormat { text, json };
+enum class Action { drop, tag, route };
+enum class LogFormat { text, json };
+enum class LogLevel { debug, info, warn, error };
+
+struct KafkaOptions {
+  std::optional<std::string> brokers;  ///< absent -> the embedded broker
+  std::string group_id = "neardup";
+  std::vector<std::string> input_topics{"input"};
+  std::string output_topic = "output";
+  std::string duplicates_topic = "duplicates";
+  std::string dead_letter_topic = "dead-letters";
+  std::string changelog_topic = "neardup-window";           ///< window changelog ("" = off)
+  int embedded_partitions = 8;                              ///< topics the embedded broker creates
+  std::map<std::string, std::string> consumer;  ///< librdkafka consumer properties, passed as is
+  std::map<std::string, std::string> producer;  ///< librdkafka producer properties, passed as is
+};
+
+struct InputOptions {
+  InputFormat format = InputFormat::text;
+  std::vector<std::string> text_fields{"/text"};  ///< JSON pointers, joined with a space
+  std::string id_field = "/id";                   ///< JSON pointer
+  std::size_t max_bytes = 1'048'576;
+};
+
+struct MetricsOptions {
+  std::string listen = "127.0.0.1:9464";  ///< "" disables the HTTP endpoint
+};
+
+struct LogOptions {
+  LogFormat format = LogFormat::text;
+  LogLevel level = LogLevel::info;
+};
+
+struct Config {
+  KafkaOptions kafka;
+  InputOptions input;
+  Action action = Action::drop;
+  dedup::DedupOptions dedup;
+  MetricsOptions metrics;
+  LogOptions log;
+};
+
+/// Thrown for any invalid configuration. what() reads
+/// "FILE:LINE:COLUMN: KEY: expected ..., got '...'" (a person can act on it).
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses and validates YAML text; `origin` names it in errors (a file path).
+/// Unknown keys are rejected with the nearest valid key suggested.
+/// Throws ConfigError.
+Config parse_config(const std::string& yaml_text, const std::string& origin);
+
+/// Reads and parses a file. Throws ConfigError (unreadable file included).
+Config load_config(const std::string& path);
+
+/// Applies NEARDUP_* environment overrides (e.g. NEARDUP_KAFKA_BROKERS,
+/// NEARDUP_METRICS_LISTEN, NEARDUP_ACTION, NEARDUP_LOG_LEVEL). Throws ConfigError.
+void apply_env_overrides(Config& config);
+
+}  // namespace neardup::config

@@ -1,0 +1,40 @@
+#pragma once
+// Text -> 64-bit SimHash: normalize, extract features, weigh, hash (xxh3), sign.
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "dedup/options.h"
+#include "dedup/types.h"
+
+namespace neardup::dedup {
+
+/// What analyze() learned about one text.
+struct TextSummary {
+  Fingerprint fingerprint;
+  std::uint32_t features = 0;       ///< distinct features that went into the fingerprint
+  std::uint32_t chars = 0;          ///< code points after normalization
+  std::uint32_t invalid_bytes = 0;  ///< bytes of invalid UTF-8 that were replaced by U+FFFD
+};
+
+/// Not thread-safe (the learned IDF sketch is updated by analyze): one per pipeline thread.
+/// Never throws on any input bytes; the constructor throws std::invalid_argument
+/// (bad options) or std::runtime_error (unreadable idf_file).
+class Fingerprinter {
+ public:
+  explicit Fingerprinter(const TextOptions& options);
+  ~Fingerprinter();
+  Fingerprinter(Fingerprinter&&) noexcept;
+  Fingerprinter& operator=(Fingerprinter&&) noexcept;
+
+  /// O(bytes). Identical text always gives the identical fingerprint for the same
+  /// options (and, with a learned IDF, the same stream history).
+  TextSummary analyze(std::string_view utf8);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup::dedup

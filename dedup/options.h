@@ -1,0 +1,48 @@
+#pragma once
+// Plain option structs of the dedup engine. Defaults here are the product's
+// defaults: `neardup scan` with no config uses exactly these. config/ fills
+// them from YAML; nothing in dedup/ knows YAML.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace neardup::dedup {
+
+enum class Weighting {
+  unit,    ///< every distinct feature weighs 1 (the classic baseline)
+  tf,      ///< damped term frequency: 1 + ln(tf)
+  tf_idf,  ///< damped tf times inverse document frequency
+};
+
+enum class IdfSource {
+  stream,  ///< learned online from the documents seen (bounded count-min sketch)
+  file,    ///< loaded from `idf_file` (lines "term<TAB>idf")
+};
+
+struct TextOptions {
+  bool normalize = true;          ///< NFKC + case fold + punctuation/space folding
+  std::size_t cjk_ngram = 2;      ///< character n-gram length for Han, kana and Hangul runs
+  std::size_t word_shingle = 1;   ///< 1 = single words; n >= 2 adds n-word shingles
+  Weighting weighting = Weighting::tf;
+  IdfSource idf_source = IdfSource::stream;
+  std::string idf_file;           ///< used when idf_source == file
+};
+
+struct IndexOptions {
+  int max_distance = 3;  ///< k: fingerprints within k bits are near-duplicates (0..8)
+  int blocks = 0;        ///< m: pigeonhole blocks, k+1..16; 0 picks the default for k
+};
+
+struct WindowOptions {
+  std::chrono::milliseconds duration = std::chrono::hours(24);  ///< event-time horizon
+  std::size_t max_entries = 10'000'000;                          ///< memory bound
+};
+
+struct DedupOptions {
+  TextOptions text;
+  IndexOptions index;
+  WindowOptions window;
+};
+
+}  // namespace neardup::dedup

@@ -1,0 +1,23 @@
+#include "dedup/types.h"
+
+namespace neardup::dedup {
+
+std::string Fingerprint::hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i) out[static_cast<std::size_t>(15 - i)] = kDigits[(bits >> (4 * i)) & 0xF];
+  return out;
+}
+
+std::optional<Fingerprint> Fingerprint::from_hex(std::string_view text) {
+  if (text.size() != 16) return std::nullopt;
+  std::uint64_t bits = 0;
+  for (char c : text) {
+    int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    bits = bits << 4 | static_cast<std::uint64_t>(digit);
+  }
+  return Fingerprint{bits};
+}
+
+}  // namespace neardup::dedup

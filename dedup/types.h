@@ -1,0 +1,51 @@
+#pragma once
+// Small strong types shared by everything in neardup::dedup.
+
+#include <bit>
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace neardup::dedup {
+
+/// A 64-bit SimHash fingerprint (Charikar 2002).
+struct Fingerprint {
+  std::uint64_t bits = 0;
+  friend constexpr bool operator==(Fingerprint, Fingerprint) = default;
+
+  /// 16 lower-case hex digits, most significant first.
+  std::string hex() const;
+  /// Parses exactly 16 hex digits; nullopt otherwise.
+  static std::optional<Fingerprint> from_hex(std::string_view text);
+};
+
+/// Number of differing bits, 0..64.
+constexpr int hamming_distance(Fingerprint a, Fingerprint b) {
+  return std::popcount(a.bits ^ b.bits);
+}
+
+/// Event time in milliseconds since the Unix epoch (a Kafka message timestamp).
+struct EventTime {
+  std::int64_t ms = 0;
+  friend constexpr auto operator<=>(EventTime, EventTime) = default;
+};
+
+/// The caller's opaque handle on a source record: a line number for `scan`,
+/// a packed (source, offset) for Kafka. The window stores it and gives it back
+/// in a Match; equal refs mean "the same message" (a replay is never its own duplicate).
+struct RecordRef {
+  std::uint64_t value = 0;
+  friend constexpr bool operator==(RecordRef, RecordRef) = default;
+};
+
+/// An earlier window entry that a probe found.
+struct Match {
+  RecordRef of;
+  int distance = 0;
+  EventTime time;
+  Fingerprint fingerprint;
+};
+
+}  // namespace neardup::dedup

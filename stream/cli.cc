@@ -1,0 +1,88 @@
+#include "stream/cli.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace neardup::stream::cli {
+
+namespace {
+std::vector<Command>& registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+}  // namespace
+
+void register_command(Command command) { registry().push_back(std::move(command)); }
+
+const std::vector<Command>& commands() {
+  auto& all = registry();
+  std::sort(all.begin(), all.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  return all;
+}
+
+Args::Args(std::span<const std::string> args, std::vector<std::string> valued,
+           std::vector<std::string> booleans) {
+  auto is = [](const std::vector<std::string>& set, const std::string& name) {
+    return std::find(set.begin(), set.end(), name) != set.end();
+  };
+  bool only_positionals = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (only_positionals || arg == "-" || arg.size() < 2 || arg[0] != '-') {
+      positionals_.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      only_positionals = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      help_ = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) throw UsageError("unknown option '" + arg + "'");
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    if (is(booleans, name)) {
+      if (value) throw UsageError("option '--" + name + "' takes no value");
+      values_[name].push_back("true");
+    } else if (is(valued, name)) {
+      if (!value) {
+        if (i + 1 >= args.size()) throw UsageError("option '--" + name + "' needs a value");
+        value = args[++i];
+      }
+      values_[name].push_back(*value);
+    } else {
+      throw UsageError("unknown option '--" + name + "'");
+    }
+  }
+}
+
+std::optional<std::string> Args::get(const std::string& flag) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> Args::all(const std::string& flag) const {
+  auto it = values_.find(flag);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::optional<long long> Args::get_int(const std::string& flag, long long min, long long max) const {
+  auto text = get(flag);
+  if (!text) return std::nullopt;
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size() || value < min || value > max) {
+    throw UsageError("--" + flag + ": expected an integer in " + std::to_string(min) + ".." +
+                     std::to_string(max) + ", got '" + *text + "'");
+  }
+  return value;
+}
+
+}  // namespace neardup::stream::cli

@@ -1,0 +1,60 @@
+#pragma once
+// The `neardup` command line: a registry of subcommands and a small flag parser
+// shared by all of them, so every subcommand reads and errors the same way.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup::stream::cli {
+
+/// A usage error: printed with the subcommand's usage line, exit status 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Command {
+  std::string name;      ///< e.g. "scan" or "config check"
+  std::string summary;   ///< one line for `neardup --help`
+  std::string help;      ///< full --help text, with an example
+  std::function<int(std::span<const std::string> args)> run;  ///< args after the name
+};
+
+/// Subcommands register themselves from their own .cc (see cmd_*.cc):
+///   static const cli::Registrar kScan{{"scan", "...", kHelp, run_scan}};
+void register_command(Command command);
+const std::vector<Command>& commands();
+struct Registrar {
+  explicit Registrar(Command command) { register_command(std::move(command)); }
+};
+
+/// Parses GNU-style flags: "--name value", "--name=value", boolean "--name",
+/// repeated flags, and positionals. "--help"/"-h" sets help(). Throws UsageError
+/// for unknown flags or a missing value.
+class Args {
+ public:
+  /// `valued`: flags that take a value; `booleans`: flags that do not.
+  Args(std::span<const std::string> args, std::vector<std::string> valued,
+       std::vector<std::string> booleans = {});
+
+  bool help() const { return help_; }
+  bool has(const std::string& flag) const { return values_.count(flag) > 0; }
+  std::optional<std::string> get(const std::string& flag) const;
+  std::vector<std::string> all(const std::string& flag) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  /// An integer flag within [min, max]; throws UsageError naming the flag otherwise.
+  std::optional<long long> get_int(const std::string& flag, long long min, long long max) const;
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> positionals_;
+  bool help_ = false;
+};
+
+}  // namespace neardup::stream::cli
