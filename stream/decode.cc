@@ -1,0 +1,118 @@
+#include "stream/decode.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+
+namespace neardup::stream {
+
+namespace {
+
+// Appends a scalar's text; returns false for objects and arrays.
+bool append_scalar(simdjson::dom::element element, std::string& out) {
+  using simdjson::dom::element_type;
+  char number[32];
+  switch (element.type()) {
+    case element_type::STRING: {
+      std::string_view s = element.get_string().value_unsafe();
+      out.append(s);
+      return true;
+    }
+    case element_type::INT64: {
+      auto r = std::to_chars(number, number + sizeof number, element.get_int64().value_unsafe());
+      out.append(number, r.ptr);
+      return true;
+    }
+    case element_type::UINT64: {
+      auto r = std::to_chars(number, number + sizeof number, element.get_uint64().value_unsafe());
+      out.append(number, r.ptr);
+      return true;
+    }
+    case element_type::DOUBLE: {
+      auto r = std::to_chars(number, number + sizeof number, element.get_double().value_unsafe());
+      out.append(number, r.ptr);
+      return true;
+    }
+    case element_type::BOOL:
+      out.append(element.get_bool().value_unsafe() ? "true" : "false");
+      return true;
+    default:
+      return false;
+  }
+}
+
+void check_pointer(const std::string& pointer, const char* key) {
+  if (!pointer.empty() && pointer[0] != '/') {
+    throw config::ConfigError(std::string(key) + ": expected a JSON pointer like /text, got '" + pointer + "'");
+  }
+}
+
+}  // namespace
+
+struct Decoder::Impl {
+  config::InputOptions options;
+  simdjson::dom::parser parser;
+  std::string text;
+};
+
+Decoder::Decoder(const config::InputOptions& options) : impl_(std::make_unique<Impl>()) {
+  for (const auto& field : options.text_fields) check_pointer(field, "input.text_fields");
+  check_pointer(options.id_field, "input.id_field");
+  impl_->options = options;
+}
+
+Decoder::~Decoder() = default;
+Decoder::Decoder(Decoder&&) noexcept = default;
+Decoder& Decoder::operator=(Decoder&&) noexcept = default;
+
+Decoded Decoder::decode(std::string_view raw) {
+  Decoded out;
+  const auto& options = impl_->options;
+  if (raw.size() > options.max_bytes) {
+    out.error = "record of " + std::to_string(raw.size()) + " bytes exceeds input.max_bytes (" +
+                std::to_string(options.max_bytes) + ")";
+    return out;
+  }
+  if (options.format == config::InputFormat::text) {
+    out.ok = true;
+    out.text = raw;
+    return out;
+  }
+  // parse() copies into its padded buffer when the input is not padded.
+  simdjson::dom::element root;
+  if (auto error = impl_->parser.parse(raw.data(), raw.size()).get(root)) {
+    out.error = std::string("malformed JSON: ") + simdjson::error_message(error);
+    return out;
+  }
+  if (!root.is_object()) {
+    out.error = "malformed JSON: expected an object";
+    return out;
+  }
+  std::string& text = impl_->text;
+  text.clear();
+  bool found = false;
+  for (const auto& field : options.text_fields) {
+    simdjson::dom::element value;
+    if (root.at_pointer(field).get(value) || value.is_null()) continue;
+    if (found) text.push_back(' ');
+    if (!append_scalar(value, text)) {
+      out.error = "text field " + field + " is not a string";
+      return out;
+    }
+    found = true;
+  }
+  if (!found) {
+    out.error = options.text_fields.size() == 1 ? "missing text field " + options.text_fields[0]
+                                                : "none of the text fields is present";
+    return out;
+  }
+  if (!options.id_field.empty()) {
+    simdjson::dom::element id;
+    if (!root.at_pointer(options.id_field).get(id) && !id.is_null()) out.id = simdjson::minify(id);
+  }
+  out.ok = true;
+  out.text = text;
+  return out;
+}
+
+}  // namespace neardup::stream

@@ -1,0 +1,41 @@
+#pragma once
+// Decoding a raw record (a Kafka message value, a line of a file) into the text
+// to fingerprint and an optional id. Shared by `neardup scan` and `neardup run`.
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace neardup::stream {
+
+struct Decoded {
+  bool ok = false;
+  std::string_view text;   ///< valid until the next decode() on the same Decoder
+  std::string id;          ///< the id field as JSON text, e.g. "a1" (quoted) or 42 ("" when absent)
+  std::string error;       ///< set when !ok: what is wrong, for the dead-letter header
+};
+
+/// Not thread-safe (reuses its parser and buffers): one per pipeline thread.
+/// Never throws on any input; malformed input gives ok == false with a reason.
+class Decoder {
+ public:
+  /// Throws config::ConfigError for an invalid JSON pointer in the options.
+  explicit Decoder(const config::InputOptions& options);
+  ~Decoder();
+  Decoder(Decoder&&) noexcept;
+  Decoder& operator=(Decoder&&) noexcept;
+
+  /// O(bytes). Format text: the whole record is the text. Format json: one JSON
+  /// object; the text fields (JSON pointers) are joined with a space; numbers
+  /// and booleans in text fields are used as text; a missing or null field is
+  /// skipped, but at least one must be present.
+  Decoded decode(std::string_view raw);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup::stream
