@@ -1,0 +1,71 @@
+#pragma once
+// Prometheus exposition for neardup. The pipeline thread never touches
+// prometheus-cpp: it fills a plain ServiceStats (counters and fixed-bucket
+// histograms, no atomics, no locks) and publish()es a copy every few hundred
+// milliseconds; scrapes read the last published copy. So counting costs the hot
+// path a few increments per message.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace neardup::metrics {
+
+/// A cumulative histogram with fixed upper bounds (le), plus +Inf.
+struct Histogram {
+  std::vector<double> bounds;         ///< ascending upper bounds
+  std::vector<std::uint64_t> counts;  ///< per bucket (not cumulative), bounds.size() + 1
+  double sum = 0;
+  std::uint64_t count = 0;
+
+  Histogram() = default;
+  explicit Histogram(std::vector<double> upper_bounds);
+  /// O(log buckets).
+  void observe(double value);
+};
+
+struct ServiceStats {
+  std::uint64_t unique = 0, duplicate = 0, invalid = 0;  ///< neardup_messages_total{verdict}
+  Histogram match_distance;                              ///< one bucket per bit 0..k
+  Histogram candidates_per_probe;
+  std::uint64_t window_entries = 0, window_bytes = 0, window_evictions = 0;
+  Histogram processing_seconds;                          ///< per message, inside neardup
+  Histogram end_to_end_latency_seconds;                  ///< message timestamp -> output acked
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;  ///< {topic, partition}
+  std::uint64_t produce_errors = 0, dead_letters = 0;
+
+  /// Histograms with neardup's standard buckets for max distance k.
+  static ServiceStats with_buckets(int max_distance);
+};
+
+struct BuildInfo {
+  std::string version;
+  std::map<std::string, std::string> labels;  ///< extra labels, e.g. {"k","3"}, {"blocks","4"}
+};
+
+/// Serves /metrics, /healthz (200 while the process is alive) and /readyz
+/// (200 once set_ready(true): partitions assigned and window rebuilt; 503 before).
+/// Thread-safe: publish() and set_ready() may be called from any thread.
+class Exporter {
+ public:
+  /// Binds `listen` ("host:port"; port 0 picks a free one). Throws std::runtime_error
+  /// with an actionable message when the address is malformed or cannot be bound.
+  Exporter(const std::string& listen, const BuildInfo& build);
+  ~Exporter();
+  Exporter(const Exporter&) = delete;
+  Exporter& operator=(const Exporter&) = delete;
+
+  void publish(const ServiceStats& stats);
+  void set_ready(bool ready);
+  /// "host:port" actually bound.
+  std::string address() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neardup::metrics
