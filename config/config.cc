@@ -1,8 +1,727 @@
-// PROVISIONAL: defaults only, so the tree links; the config helper replaces it.
+// The YAML loader. One table (`keys()`) lists every key of the schema with its
+// validator and its printer; parsing, environment overrides, `to_yaml` and the
+// "did you mean" suggestions are all driven by it, so a new option is one entry.
 #include "config/config.h"
 
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <type_traits>
+#include <utility>
+
+#include "config/values.h"
+
 namespace neardup::config {
-Config parse_config(const std::string&, const std::string&) { return Config{}; }
-Config load_config(const std::string&) { return Config{}; }
-void apply_env_overrides(Config&) {}
+
+namespace {
+
+constexpr std::uint64_t kMaxInputBytes = 64ULL << 20;
+constexpr std::int64_t kMaxWindowEntries = 1LL << 31;
+constexpr std::int64_t kMaxWindowMs = 365LL * 24 * 3'600'000;  // a year
+constexpr std::size_t kMaxConfigFileBytes = 4U << 20;
+
+enum class Shape { scalar, list, map };
+
+using Map = std::map<std::string, std::string>;
+
+struct Key {
+  std::string path;      ///< "dedup.max_distance"
+  Shape shape = Shape::scalar;
+  std::string expected;  ///< "an integer in 0..8" (for lists: what one item must be)
+  bool nullable = false;  ///< scalar: null (~ or nothing) is a value (kafka.brokers: embedded)
+
+  // scalar: validates and stores `text` (nullopt = null); false when invalid.
+  std::function<bool(Config&, const std::optional<std::string>&)> set;
+  // scalar: the value as written back by to_yaml (nullopt = null).
+  std::function<std::optional<std::string>(const Config&)> show;
+
+  // list: validates one item; then stores the whole list (false = invalid list).
+  std::function<bool(const std::string&)> item_ok;
+  std::string list_expected;  ///< "a non-empty list of topic names"
+  std::function<bool(Config&, const std::vector<std::string>&)> set_list;
+  std::function<std::vector<std::string>(const Config&)> show_list;
+
+  // map: the string map, stored as written.
+  std::function<Map&(Config&)> map;
+  std::function<const Map&(const Config&)> show_map;
+};
+
+std::string env_name(const std::string& path) {
+  std::string name = "NEARDUP_";
+  for (char c : path) name += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+// ---- key builders ---------------------------------------------------------
+
+template <class Get>
+Key integer_key(std::string path, std::int64_t min, std::int64_t max, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.expected = "an integer in " + std::to_string(min) + ".." + std::to_string(max);
+  key.set = [=](Config& config, const std::optional<std::string>& text) {
+    auto value = text ? parse_integer(*text, min, max) : std::nullopt;
+    if (!value) return false;
+    get(config) = static_cast<std::remove_reference_t<decltype(get(config))>>(*value);
+    return true;
+  };
+  key.show = [=](const Config& config) { return std::to_string(get(config)); };
+  return key;
+}
+
+template <class Enum, class Get>
+Key choice_key(std::string path, std::vector<std::pair<std::string, Enum>> names, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.expected = "one of ";
+  for (std::size_t i = 0; i < names.size(); ++i) key.expected += (i ? "|" : "") + names[i].first;
+  key.set = [=](Config& config, const std::optional<std::string>& text) {
+    for (const auto& [name, value] : names) {
+      if (text && *text == name) {
+        get(config) = value;
+        return true;
+      }
+    }
+    return false;
+  };
+  key.show = [=](const Config& config) -> std::optional<std::string> {
+    for (const auto& [name, value] : names) {
+      if (get(config) == value) return name;
+    }
+    return names.front().first;
+  };
+  return key;
+}
+
+template <class Get>
+Key string_key(std::string path, std::string expected, std::function<bool(const std::string&)> ok, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.expected = std::move(expected);
+  key.set = [=](Config& config, const std::optional<std::string>& text) {
+    if (!text || !ok(*text)) return false;
+    get(config) = *text;
+    return true;
+  };
+  key.show = [=](const Config& config) -> std::optional<std::string> { return get(config); };
+  return key;
+}
+
+template <class Get>
+Key bool_key(std::string path, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.expected = "true or false";
+  key.set = [=](Config& config, const std::optional<std::string>& text) {
+    static const std::set<std::string> kTrue{"true", "True", "TRUE"}, kFalse{"false", "False", "FALSE"};
+    if (text && kTrue.count(*text)) {
+      get(config) = true;
+    } else if (text && kFalse.count(*text)) {
+      get(config) = false;
+    } else {
+      return false;
+    }
+    return true;
+  };
+  key.show = [=](const Config& config) -> std::optional<std::string> { return get(config) ? "true" : "false"; };
+  return key;
+}
+
+template <class Get>
+Key map_key(std::string path, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.shape = Shape::map;
+  key.expected = "a mapping of property names to values";
+  key.map = [=](Config& config) -> Map& { return get(config); };
+  key.show_map = [=](const Config& config) -> const Map& { return get(config); };
+  return key;
+}
+
+Key topic_key(std::string path, bool optional, std::string KafkaOptions::*member) {
+  std::string expected = optional ? "a Kafka topic name ([a-zA-Z0-9._-], at most 249) or \"\" to disable"
+                                  : "a Kafka topic name ([a-zA-Z0-9._-], at most 249)";
+  return string_key(
+      std::move(path), std::move(expected),
+      [optional](const std::string& text) { return (optional && text.empty()) || is_topic_name(text); },
+      [member](auto& config) -> auto& { return config.kafka.*member; });
+}
+
+template <class Get>
+Key pointer_list_key(std::string path, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.shape = Shape::list;
+  key.expected = "a JSON pointer like /text or /a/b";
+  key.list_expected = "a non-empty list of JSON pointers like [/text]";
+  key.item_ok = [](const std::string& item) { return is_json_pointer(item); };
+  key.set_list = [=](Config& config, const std::vector<std::string>& items) {
+    if (items.empty()) return false;
+    get(config) = items;
+    return true;
+  };
+  key.show_list = [=](const Config& config) { return get(config); };
+  return key;
+}
+
+bool is_broker_list(const std::string& text) {
+  std::size_t start = 0;
+  while (true) {
+    auto comma = text.find(',', start);
+    auto item = std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!is_host_port(item, 1, /*allow_scheme=*/true)) return false;
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
+// The schema. Order matters: it is the order of `config check` output.
+const std::vector<Key>& keys() {
+  static const std::vector<Key> kKeys = [] {
+    std::vector<Key> k;
+    {
+      Key brokers;
+      brokers.path = "kafka.brokers";
+      brokers.nullable = true;
+      brokers.expected = "a broker list like \"host:9092,host2:9092\" (absent, ~ or \"\" = the embedded broker)";
+      brokers.set = [](Config& config, const std::optional<std::string>& text) {
+        if (!text || text->empty()) {
+          config.kafka.brokers.reset();
+          return true;
+        }
+        if (!is_broker_list(*text)) return false;
+        config.kafka.brokers = *text;
+        return true;
+      };
+      brokers.show = [](const Config& config) { return config.kafka.brokers; };
+      k.push_back(std::move(brokers));
+    }
+    k.push_back(string_key(
+        "kafka.group_id", "a non-empty consumer group id", [](const std::string& text) { return !text.empty(); },
+        [](auto& config) -> auto& { return config.kafka.group_id; }));
+    {
+      Key topics;
+      topics.path = "kafka.input_topics";
+      topics.shape = Shape::list;
+      topics.expected = "a Kafka topic name ([a-zA-Z0-9._-], at most 249)";
+      topics.list_expected = "a non-empty list of topic names like [input]";
+      topics.item_ok = [](const std::string& item) { return is_topic_name(item); };
+      topics.set_list = [](Config& config, const std::vector<std::string>& items) {
+        if (items.empty()) return false;
+        config.kafka.input_topics = items;
+        return true;
+      };
+      topics.show_list = [](const Config& config) { return config.kafka.input_topics; };
+      k.push_back(std::move(topics));
+    }
+    k.push_back(topic_key("kafka.output_topic", false, &KafkaOptions::output_topic));
+    k.push_back(topic_key("kafka.duplicates_topic", false, &KafkaOptions::duplicates_topic));
+    k.push_back(topic_key("kafka.dead_letter_topic", false, &KafkaOptions::dead_letter_topic));
+    k.push_back(topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic));
+    k.push_back(integer_key("kafka.embedded_partitions", 1, 64,
+                            [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
+    k.push_back(map_key("kafka.consumer", [](auto& config) -> auto& { return config.kafka.consumer; }));
+    k.push_back(map_key("kafka.producer", [](auto& config) -> auto& { return config.kafka.producer; }));
+
+    k.push_back(choice_key<InputFormat>("input.format", {{"text", InputFormat::text}, {"json", InputFormat::json}},
+                                        [](auto& config) -> auto& { return config.input.format; }));
+    k.push_back(pointer_list_key("input.text_fields", [](auto& config) -> auto& { return config.input.text_fields; }));
+    k.push_back(string_key(
+        "input.id_field", "a JSON pointer like /id", [](const std::string& text) { return is_json_pointer(text); },
+        [](auto& config) -> auto& { return config.input.id_field; }));
+    {
+      Key max_bytes;
+      max_bytes.path = "input.max_bytes";
+      max_bytes.expected = "a size in 1..64MiB like 1048576, 64KiB or 1MiB";
+      max_bytes.set = [](Config& config, const std::optional<std::string>& text) {
+        auto bytes = text ? parse_size(*text) : std::nullopt;
+        if (!bytes || *bytes < 1 || *bytes > kMaxInputBytes) return false;
+        config.input.max_bytes = static_cast<std::size_t>(*bytes);
+        return true;
+      };
+      max_bytes.show = [](const Config& config) { return format_size(config.input.max_bytes); };
+      k.push_back(std::move(max_bytes));
+    }
+
+    k.push_back(choice_key<Action>("action", {{"drop", Action::drop}, {"tag", Action::tag}, {"route", Action::route}},
+                                   [](auto& config) -> auto& { return config.action; }));
+
+    k.push_back(integer_key("dedup.max_distance", 0, 8,
+                            [](auto& config) -> auto& { return config.dedup.index.max_distance; }));
+    k.push_back(integer_key("dedup.blocks", 0, 16, [](auto& config) -> auto& { return config.dedup.index.blocks; }));
+    k.back().expected = "0 (automatic) or an integer in max_distance+1..16";
+    k.push_back(bool_key("dedup.normalize", [](auto& config) -> auto& { return config.dedup.text.normalize; }));
+    k.push_back(integer_key("dedup.cjk_ngram", 1, 4, [](auto& config) -> auto& { return config.dedup.text.cjk_ngram; }));
+    k.push_back(
+        integer_key("dedup.word_shingle", 1, 4, [](auto& config) -> auto& { return config.dedup.text.word_shingle; }));
+    k.push_back(choice_key<dedup::Weighting>(
+        "dedup.weighting",
+        {{"unit", dedup::Weighting::unit}, {"tf", dedup::Weighting::tf}, {"tf_idf", dedup::Weighting::tf_idf}},
+        [](auto& config) -> auto& { return config.dedup.text.weighting; }));
+    k.push_back(choice_key<dedup::IdfSource>(
+        "dedup.idf_source", {{"stream", dedup::IdfSource::stream}, {"file", dedup::IdfSource::file}},
+        [](auto& config) -> auto& { return config.dedup.text.idf_source; }));
+    k.push_back(string_key(
+        "dedup.idf_file", "a file path (\"\" = none)", [](const std::string&) { return true; },
+        [](auto& config) -> auto& { return config.dedup.text.idf_file; }));
+
+    {
+      Key duration;
+      duration.path = "window.duration";
+      duration.expected = "a duration like 24h, 10m, 90s or 500ms (at most 365d)";
+      duration.set = [](Config& config, const std::optional<std::string>& text) {
+        auto value = text ? parse_duration(*text) : std::nullopt;
+        if (!value || value->count() < 1 || value->count() > kMaxWindowMs) return false;
+        config.dedup.window.duration = *value;
+        return true;
+      };
+      duration.show = [](const Config& config) { return format_duration(config.dedup.window.duration); };
+      k.push_back(std::move(duration));
+    }
+    k.push_back(integer_key("window.max_entries", 1, kMaxWindowEntries,
+                            [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
+
+    k.push_back(string_key(
+        "metrics.listen", "an address like 127.0.0.1:9464 or \"\" to disable",
+        [](const std::string& text) { return text.empty() || is_host_port(text, 0); },
+        [](auto& config) -> auto& { return config.metrics.listen; }));
+
+    k.push_back(choice_key<LogFormat>("log.format", {{"text", LogFormat::text}, {"json", LogFormat::json}},
+                                      [](auto& config) -> auto& { return config.log.format; }));
+    k.push_back(choice_key<LogLevel>(
+        "log.level",
+        {{"debug", LogLevel::debug}, {"info", LogLevel::info}, {"warn", LogLevel::warn}, {"error", LogLevel::error}},
+        [](auto& config) -> auto& { return config.log.level; }));
+    return k;
+  }();
+  return kKeys;
+}
+
+const Key* find_key(const std::string& path) {
+  for (const auto& key : keys()) {
+    if (key.path == path) return &key;
+  }
+  return nullptr;
+}
+
+// The names allowed directly under `prefix` ("" = the top level), in schema order.
+std::vector<std::string> children(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& key : keys()) {
+    std::string_view path = key.path;
+    if (!prefix.empty()) {
+      if (path.size() <= prefix.size() || path.substr(0, prefix.size()) != prefix || path[prefix.size()] != '.') {
+        continue;
+      }
+      path.remove_prefix(prefix.size() + 1);
+    }
+    std::string name(path.substr(0, path.find('.')));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+bool is_section(const std::string& path) {
+  const std::string dotted = path + ".";
+  return std::any_of(keys().begin(), keys().end(),
+                     [&](const Key& key) { return key.path.compare(0, dotted.size(), dotted) == 0; });
+}
+
+// ---- errors -----------------------------------------------------------------
+
+// A value quoted for an error message: control characters escaped, long ones cut.
+std::string quoted(std::string_view value) {
+  constexpr std::size_t kMax = 80;
+  std::string out = "'";
+  for (std::size_t i = 0; i < value.size() && i < kMax; ++i) {
+    auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += c == '\n' ? std::string("\\n") : std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (value.size() > kMax) out += "...";
+  return out + "'";
+}
+
+[[noreturn]] void fail_expected(const std::string& where, const std::string& expected, const std::string& got) {
+  throw ConfigError(where + ": expected " + expected + ", got " + got);
+}
+
+/// Where each key was set, to point errors that involve two keys at the right one.
+class Locator {
+ public:
+  virtual ~Locator() = default;
+  virtual bool was_set(const std::string& path) const = 0;
+  /// "file:L:C: path" or "environment NEARDUP_X"
+  virtual std::string where(const std::string& path) const = 0;
+};
+
+// Checks that involve more than one key. Blames a key the user set, if any.
+void check_cross(const Config& config, const Locator& locator) {
+  auto blame = [&](std::initializer_list<const char*> paths) -> std::string {
+    for (const char* path : paths) {
+      if (locator.was_set(path)) return path;
+    }
+    return *paths.begin();
+  };
+  const auto& index = config.dedup.index;
+  if (index.blocks != 0 && (index.blocks < index.max_distance + 1 || index.blocks > 16)) {
+    if (blame({"dedup.blocks", "dedup.max_distance"}) == "dedup.blocks") {
+      fail_expected(locator.where("dedup.blocks"),
+                    "0 (automatic) or an integer in " + std::to_string(index.max_distance + 1) +
+                        "..16 (at least dedup.max_distance + 1)",
+                    quoted(std::to_string(index.blocks)));
+    }
+    fail_expected(locator.where("dedup.max_distance"),
+                  "an integer in 0.." + std::to_string(index.blocks - 1) + " (below dedup.blocks = " +
+                      std::to_string(index.blocks) + ")",
+                  quoted(std::to_string(index.max_distance)));
+  }
+  const auto& text = config.dedup.text;
+  if (text.weighting == dedup::Weighting::tf_idf && text.idf_source == dedup::IdfSource::file &&
+      text.idf_file.empty()) {
+    std::string path = blame({"dedup.idf_file", "dedup.idf_source", "dedup.weighting"});
+    std::string got = path == "dedup.idf_file" ? "''" : path == "dedup.idf_source" ? "'file'" : "'tf_idf'";
+    std::string expected = path == "dedup.idf_file"
+                               ? "a file path (required when idf_source is file and weighting is tf_idf)"
+                               : "dedup.idf_file to be set (idf_source file with weighting tf_idf reads it)";
+    fail_expected(locator.where(path), expected, got);
+  }
+  const auto& kafka = config.kafka;
+  const std::pair<const char*, const std::string*> outputs[] = {{"kafka.output_topic", &kafka.output_topic},
+                                                                {"kafka.duplicates_topic", &kafka.duplicates_topic},
+                                                                {"kafka.dead_letter_topic", &kafka.dead_letter_topic},
+                                                                {"kafka.changelog_topic", &kafka.changelog_topic}};
+  for (const auto& [path, topic] : outputs) {
+    if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) == kafka.input_topics.end()) continue;
+    std::string blamed = blame({path, "kafka.input_topics"});
+    if (blamed == path) {
+      fail_expected(locator.where(path), "a topic that is not one of kafka.input_topics (it would loop)",
+                    quoted(*topic));
+    }
+    fail_expected(locator.where(blamed), "input topics other than " + std::string(path) + " (it would loop)",
+                  quoted(*topic));
+  }
+}
+
+// ---- YAML -------------------------------------------------------------------
+
+std::string kind_of(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return quoted(node.Scalar());
+    case YAML::NodeType::Undefined: break;
+  }
+  return "nothing";
+}
+
+class YamlReader final : public Locator {
+ public:
+  YamlReader(std::string origin, Config& config) : origin_(std::move(origin)), config_(config) {}
+
+  void read_root(const YAML::Node& root) {
+    if (root.IsNull()) return;  // empty file: all defaults
+    if (!root.IsMap()) {
+      throw ConfigError(at(root.Mark(), root.Mark()) + ": expected a mapping of sections (kafka, input, action, "
+                        "dedup, window, metrics, log), got " + kind_of(root));
+    }
+    read_map(root, "");
+    check_cross(config_, *this);
+  }
+
+  bool was_set(const std::string& path) const override { return set_at_.count(path) > 0; }
+  std::string where(const std::string& path) const override {
+    auto it = set_at_.find(path);
+    return (it == set_at_.end() ? origin_ : it->second) + ": " + path;
+  }
+
+ private:
+  // "file:L:C" from a mark, 1-based; `fallback` when the mark is unknown (nulls).
+  std::string at(const YAML::Mark& mark, const YAML::Mark& fallback) const {
+    const YAML::Mark& use = mark.is_null() ? fallback : mark;
+    if (use.is_null()) return origin_;
+    return origin_ + ":" + std::to_string(use.line + 1) + ":" + std::to_string(use.column + 1);
+  }
+
+  // The mark of a value: yaml-cpp gives a null value the position of the next
+  // token, so nulls point at their key instead.
+  std::string value_at(const YAML::Node& value, const YAML::Node& key) const {
+    return value.IsNull() ? at(key.Mark(), key.Mark()) : at(value.Mark(), key.Mark());
+  }
+
+  void read_map(const YAML::Node& map, const std::string& prefix) {
+    std::map<std::string, std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node key_node = it->first;
+      const YAML::Node value = it->second;
+      const std::string key_at = at(key_node.Mark(), map.Mark());
+      if (!key_node.IsScalar()) {
+        throw ConfigError(key_at + ": " + (prefix.empty() ? "(top level)" : prefix) +
+                          ": expected a key name, got " + kind_of(key_node));
+      }
+      const std::string& name = key_node.Scalar();
+      const std::string path = prefix.empty() ? name : prefix + "." + name;
+      if (auto [first, fresh] = seen.emplace(name, key_at); !fresh) {
+        throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " + first->second + ")");
+      }
+      if (const Key* key = find_key(path)) {
+        set_at_[path] = value_at(value, key_node);
+        read_value(*key, key_node, value);
+      } else if (is_section(path)) {
+        if (value.IsNull()) continue;  // "dedup:" with nothing under it keeps the defaults
+        if (!value.IsMap()) {
+          throw ConfigError(value_at(value, key_node) + ": " + path + ": expected a mapping with keys " +
+                            join(children(path)) + ", got " + kind_of(value));
+        }
+        read_map(value, path);
+      } else {
+        auto valid = children(prefix);
+        std::string message = key_at + ": " + path + ": unknown key";
+        if (auto suggestion = nearest(name, valid)) {
+          message += " (did you mean '" + *suggestion + "'?)";
+        } else {
+          message += " (valid keys" + (prefix.empty() ? std::string() : " under " + prefix) + ": " + join(valid) + ")";
+        }
+        throw ConfigError(message);
+      }
+    }
+  }
+
+  void read_value(const Key& key, const YAML::Node& key_node, const YAML::Node& value) {
+    const std::string where = value_at(value, key_node) + ": " + key.path;
+    switch (key.shape) {
+      case Shape::scalar: {
+        if (value.IsNull() && key.nullable) {
+          key.set(config_, std::nullopt);
+        } else if (!value.IsScalar() || !key.set(config_, value.Scalar())) {
+          fail_expected(where, key.expected, kind_of(value));
+        }
+        return;
+      }
+      case Shape::list: {
+        if (!value.IsSequence()) fail_expected(where, key.list_expected, kind_of(value));
+        std::vector<std::string> items;
+        std::size_t index = 0;
+        for (const auto& item : value) {
+          if (!item.IsScalar() || !key.item_ok(item.Scalar())) {
+            fail_expected(at(item.Mark(), value.Mark()) + ": " + key.path + "[" + std::to_string(index) + "]",
+                          key.expected, kind_of(item));
+          }
+          items.push_back(item.Scalar());
+          ++index;
+        }
+        if (!key.set_list(config_, items)) fail_expected(where, key.list_expected, "an empty list");
+        return;
+      }
+      case Shape::map: {
+        if (value.IsNull()) {
+          key.map(config_).clear();
+          return;
+        }
+        if (!value.IsMap()) fail_expected(where, key.expected, kind_of(value));
+        Map properties;
+        for (auto it = value.begin(); it != value.end(); ++it) {
+          const YAML::Node name_node = it->first;
+          const YAML::Node property = it->second;
+          const std::string name_at = at(name_node.Mark(), value.Mark());
+          if (!name_node.IsScalar() || name_node.Scalar().empty()) {
+            fail_expected(name_at + ": " + key.path, "a property name", kind_of(name_node));
+          }
+          const std::string name = name_node.Scalar();
+          if (!property.IsScalar()) {
+            fail_expected(value_at(property, name_node) + ": " + key.path + "." + name,
+                          "a scalar property value (passed to librdkafka as text)", kind_of(property));
+          }
+          if (!properties.emplace(name, property.Scalar()).second) {
+            throw ConfigError(name_at + ": " + key.path + "." + name + ": duplicate key");
+          }
+        }
+        key.map(config_) = std::move(properties);
+        return;
+      }
+    }
+  }
+
+  static std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }
+
+  std::string origin_;
+  Config& config_;
+  std::map<std::string, std::string> set_at_;  // path -> "file:L:C"
+};
+
+class EnvLocator final : public Locator {
+ public:
+  bool was_set(const std::string& path) const override { return set_.count(path) > 0; }
+  std::string where(const std::string& path) const override {
+    return set_.count(path) ? "environment " + env_name(path) : "configuration: " + path;
+  }
+  void mark(const std::string& path) { set_.insert(path); }
+
+ private:
+  std::set<std::string> set_;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  if (text.empty()) return items;
+  std::size_t start = 0;
+  while (true) {
+    auto comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto first = item.find_first_not_of(' ');
+    auto last = item.find_last_not_of(' ');
+    items.push_back(first == std::string::npos ? "" : item.substr(first, last - first + 1));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& origin) {
+  Config config;
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& e) {
+    std::string where = origin;
+    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
+    throw ConfigError(where + ": invalid YAML: " + e.msg);
+  }
+  if (documents.size() > 1) {
+    const auto mark = documents[1].Mark();
+    std::string where = origin;
+    if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    throw ConfigError(where + ": expected one YAML document, got " + std::to_string(documents.size()));
+  }
+  try {
+    YamlReader reader(origin, config);
+    reader.read_root(documents.empty() ? YAML::Node() : documents.front());
+  } catch (const YAML::Exception& e) {  // defensive: a node access that yaml-cpp refuses
+    throw ConfigError(origin + ": invalid YAML: " + e.msg);
+  }
+  return config;
+}
+
+Config load_config(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw ConfigError(path + ": cannot open: " + std::strerror(errno));
+  std::string text;
+  char buffer[65536];
+  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(file.gcount()));
+    if (text.size() > kMaxConfigFileBytes) {
+      throw ConfigError(path + ": expected a configuration file of at most 4 MiB, got more");
+    }
+  }
+  if (file.bad()) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  return parse_config(text, path);
+}
+
+void apply_env_overrides(Config& config, const EnvLookup& lookup) {
+  Config updated = config;  // all or nothing: a bad variable leaves `config` untouched
+  EnvLocator locator;
+  for (const auto& key : keys()) {
+    if (key.shape == Shape::map) continue;
+    const std::string name = env_name(key.path);
+    auto value = lookup(name);
+    if (!value) continue;
+    locator.mark(key.path);
+    const std::string where = "environment " + name;
+    if (key.shape == Shape::scalar) {
+      if (!key.set(updated, *value)) fail_expected(where, key.expected, quoted(*value));
+      continue;
+    }
+    auto items = split_list(*value);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!key.item_ok(items[i])) {
+        fail_expected(where + "[" + std::to_string(i) + "]", key.expected, quoted(items[i]));
+      }
+    }
+    if (!key.set_list(updated, items)) {
+      fail_expected(where, key.list_expected + " (comma-separated)", quoted(*value));
+    }
+  }
+  check_cross(updated, locator);
+  config = std::move(updated);
+}
+
+void apply_env_overrides(Config& config) {
+  apply_env_overrides(config, [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  });
+}
+
+std::string to_yaml(const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  std::string section;  // the open section ("" = top level)
+  for (const auto& key : keys()) {
+    auto dot = key.path.find('.');
+    std::string key_section = dot == std::string::npos ? "" : key.path.substr(0, dot);
+    std::string name = dot == std::string::npos ? key.path : key.path.substr(dot + 1);
+    if (key_section != section) {
+      if (!section.empty()) out << YAML::EndMap;
+      section = key_section;
+      if (!section.empty()) out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << name << YAML::Value;
+    switch (key.shape) {
+      case Shape::scalar: {
+        auto value = key.show(config);
+        if (value) {
+          out << *value;
+        } else {
+          out << YAML::Null;
+        }
+        break;
+      }
+      case Shape::list:
+        out << YAML::Flow << YAML::BeginSeq;
+        for (const auto& item : key.show_list(config)) out << item;
+        out << YAML::EndSeq;
+        break;
+      case Shape::map: {
+        const Map& map = key.show_map(config);
+        out << YAML::Block << YAML::BeginMap;
+        for (const auto& [property, value] : map) out << YAML::Key << property << YAML::Value << value;
+        out << YAML::EndMap;
+        break;
+      }
+    }
+  }
+  if (!section.empty()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  if (!out.good()) throw ConfigError("configuration: cannot write YAML: " + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<KeyInfo> schema() {
+  std::vector<KeyInfo> out;
+  for (const auto& key : keys()) {
+    out.push_back({key.path, key.shape == Shape::map ? "" : env_name(key.path),
+                   key.shape == Shape::list ? key.list_expected : key.expected});
+  }
+  return out;
+}
+
 }  // namespace neardup::config

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -74,6 +75,30 @@ Config load_config(const std::string& path);
 
 /// Applies NEARDUP_* environment overrides (e.g. NEARDUP_KAFKA_BROKERS,
 /// NEARDUP_METRICS_LISTEN, NEARDUP_ACTION, NEARDUP_LOG_LEVEL). Throws ConfigError.
+/// Every scalar key `section.name` has the variable NEARDUP_SECTION_NAME (list keys
+/// take comma-separated values; the consumer/producer maps have none). A variable
+/// that is set, even to "", overrides; values are validated like YAML values and
+/// errors read "environment NEARDUP_X: expected ..., got '...'".
+/// Not thread-safe with concurrent setenv (it reads the process environment).
 void apply_env_overrides(Config& config);
+
+/// Returns the value of an environment variable, nullopt when it is unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+/// The same, reading variables through `lookup` (tests pass a map).
+void apply_env_overrides(Config& config, const EnvLookup& lookup);
+
+/// The effective configuration as YAML: every key, defaults included, in the
+/// order of the schema. parse_config(to_yaml(c), ...) gives back `c` exactly.
+std::string to_yaml(const Config& config);
+
+/// Every key of the schema, dotted ("dedup.max_distance"), in schema order,
+/// with its environment variable ("" for the maps) and what it expects.
+struct KeyInfo {
+  std::string path;
+  std::string env;
+  std::string expected;
+};
+std::vector<KeyInfo> schema();
 
 }  // namespace neardup::config
