@@ -1,0 +1,102 @@
+#include "metrics/metrics.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+
+#include "metrics/http_server.h"
+#include "metrics/render.h"
+
+namespace neardup::metrics {
+
+Histogram::Histogram(std::vector<double> upper_bounds) : bounds(std::move(upper_bounds)) {
+  // +Inf is implicit and NaN has no place among bounds; duplicates would make empty buckets.
+  std::erase_if(bounds, [](double b) { return std::isnan(b) || std::isinf(b); });
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  counts.assign(bounds.size() + 1, 0);
+}
+
+void Histogram::observe(double value) {
+  if (std::isnan(value)) return;  // a NaN would poison sum forever; it measures nothing
+  if (counts.size() != bounds.size() + 1) counts.resize(bounds.size() + 1, 0);
+  // Bucket i holds bounds[i-1] < value <= bounds[i] (Prometheus "le" semantics).
+  const auto it = std::lower_bound(bounds.begin(), bounds.end(), value);
+  ++counts[static_cast<std::size_t>(it - bounds.begin())];
+  sum += value;
+  ++count;
+}
+
+ServiceStats ServiceStats::with_buckets(int max_distance) {
+  max_distance = std::clamp(max_distance, 0, 64);
+  ServiceStats s;
+  std::vector<double> distance;
+  for (int d = 0; d <= max_distance; ++d) distance.push_back(d);
+  s.match_distance = Histogram(std::move(distance));
+  s.candidates_per_probe = Histogram({0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
+  s.processing_seconds = Histogram({1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
+                                    1e-3, 2.5e-3, 1e-2, 0.1, 1});
+  s.end_to_end_latency_seconds = Histogram({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                            0.5, 1, 2.5, 5, 10, 30, 60, 300});
+  return s;
+}
+
+struct Exporter::Impl {
+  BuildInfo build;
+  mutable std::mutex mutex;
+  std::shared_ptr<const ServiceStats> last = std::make_shared<const ServiceStats>();
+  std::atomic<bool> ready{false};
+  std::unique_ptr<HttpServer> server;
+
+  HttpResponse handle(const HttpRequest& request) const {
+    if (request.method != "GET" && request.method != "HEAD") {
+      return {405, "text/plain; charset=utf-8", "method not allowed\n", {{"Allow", "GET, HEAD"}}};
+    }
+    if (request.path == "/metrics") {
+      std::shared_ptr<const ServiceStats> stats;
+      {
+        std::lock_guard lock(mutex);
+        stats = last;
+      }
+      return {200, "text/plain; version=0.0.4; charset=utf-8",
+              render_text(*stats, build, ready.load(std::memory_order_relaxed)), {}};
+    }
+    if (request.path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n", {}};
+    if (request.path == "/readyz") {
+      if (ready.load(std::memory_order_relaxed)) return {200, "text/plain; charset=utf-8", "ready\n", {}};
+      return {503, "text/plain; charset=utf-8", "not ready\n", {}};
+    }
+    if (request.path == "/") {
+      return {200, "text/html; charset=utf-8",
+              "<html><body><h1>neardup</h1><ul><li><a href=\"/metrics\">/metrics</a></li>"
+              "<li><a href=\"/healthz\">/healthz</a></li><li><a href=\"/readyz\">/readyz</a></li>"
+              "</ul></body></html>\n",
+              {}};
+    }
+    return {404, "text/plain; charset=utf-8", "not found\n", {}};
+  }
+};
+
+Exporter::Exporter(const std::string& listen, const BuildInfo& build) : impl_(std::make_unique<Impl>()) {
+  impl_->build = build;
+  Impl* impl = impl_.get();
+  impl_->server = std::make_unique<HttpServer>(
+      listen, [impl](const HttpRequest& request) { return impl->handle(request); });
+}
+
+Exporter::~Exporter() = default;
+
+void Exporter::publish(const ServiceStats& stats) {
+  auto copy = std::make_shared<const ServiceStats>(stats);  // copied outside the lock
+  std::lock_guard lock(impl_->mutex);
+  impl_->last.swap(copy);
+}
+
+void Exporter::set_ready(bool ready) { impl_->ready.store(ready, std::memory_order_relaxed); }
+
+std::string Exporter::address() const { return impl_->server->address(); }
+
+}  // namespace neardup::metrics

@@ -1,0 +1,118 @@
+#include "metrics/render.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace neardup::metrics {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+ClientMetric number(double value, MetricType type, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (type == MetricType::Counter) m.counter.value = value;
+  else m.gauge.value = value;
+  return m;
+}
+
+MetricFamily scalar(std::string name, std::string help, MetricType type, double value) {
+  return {std::move(name), std::move(help), type, {number(value, type)}};
+}
+
+MetricFamily histogram(std::string name, std::string help, const Histogram& h) {
+  ClientMetric m;
+  m.histogram.sample_count = h.count;
+  m.histogram.sample_sum = h.sum;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < h.bounds.size(); ++i) {
+    if (i < h.counts.size()) cumulative += h.counts[i];
+    m.histogram.bucket.push_back({cumulative, h.bounds[i]});
+  }
+  // +Inf always equals _count, even if counts and count drifted (they never should).
+  m.histogram.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
+  return {std::move(name), std::move(help), MetricType::Histogram, {std::move(m)}};
+}
+
+/// A prometheus::Collectable over one immutable snapshot: the hot path never
+/// sees prometheus-cpp, scrapes convert the last published copy.
+class SnapshotCollectable final : public prometheus::Collectable {
+ public:
+  SnapshotCollectable(const ServiceStats& stats, const BuildInfo& build, bool ready)
+      : stats_(stats), build_(build), ready_(ready) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    std::vector<MetricFamily> out;
+    const auto& s = stats_;
+
+    MetricFamily messages{"neardup_messages_total", "Messages judged, by verdict.", MetricType::Counter, {}};
+    messages.metric.push_back(number(static_cast<double>(s.unique), MetricType::Counter, {{"verdict", "unique"}}));
+    messages.metric.push_back(
+        number(static_cast<double>(s.duplicate), MetricType::Counter, {{"verdict", "duplicate"}}));
+    messages.metric.push_back(number(static_cast<double>(s.invalid), MetricType::Counter, {{"verdict", "invalid"}}));
+    out.push_back(std::move(messages));
+
+    out.push_back(histogram("neardup_match_distance",
+                            "Hamming distance (bits) between a duplicate and the window entry it matched.",
+                            s.match_distance));
+    out.push_back(histogram("neardup_candidates_per_probe",
+                            "Window entries checked with a popcount per probe (index selectivity).",
+                            s.candidates_per_probe));
+    out.push_back(scalar("neardup_window_entries", "Fingerprints currently held in the sliding window.",
+                         MetricType::Gauge, static_cast<double>(s.window_entries)));
+    out.push_back(scalar("neardup_window_bytes", "Memory held by the sliding window and its index, in bytes.",
+                         MetricType::Gauge, static_cast<double>(s.window_bytes)));
+    out.push_back(scalar("neardup_window_evictions_total", "Window entries expired by event time or by size.",
+                         MetricType::Counter, static_cast<double>(s.window_evictions)));
+    out.push_back(histogram("neardup_processing_seconds",
+                            "Time neardup spends on one message (decode, fingerprint, probe, insert).",
+                            s.processing_seconds));
+    out.push_back(histogram("neardup_end_to_end_latency_seconds",
+                            "From the input message's Kafka timestamp to its output being acknowledged.",
+                            s.end_to_end_latency_seconds));
+
+    MetricFamily lag{"neardup_consumer_lag", "Messages behind the partition's high watermark (librdkafka statistics).",
+                     MetricType::Gauge, {}};
+    for (const auto& [key, value] : s.consumer_lag) {
+      lag.metric.push_back(number(static_cast<double>(value), MetricType::Gauge,
+                                  {{"partition", std::to_string(key.second)}, {"topic", key.first}}));
+    }
+    out.push_back(std::move(lag));
+
+    out.push_back(scalar("neardup_produce_errors_total", "Output records the broker did not acknowledge.",
+                         MetricType::Counter, static_cast<double>(s.produce_errors)));
+    out.push_back(scalar("neardup_dead_letters_total", "Messages sent to the dead-letter topic.",
+                         MetricType::Counter, static_cast<double>(s.dead_letters)));
+    out.push_back(scalar("neardup_ready", "1 when partitions are assigned and the window is rebuilt (/readyz).",
+                         MetricType::Gauge, ready_ ? 1 : 0));
+
+    std::vector<ClientMetric::Label> labels{{"version", build_.version}};
+    for (const auto& [name, value] : build_.labels) {
+      if (name != "version") labels.push_back({name, value});
+    }
+    out.push_back({"neardup_build_info", "Always 1; the labels describe the running build and its settings.",
+                   MetricType::Gauge, {number(1, MetricType::Gauge, std::move(labels))}});
+    return out;
+  }
+
+ private:
+  const ServiceStats& stats_;
+  const BuildInfo& build_;
+  bool ready_;
+};
+
+}  // namespace
+
+std::string render_text(const ServiceStats& stats, const BuildInfo& build, bool ready) {
+  const SnapshotCollectable collectable(stats, build, ready);
+  return prometheus::TextSerializer().Serialize(collectable.Collect());
+}
+
+}  // namespace neardup::metrics

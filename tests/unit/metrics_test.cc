@@ -1,0 +1,291 @@
+// metrics/: Histogram bucket placement, the exposition text, and the HTTP
+// endpoints over a real loopback socket (port 0, so tests never collide).
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "metrics/http_server.h"
+#include "metrics/metrics.h"
+#include "metrics/render.h"
+
+namespace neardup::metrics {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Reply {
+  int status = 0;
+  std::string head;
+  std::string body;
+};
+
+/// One HTTP/1.1 exchange with `address` ("127.0.0.1:port"). Bounded: 5 s per poll.
+Reply http(const std::string& address, const std::string& raw_request) {
+  const ListenAddress parsed = parse_listen_address(address);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(parsed.host.c_str(), parsed.port.c_str(), &hints, &found) != 0) throw std::runtime_error("resolve");
+  const int fd = ::socket(found->ai_family, SOCK_STREAM, 0);
+  const int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
+  ::freeaddrinfo(found);
+  if (rc != 0) {
+    ::close(fd);
+    throw std::runtime_error("connect to " + address);
+  }
+  ::send(fd, raw_request.data(), raw_request.size(), MSG_NOSIGNAL);
+  std::string all;
+  char buffer[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    all.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  Reply reply;
+  const auto split = all.find("\r\n\r\n");
+  reply.head = all.substr(0, split);
+  if (split != std::string::npos) reply.body = all.substr(split + 4);
+  if (all.rfind("HTTP/1.1 ", 0) == 0) reply.status = std::stoi(all.substr(9, 3));
+  return reply;
+}
+
+Reply get(const std::string& address, const std::string& path) {
+  return http(address, "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n");
+}
+
+/// Sample lines of an exposition, keyed by "name{labels}" exactly as written.
+std::map<std::string, double> samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+TEST(Histogram, PlacesValuesByUpperBoundInclusive) {
+  Histogram h({1, 2, 5});
+  ASSERT_EQ(h.counts.size(), 4u);
+  for (double v : {0.5, 1.0}) h.observe(v);  // le="1"
+  h.observe(1.5);                           // le="2"
+  h.observe(5);                             // le="5"
+  h.observe(6);                             // +Inf
+  h.observe(-3);                            // below every bound: first bucket
+  EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{3, 1, 1, 1}));
+  EXPECT_EQ(h.count, 6u);
+  EXPECT_DOUBLE_EQ(h.sum, 0.5 + 1 + 1.5 + 5 + 6 - 3);
+}
+
+TEST(Histogram, NormalizesBoundsAndIgnoresNaN) {
+  Histogram h({5, 1, 1, INFINITY, NAN, 2});
+  EXPECT_EQ(h.bounds, (std::vector<double>{1, 2, 5}));
+  h.observe(NAN);
+  EXPECT_EQ(h.count, 0u);
+  EXPECT_EQ(h.sum, 0);
+}
+
+TEST(Histogram, DefaultConstructedCountsEverythingInInf) {
+  Histogram h;
+  h.observe(42);
+  ASSERT_EQ(h.counts.size(), 1u);
+  EXPECT_EQ(h.counts[0], 1u);
+}
+
+TEST(ServiceStats, MatchDistanceHasOneBucketPerBitUpToK) {
+  const auto s = ServiceStats::with_buckets(3);
+  EXPECT_EQ(s.match_distance.bounds, (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(ServiceStats::with_buckets(0).match_distance.bounds, (std::vector<double>{0}));
+  EXPECT_FALSE(s.processing_seconds.bounds.empty());
+  EXPECT_FALSE(s.end_to_end_latency_seconds.bounds.empty());
+  EXPECT_FALSE(s.candidates_per_probe.bounds.empty());
+}
+
+ServiceStats sample_stats() {
+  auto s = ServiceStats::with_buckets(3);
+  s.unique = 11;
+  s.duplicate = 7;
+  s.invalid = 2;
+  for (int d : {0, 1, 1, 3}) s.match_distance.observe(d);
+  s.candidates_per_probe.observe(3);
+  s.window_entries = 11;
+  s.window_bytes = 4096;
+  s.window_evictions = 5;
+  s.processing_seconds.observe(0.00002);
+  s.end_to_end_latency_seconds.observe(0.2);
+  s.consumer_lag[{"input", 0}] = 12;
+  s.consumer_lag[{"input", 7}] = 0;
+  s.produce_errors = 1;
+  s.dead_letters = 2;
+  return s;
+}
+
+TEST(Render, ExposesEverySeriesWithCumulativeBuckets) {
+  const auto m = samples(render_text(sample_stats(), {"1.2.3", {{"k", "3"}}}, true));
+  EXPECT_EQ(m.at("neardup_messages_total{verdict=\"unique\"}"), 11);
+  EXPECT_EQ(m.at("neardup_messages_total{verdict=\"duplicate\"}"), 7);
+  EXPECT_EQ(m.at("neardup_messages_total{verdict=\"invalid\"}"), 2);
+  EXPECT_EQ(m.at("neardup_match_distance_bucket{le=\"0\"}"), 1);
+  EXPECT_EQ(m.at("neardup_match_distance_bucket{le=\"1\"}"), 3);
+  EXPECT_EQ(m.at("neardup_match_distance_bucket{le=\"2\"}"), 3);
+  EXPECT_EQ(m.at("neardup_match_distance_bucket{le=\"3\"}"), 4);
+  EXPECT_EQ(m.at("neardup_match_distance_bucket{le=\"+Inf\"}"), 4);
+  EXPECT_EQ(m.at("neardup_match_distance_count"), 4);
+  EXPECT_EQ(m.at("neardup_match_distance_sum"), 5);
+  EXPECT_EQ(m.at("neardup_candidates_per_probe_bucket{le=\"2\"}"), 0);
+  EXPECT_EQ(m.at("neardup_candidates_per_probe_bucket{le=\"4\"}"), 1);
+  EXPECT_EQ(m.at("neardup_window_entries"), 11);
+  EXPECT_EQ(m.at("neardup_window_bytes"), 4096);
+  EXPECT_EQ(m.at("neardup_window_evictions_total"), 5);
+  EXPECT_EQ(m.at("neardup_processing_seconds_count"), 1);
+  EXPECT_EQ(m.at("neardup_end_to_end_latency_seconds_bucket{le=\"0.1\"}"), 0);
+  EXPECT_EQ(m.at("neardup_end_to_end_latency_seconds_bucket{le=\"0.25\"}"), 1);
+  EXPECT_EQ(m.at("neardup_consumer_lag{partition=\"0\",topic=\"input\"}"), 12);
+  EXPECT_EQ(m.at("neardup_consumer_lag{partition=\"7\",topic=\"input\"}"), 0);
+  EXPECT_EQ(m.at("neardup_produce_errors_total"), 1);
+  EXPECT_EQ(m.at("neardup_dead_letters_total"), 2);
+  EXPECT_EQ(m.at("neardup_ready"), 1);
+  EXPECT_EQ(m.at("neardup_build_info{version=\"1.2.3\",k=\"3\"}"), 1);
+}
+
+TEST(Render, PassesPromtoolCheckMetrics) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool not installed";
+  const auto dir = std::filesystem::temp_directory_path() / ("neardup_metrics_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto stats = sample_stats();
+  stats.consumer_lag[{"we\"ird\\topic\n", 1}] = 3;  // label escaping must stay valid
+  std::ofstream(dir / "metrics.txt") << render_text(stats, {"1.2.3", {{"k", "3"}}}, false);
+  const std::string command = "promtool check metrics < " + (dir / "metrics.txt").string() + " > " +
+                              (dir / "out.txt").string() + " 2>&1";
+  const int rc = std::system(command.c_str());
+  std::ifstream in(dir / "out.txt");
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(rc, 0) << output;
+  EXPECT_EQ(output, "");
+}
+
+TEST(Exporter, ServesPublishedStatsOnMetrics) {
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  EXPECT_THAT(exporter.address(), ::testing::StartsWith("127.0.0.1:"));
+  EXPECT_NE(exporter.address(), "127.0.0.1:0");
+
+  auto before = get(exporter.address(), "/metrics");
+  ASSERT_EQ(before.status, 200);
+  EXPECT_EQ(samples(before.body).at("neardup_messages_total{verdict=\"unique\"}"), 0);
+
+  exporter.publish(sample_stats());
+  const auto reply = get(exporter.address(), "/metrics");
+  ASSERT_EQ(reply.status, 200);
+  EXPECT_THAT(reply.head, HasSubstr("Content-Type: text/plain; version=0.0.4"));
+  const auto m = samples(reply.body);
+  EXPECT_EQ(m.at("neardup_messages_total{verdict=\"duplicate\"}"), 7);
+  EXPECT_EQ(m.at("neardup_consumer_lag{partition=\"0\",topic=\"input\"}"), 12);
+  EXPECT_EQ(m.at("neardup_build_info{version=\"1.2.3\"}"), 1);
+}
+
+TEST(Exporter, ReadyzIs503UntilSetReady) {
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  EXPECT_EQ(get(exporter.address(), "/readyz").status, 503);
+  EXPECT_EQ(samples(get(exporter.address(), "/metrics").body).at("neardup_ready"), 0);
+  exporter.set_ready(true);
+  EXPECT_EQ(get(exporter.address(), "/readyz").status, 200);
+  EXPECT_EQ(samples(get(exporter.address(), "/metrics").body).at("neardup_ready"), 1);
+  exporter.set_ready(false);  // e.g. partitions revoked during a rebalance
+  EXPECT_EQ(get(exporter.address(), "/readyz").status, 503);
+}
+
+TEST(Exporter, HealthzIsAlways200) {
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  EXPECT_EQ(get(exporter.address(), "/healthz").status, 200);
+  EXPECT_EQ(get(exporter.address(), "/healthz?verbose=1").status, 200);
+}
+
+TEST(Exporter, AnswersUnknownPathsMethodsAndGarbage) {
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  EXPECT_EQ(get(exporter.address(), "/nope").status, 404);
+  EXPECT_EQ(http(exporter.address(), "POST /metrics HTTP/1.1\r\n\r\n").status, 405);
+  EXPECT_EQ(http(exporter.address(), "garbage\r\n\r\n").status, 400);
+  EXPECT_EQ(http(exporter.address(), std::string(20000, 'x')).status, 431);
+  const auto head = http(exporter.address(), "HEAD /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_THAT(head.head, HasSubstr("Content-Length: 3"));
+  // After all that the server still answers.
+  EXPECT_EQ(get(exporter.address(), "/healthz").status, 200);
+}
+
+TEST(Exporter, ScrapesSeeMonotonicCountersWhilePublishing) {
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  std::thread publisher([&] {
+    auto s = ServiceStats::with_buckets(3);
+    for (int i = 0; i < 2000; ++i) {
+      ++s.unique;
+      s.processing_seconds.observe(1e-5);
+      exporter.publish(s);
+    }
+  });
+  double last = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto m = samples(get(exporter.address(), "/metrics").body);
+    const double now = m.at("neardup_messages_total{verdict=\"unique\"}");
+    EXPECT_GE(now, last);
+    EXPECT_EQ(m.at("neardup_processing_seconds_count"), now);  // one consistent snapshot
+    last = now;
+  }
+  publisher.join();
+  EXPECT_EQ(samples(get(exporter.address(), "/metrics").body).at("neardup_messages_total{verdict=\"unique\"}"), 2000);
+}
+
+std::string listen_error(const std::string& listen) {
+  try {
+    Exporter exporter(listen, {"1.2.3", {}});
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Exporter, BadListenAddressThrowsAClearMessage) {
+  EXPECT_THAT(listen_error("localhost"), HasSubstr("metrics.listen 'localhost': expected host:port"));
+  EXPECT_THAT(listen_error("127.0.0.1:99999"), HasSubstr("port must be a number in 0..65535"));
+  EXPECT_THAT(listen_error("127.0.0.1:http"), HasSubstr("got 'http'"));
+  EXPECT_THAT(listen_error(":9464"), HasSubstr("missing host"));
+  EXPECT_THAT(listen_error("::1:9464"), HasSubstr("brackets"));
+  EXPECT_THAT(listen_error("no-such-host.invalid:0"), HasSubstr("cannot resolve host 'no-such-host.invalid'"));
+  EXPECT_THAT(listen_error("192.0.2.1:0"), HasSubstr("cannot bind"));  // TEST-NET: not a local address
+}
+
+TEST(Exporter, PortInUseThrows) {
+  Exporter first("127.0.0.1:0", {"1.2.3", {}});
+  const std::string taken = first.address();
+  EXPECT_THAT(listen_error(taken), HasSubstr("Address already in use"));
+}
+
+}  // namespace
+}  // namespace neardup::metrics
