@@ -1,0 +1,179 @@
+#include "stream/scan.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <string_view>
+#include <utility>
+
+#include "stream/json_out.h"
+#include "stream/pipeline.h"
+
+namespace neardup::stream {
+
+namespace {
+
+/// Ids of kept records, to name the original of a duplicate. The window evicts
+/// in insertion order and holds at most max_entries, so the newest max_entries
+/// kept ids always cover it.
+class KeptIds {
+ public:
+  explicit KeptIds(std::size_t capacity) : capacity_(capacity) {}
+  void add(std::uint64_t line, std::string id) {
+    ids_.emplace_back(line, std::move(id));
+    if (ids_.size() > capacity_) ids_.pop_front();
+  }
+  /// The id of kept line `line`; empty when it had none (the line number is the id).
+  const std::string* find(std::uint64_t line) const {
+    auto it = std::lower_bound(ids_.begin(), ids_.end(), line,
+                               [](const auto& entry, std::uint64_t l) { return entry.first < l; });
+    return it != ids_.end() && it->first == line ? &it->second : nullptr;
+  }
+
+ private:
+  std::size_t capacity_;
+  std::deque<std::pair<std::uint64_t, std::string>> ids_;
+};
+
+void append_number(std::string& out, std::uint64_t value) {
+  char buffer[24];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out.append(buffer, result.ptr);
+}
+
+class JsonlSink {
+ public:
+  explicit JsonlSink(std::FILE* out) : out_(out) { buffer_.reserve(kFlushAt + 4096); }
+  ~JsonlSink() { flush(); }
+
+  void write(std::uint64_t line, const Judgement& judgement, const KeptIds& kept) {
+    const auto& verdict = judgement.verdict;
+    buffer_.append("{\"id\":");
+    append_id(line, judgement.decoded->id);
+    buffer_.append(",\"verdict\":\"");
+    buffer_.append(dedup::to_string(verdict.kind));
+    buffer_.push_back('"');
+    if (verdict.kind == dedup::VerdictKind::duplicate) {
+      buffer_.append(",\"of\":");
+      const std::uint64_t of = verdict.match->of.value;
+      const std::string* id = kept.find(of);
+      append_id(of, id ? *id : std::string());
+      buffer_.append(",\"distance\":");
+      append_number(buffer_, static_cast<std::uint64_t>(verdict.match->distance));
+    }
+    if (verdict.kind == dedup::VerdictKind::invalid) {
+      buffer_.append(",\"error\":");
+      append_json_string(buffer_, judgement.error);
+    } else {
+      buffer_.append(",\"fingerprint\":\"");
+      buffer_.append(verdict.fingerprint.hex());
+      buffer_.push_back('"');
+    }
+    buffer_.append("}\n");
+    if (buffer_.size() >= kFlushAt) flush();
+  }
+
+  void flush() {
+    if (!buffer_.empty()) std::fwrite(buffer_.data(), 1, buffer_.size(), out_);
+    buffer_.clear();
+    std::fflush(out_);
+  }
+
+ private:
+  static constexpr std::size_t kFlushAt = 1 << 16;
+  void append_id(std::uint64_t line, const std::string& id) {
+    if (id.empty()) {
+      append_number(buffer_, line);
+    } else {
+      buffer_.append(id);
+    }
+  }
+  std::FILE* out_;
+  std::string buffer_;
+};
+
+/// Splits a FILE* into lines with one growing buffer (no per-line allocation).
+class LineReader {
+ public:
+  explicit LineReader(std::FILE* in) : in_(in) { buffer_.resize(1 << 16); }
+
+  /// Next line without its terminator; false at EOF or on a read error.
+  bool next(std::string_view& line) {
+    for (;;) {
+      const char* start = buffer_.data() + begin_;
+      if (const void* nl = std::memchr(start, '\n', end_ - begin_)) {
+        const auto length = static_cast<std::size_t>(static_cast<const char*>(nl) - start);
+        line = trim_cr(std::string_view(start, length));
+        begin_ += length + 1;
+        return true;
+      }
+      if (eof_) {
+        if (begin_ == end_) return false;
+        line = trim_cr(std::string_view(start, end_ - begin_));
+        begin_ = end_;
+        return true;
+      }
+      fill();
+    }
+  }
+  bool error() const { return error_ != 0; }
+  int error_number() const { return error_; }
+
+ private:
+  static std::string_view trim_cr(std::string_view line) {
+    return !line.empty() && line.back() == '\r' ? line.substr(0, line.size() - 1) : line;
+  }
+  void fill() {
+    if (begin_ > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+    const std::size_t n = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, in_);
+    end_ += n;
+    if (n == 0) {
+      eof_ = true;
+      if (std::ferror(in_)) error_ = errno ? errno : EIO;
+    }
+  }
+  std::FILE* in_;
+  std::string buffer_;
+  std::size_t begin_ = 0, end_ = 0;
+  bool eof_ = false;
+  int error_ = 0;
+};
+
+}  // namespace
+
+ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* out) {
+  Classifier classifier(config);
+  KeptIds kept(config.dedup.window.max_entries);
+  JsonlSink sink(out);
+  LineReader reader(in);
+  ScanStats stats;
+  std::string_view line;
+  while (reader.next(line)) {
+    const std::uint64_t number = ++stats.records;
+    const Judgement judgement = classifier.classify(line, dedup::EventTime{0}, dedup::RecordRef{number});
+    switch (judgement.verdict.kind) {
+      case dedup::VerdictKind::unique:
+        ++stats.unique;
+        if (!judgement.decoded->id.empty()) kept.add(number, judgement.decoded->id);
+        break;
+      case dedup::VerdictKind::duplicate: ++stats.duplicate; break;
+      case dedup::VerdictKind::invalid: ++stats.invalid; break;
+    }
+    sink.write(number, judgement, kept);
+  }
+  sink.flush();
+  if (reader.error()) {
+    stats.read_error = true;
+    stats.read_error_text = std::strerror(reader.error_number());
+  }
+  return stats;
+}
+
+}  // namespace neardup::stream
