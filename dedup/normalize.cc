@@ -1,0 +1,234 @@
+// Unicode library choice: utf8proc, not ICU. utf8proc is a small C library with
+// its tables compiled in (no data files to ship or find at run time), it does
+// NFKC + case folding + dropping default-ignorables in one decompose/compose
+// call, and it has no global state, so every pipeline thread can use it freely.
+// ICU would bring ~30 MB of data and a far larger API for the same result here.
+#include "dedup/normalize.h"
+
+#include <utf8proc.h>
+
+#include <array>
+
+namespace neardup::dedup {
+namespace {
+
+// Byte classes of the fast path: 0 = separator, 1 = not ASCII (slow path),
+// anything else = the byte a word keeps (lower-cased when folding case).
+constexpr std::uint8_t kSeparator = 0;
+constexpr std::uint8_t kNonAscii = 1;
+
+constexpr std::array<std::uint8_t, 256> make_table(bool fold_case) {
+  std::array<std::uint8_t, 256> table{};
+  for (int b = 0; b < 256; ++b) {
+    if (b >= 0x80) table[b] = kNonAscii;
+    else if (b >= 'a' && b <= 'z') table[b] = static_cast<std::uint8_t>(b);
+    else if (b >= '0' && b <= '9') table[b] = static_cast<std::uint8_t>(b);
+    else if (b >= 'A' && b <= 'Z') table[b] = static_cast<std::uint8_t>(fold_case ? b - 'A' + 'a' : b);
+    else table[b] = kSeparator;
+  }
+  return table;
+}
+constexpr auto kFoldTable = make_table(true);
+constexpr auto kKeepTable = make_table(false);
+
+constexpr char32_t kReplacement = 0xFFFD;
+
+// NFKC + case fold + drop default-ignorables (ZWJ, variation selectors, soft
+// hyphen): utf8proc's NFKC_Casefold, without the NUL-terminated allocation.
+constexpr auto kUnicodeOptions = static_cast<utf8proc_option_t>(
+    UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT | UTF8PROC_CASEFOLD | UTF8PROC_IGNORE);
+
+bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+// Appends `begin..end` to `out` as valid UTF-8: each maximal ill-formed
+// subsequence (Unicode 15, section 3.9, U+FFFD substitution of maximal
+// subparts) becomes one U+FFFD. Returns the number of bytes replaced.
+std::uint32_t sanitize_utf8(const unsigned char* p, const unsigned char* end, std::string& out) {
+  std::uint32_t invalid = 0;
+  out.clear();
+  while (p < end) {
+    const unsigned char b = *p;
+    int length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+    if (b < 0x80) length = 1;
+    else if (b >= 0xC2 && b <= 0xDF) length = 2;
+    else if (b == 0xE0) { length = 3; low = 0xA0; }
+    else if (b == 0xED) { length = 3; high = 0x9F; }  // no surrogates
+    else if (b >= 0xE1 && b <= 0xEF) length = 3;
+    else if (b == 0xF0) { length = 4; low = 0x90; }
+    else if (b >= 0xF1 && b <= 0xF3) length = 4;
+    else if (b == 0xF4) { length = 4; high = 0x8F; }  // <= U+10FFFF
+    // Count how many bytes of the sequence are well formed.
+    int good = length == 0 ? 0 : 1;
+    if (length > 1 && p + 1 < end && p[1] >= low && p[1] <= high) {
+      good = 2;
+      while (good < length && p + good < end && is_continuation(p[good])) ++good;
+    }
+    if (length > 0 && good == length) {
+      out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(length));
+      p += length;
+    } else {
+      const int bad = good == 0 ? 1 : good;  // a bad lead byte alone, or the truncated prefix
+      out.append("\xEF\xBF\xBD");
+      invalid += static_cast<std::uint32_t>(bad);
+      p += bad;
+    }
+  }
+  return invalid;
+}
+
+}  // namespace
+
+bool is_cjk(char32_t cp) {
+  if (cp < 0x1100) return false;
+  if (cp <= 0x11FF) return true;                        // Hangul Jamo
+  if (cp < 0x2E80) return false;
+  if (cp <= 0x2FDF) return true;                        // CJK radicals, Kangxi radicals
+  if (cp >= 0x3005 && cp <= 0x3007) return true;        // 々 〆 〇
+  if (cp >= 0x3041 && cp <= 0x309F) return true;        // Hiragana
+  if (cp >= 0x30A1 && cp <= 0x30FF) return cp != 0x30FB;  // Katakana (not the middle dot)
+  if (cp >= 0x3131 && cp <= 0x318F) return true;        // Hangul compatibility jamo
+  if (cp >= 0x31F0 && cp <= 0x31FF) return true;        // Katakana phonetic extensions
+  if (cp >= 0x3400 && cp <= 0x4DBF) return true;        // CJK extension A
+  if (cp >= 0x4E00 && cp <= 0x9FFF) return true;        // CJK unified ideographs
+  if (cp >= 0xA960 && cp <= 0xA97F) return true;        // Hangul Jamo extended A
+  if (cp >= 0xAC00 && cp <= 0xD7FF) return true;        // Hangul syllables, Jamo extended B
+  if (cp >= 0xF900 && cp <= 0xFAFF) return true;        // CJK compatibility ideographs
+  if (cp >= 0xFF66 && cp <= 0xFFDC) return true;        // half-width katakana and Hangul
+  if (cp >= 0x1B000 && cp <= 0x1B16F) return true;      // kana supplement, extended
+  if (cp >= 0x20000 && cp <= 0x3FFFF) return true;      // CJK extensions B..H
+  return false;
+}
+
+Normalizer::Normalizer(bool unicode) : unicode_(unicode) {}
+
+void Normalizer::reserve_out(std::size_t extra) {
+  if (out_len_ + extra > out_.size()) out_.resize((out_len_ + extra) * 2);
+}
+
+NormalizedText Normalizer::run(std::string_view utf8) {
+  const std::uint8_t* table = unicode_ ? kFoldTable.data() : kKeepTable.data();
+  out_len_ = 0;
+  tokens_.clear();
+  open_ = false;
+  chars_ = 0;
+  invalid_bytes_ = 0;
+  // ASCII words copy at most one byte per input byte plus one separator.
+  reserve_out(utf8.size() + 2);
+
+  const auto* p = reinterpret_cast<const unsigned char*>(utf8.data());
+  const auto* const end = p + utf8.size();
+  while (p < end) {
+    while (p < end && table[*p] == kSeparator) ++p;
+    if (p == end) break;
+    const unsigned char* word = p;
+    const std::size_t start = out_len_ == 0 ? 0 : out_len_ + 1;
+    char* o = out_.data() + start;
+    std::uint8_t c = kSeparator;
+    while (p < end && (c = table[*p]) > kNonAscii) {
+      *o++ = static_cast<char>(c);
+      ++p;
+    }
+    if (p < end && c == kNonAscii) {
+      // The word contains non-ASCII: the whole segment up to the next ASCII
+      // separator goes through utf8proc (a combining mark can change the
+      // ASCII letter before it).
+      while (p < end && table[*p] != kSeparator) ++p;
+      slow_segment(word, p);
+      reserve_out(static_cast<std::size_t>(end - p) + 2);
+      continue;
+    }
+    const auto size = static_cast<std::uint32_t>(p - word);
+    if (out_len_ != 0) out_[out_len_] = ' ';
+    tokens_.push_back(Token{static_cast<std::uint32_t>(start), size, TokenKind::word});
+    chars_ += size;
+    out_len_ = start + size;
+  }
+
+  NormalizedText result;
+  result.text = std::string_view(out_.data(), out_len_);
+  result.tokens = tokens_.data();
+  result.token_count = tokens_.size();
+  result.chars = chars_;
+  result.invalid_bytes = invalid_bytes_;
+  return result;
+}
+
+void Normalizer::slow_segment(const unsigned char* begin, const unsigned char* end) {
+  invalid_bytes_ += sanitize_utf8(begin, end, sanitized_);
+  const auto* src = reinterpret_cast<const utf8proc_uint8_t*>(sanitized_.data());
+  const auto src_len = static_cast<utf8proc_ssize_t>(sanitized_.size());
+  utf8proc_ssize_t count = 0;
+  if (unicode_) {
+    if (cps_.size() < sanitized_.size() + 16) cps_.resize(sanitized_.size() * 2 + 16);
+    count = utf8proc_decompose(src, src_len, cps_.data(), static_cast<utf8proc_ssize_t>(cps_.size()), kUnicodeOptions);
+    if (count > static_cast<utf8proc_ssize_t>(cps_.size())) {
+      cps_.resize(static_cast<std::size_t>(count));
+      count = utf8proc_decompose(src, src_len, cps_.data(), count, kUnicodeOptions);
+    }
+    if (count >= 0) count = utf8proc_normalize_utf32(cps_.data(), count, kUnicodeOptions);
+  } else {
+    if (cps_.size() < sanitized_.size()) cps_.resize(sanitized_.size());
+    for (utf8proc_ssize_t at = 0; at < src_len;) {
+      utf8proc_int32_t cp = 0;
+      const utf8proc_ssize_t used = utf8proc_iterate(src + at, src_len - at, &cp);
+      if (used <= 0) { cp = kReplacement; at += 1; } else { at += used; }
+      cps_[static_cast<std::size_t>(count++)] = cp;
+    }
+  }
+  // utf8proc rejects nothing that sanitize_utf8 lets through; should it ever,
+  // the segment is dropped as one separator rather than trusted.
+  if (count < 0) return;
+  for (utf8proc_ssize_t i = 0; i < count; ++i) push_code_point(static_cast<char32_t>(cps_[static_cast<std::size_t>(i)]));
+  close_token();
+}
+
+void Normalizer::push_code_point(char32_t cp) {
+  TokenKind kind = TokenKind::word;
+  if (cp < 0x80) {
+    const std::uint8_t c = (unicode_ ? kFoldTable : kKeepTable)[cp];
+    if (c == kSeparator) return close_token();
+    cp = c;
+  } else if (is_cjk(cp)) {
+    kind = TokenKind::cjk;
+  } else {
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+      case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+      case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
+      case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+      case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+        kind = TokenKind::word;
+        break;
+      case UTF8PROC_CATEGORY_SO:
+        if (cp == kReplacement) return close_token();  // undecodable bytes are not content
+        kind = TokenKind::symbol;
+        break;
+      default:  // punctuation, other symbols, spaces, controls, unassigned
+        return close_token();
+    }
+  }
+  if (open_ && (open_kind_ != kind || kind == TokenKind::symbol)) close_token();
+  reserve_out(8);
+  if (!open_) {
+    if (out_len_ != 0) out_[out_len_++] = ' ';
+    open_ = true;
+    open_kind_ = kind;
+    open_offset_ = static_cast<std::uint32_t>(out_len_);
+  }
+  out_len_ += static_cast<std::size_t>(
+      utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), reinterpret_cast<utf8proc_uint8_t*>(out_.data() + out_len_)));
+  ++chars_;
+}
+
+void Normalizer::close_token() {
+  if (!open_) return;
+  tokens_.push_back(Token{open_offset_, static_cast<std::uint32_t>(out_len_ - open_offset_), open_kind_});
+  open_ = false;
+}
+
+std::string normalize(std::string_view utf8, bool unicode) {
+  Normalizer normalizer(unicode);
+  return std::string(normalizer.run(utf8).text);
+}
+
+}  // namespace neardup::dedup

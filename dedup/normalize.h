@@ -1,0 +1,81 @@
+#pragma once
+// Text normalization and tokenization, the first step of the fingerprint.
+//
+// Unicode NFKC + case fold (utf8proc), every run of punctuation, white space,
+// control characters or invalid bytes folded into one separator, invalid UTF-8
+// replaced by U+FFFD and counted. The output is a list of tokens over one
+// normalized buffer: words (letters, marks, digits of alphabetic scripts),
+// CJK runs (Han, Hiragana, Katakana, Hangul: no spaces, cut into n-grams by the
+// feature step) and symbols (emoji and other So code points, one per token).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup::dedup {
+
+enum class TokenKind : std::uint8_t {
+  word,    ///< letters, marks and digits of an alphabetic script (numbers are words)
+  cjk,     ///< a maximal run of Han, kana or Hangul characters
+  symbol,  ///< one "other symbol" code point (emoji, dingbats), a token of its own
+};
+
+struct Token {
+  std::uint32_t offset = 0;  ///< byte offset into NormalizedText::text
+  std::uint32_t size = 0;    ///< bytes
+  TokenKind kind = TokenKind::word;
+};
+
+/// The result of Normalizer::run. Views stay valid until the next run().
+struct NormalizedText {
+  std::string_view text;          ///< tokens in order, separated by one ' '; valid UTF-8
+  const Token* tokens = nullptr;  ///< `token_count` tokens pointing into `text`
+  std::size_t token_count = 0;
+  std::uint32_t chars = 0;          ///< code points inside tokens (separators not counted)
+  std::uint32_t invalid_bytes = 0;  ///< input bytes that were not valid UTF-8
+};
+
+/// True for the code points neardup cuts into character n-grams: Han (CJK
+/// unified ideographs, extensions, compatibility ideographs), Hiragana,
+/// Katakana (with the phonetic extensions) and Hangul (syllables and jamo).
+bool is_cjk(char32_t cp);
+
+/// Reuses its buffers: after the first few calls, run() allocates only when a
+/// text is longer than any before. Not thread-safe; cheap to create one per thread.
+class Normalizer {
+ public:
+  /// `unicode` = false skips NFKC and case folding (tokens keep their bytes,
+  /// invalid UTF-8 is still replaced); separators are folded either way.
+  explicit Normalizer(bool unicode = true);
+
+  /// O(bytes). Never throws on any input bytes (std::bad_alloc aside).
+  /// ASCII words take a table-driven fast path; only segments that contain
+  /// non-ASCII bytes go through utf8proc.
+  NormalizedText run(std::string_view utf8);
+
+ private:
+  void emit_ascii_word(const unsigned char* begin, const unsigned char* end);
+  void slow_segment(const unsigned char* begin, const unsigned char* end);
+  void push_code_point(char32_t cp);
+  void close_token();
+  void reserve_out(std::size_t extra);
+
+  bool unicode_;
+  std::string out_;  // capacity grows, never shrinks; out_len_ is the used part
+  std::size_t out_len_ = 0;
+  std::vector<Token> tokens_;
+  std::string sanitized_;            // a segment with invalid bytes replaced
+  std::vector<std::int32_t> cps_;    // utf8proc output for one segment
+  // The token being built by the slow path.
+  bool open_ = false;
+  TokenKind open_kind_ = TokenKind::word;
+  std::uint32_t open_offset_ = 0;
+  std::uint32_t chars_ = 0;
+  std::uint32_t invalid_bytes_ = 0;
+};
+
+/// Convenience for tests and tools: the normalized text as a string.
+std::string normalize(std::string_view utf8, bool unicode = true);
+
+}  // namespace neardup::dedup

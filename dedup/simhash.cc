@@ -1,0 +1,80 @@
+#include "dedup/simhash.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+
+namespace neardup::dedup {
+namespace {
+
+// kBitMasks[b][k] = all ones when bit k of byte b is set: one 32-byte row per
+// hash byte turns "add w where the bit is 1" into an AND and an ADD per lane.
+struct BitMasks {
+  alignas(64) std::int32_t rows[256][8];
+  constexpr BitMasks() : rows{} {
+    for (int b = 0; b < 256; ++b)
+      for (int k = 0; k < 8; ++k) rows[b][k] = (b >> k & 1) ? -1 : 0;
+  }
+};
+constexpr BitMasks kBitMasks;
+
+// int32 lanes hold at most this many features of kMaxWeight before they are
+// folded into 64-bit totals (65535 * 16384 < 2^31).
+constexpr std::size_t kChunk = 16384;
+
+// sums[i] += weight of every feature with bit i set. The inner loops have a
+// fixed trip count of 8 and no branches: the compiler turns each into two SSE2
+// (or one AVX2) AND + ADD.
+template <bool kUnit>
+void accumulate(const std::uint64_t* hashes, const std::uint32_t* weights, std::size_t n,
+                std::int32_t* __restrict sums) {
+  for (std::size_t f = 0; f < n; ++f) {
+    const std::uint64_t h = hashes[f];
+    const std::int32_t w = kUnit ? 1 : static_cast<std::int32_t>(weights[f]);
+    for (int j = 0; j < 8; ++j) {
+      const std::int32_t* row = kBitMasks.rows[(h >> (8 * j)) & 0xFF];
+      for (int k = 0; k < 8; ++k) sums[8 * j + k] += row[k] & w;
+    }
+  }
+}
+
+template <bool kUnit>
+Fingerprint run(std::span<const std::uint64_t> hashes, std::span<const std::uint32_t> weights) {
+  std::array<std::int64_t, 64> totals{};
+  std::int64_t total_weight = 0;
+  for (std::size_t from = 0; from < hashes.size(); from += kChunk) {
+    const std::size_t n = std::min(kChunk, hashes.size() - from);
+    alignas(64) std::array<std::int32_t, 64> sums{};
+    accumulate<kUnit>(hashes.data() + from, kUnit ? nullptr : weights.data() + from, n, sums.data());
+    for (int i = 0; i < 64; ++i) totals[i] += sums[i];
+    if (kUnit) {
+      total_weight += static_cast<std::int64_t>(n);
+    } else {
+      for (std::size_t f = 0; f < n; ++f) total_weight += weights[from + f];
+    }
+  }
+  // Counter i = (weight with bit set) - (weight with bit clear) = 2 * totals[i] - total.
+  Fingerprint fp;
+  for (int i = 0; i < 64; ++i)
+    fp.bits |= static_cast<std::uint64_t>(2 * totals[i] > total_weight) << i;
+  return fp;
+}
+
+}  // namespace
+
+std::uint32_t quantize_weight(double weight) {
+  const double scaled = std::nearbyint(weight * kWeightScale);
+  if (!(scaled >= 1.0)) return 1;  // also NaN
+  if (scaled >= kMaxWeight) return kMaxWeight;
+  return static_cast<std::uint32_t>(scaled);
+}
+
+Fingerprint simhash(std::span<const std::uint64_t> hashes, std::span<const std::uint32_t> weights) {
+  const std::size_t n = std::min(weights.size(), hashes.size());
+  return run<false>(hashes.first(n), weights.first(n));
+}
+
+Fingerprint simhash(std::span<const std::uint64_t> hashes) { return run<true>(hashes, {}); }
+
+}  // namespace neardup::dedup
