@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,12 +18,15 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "metrics/http_server.h"
+#include "metrics/log.h"
 #include "metrics/metrics.h"
+#include "metrics/progress.h"
 #include "metrics/render.h"
 
 namespace neardup::metrics {
@@ -285,6 +289,88 @@ TEST(Exporter, PortInUseThrows) {
   Exporter first("127.0.0.1:0", {"1.2.3", {}});
   const std::string taken = first.address();
   EXPECT_THAT(listen_error(taken), HasSubstr("Address already in use"));
+}
+
+// ------------------------------------------------------------------ logs
+
+const auto kTime = std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564800123));  // 2024-05-01T12:00:00.123Z
+
+TEST(Log, TextLineHasTimeLevelMessageAndQuotedFields) {
+  const std::vector<LogField> fields{{"count", 8}, {"topic", "input"}, {"error", "broker down"}, {"empty", ""}};
+  EXPECT_EQ(format_log_line(LogFormat::text, LogLevel::warn, kTime, "assigned\npartitions", fields),
+            "2024-05-01T12:00:00.123Z warn assigned\\npartitions count=8 topic=input error=\"broker down\" empty=\"\"");
+}
+
+TEST(Log, JsonLineIsValidEvenForHostileText) {
+  const std::vector<LogField> fields{{"count", 8}, {"ratio", 0.5}, {"ok", true}, {"bad", "a\"b\\c\x01\xff"}};
+  const std::string line = format_log_line(LogFormat::json, LogLevel::error, kTime, "tab\there", fields);
+  EXPECT_EQ(line,
+            "{\"ts\":\"2024-05-01T12:00:00.123Z\",\"level\":\"error\",\"msg\":\"tab\\there\",\"count\":8,"
+            "\"ratio\":0.5,\"ok\":true,\"bad\":\"a\\\"b\\\\c\\u0001\xEF\xBF\xBD\"}");
+  if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
+    const auto file = std::filesystem::temp_directory_path() / ("neardup_log_" + std::to_string(::getpid()));
+    std::ofstream(file) << line;
+    const std::string command = "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + file.string();
+    EXPECT_EQ(std::system(command.c_str()), 0) << line;
+    std::filesystem::remove(file);
+  }
+}
+
+TEST(Log, NonFiniteNumbersBecomeStrings) {
+  const std::vector<LogField> fields{{"x", std::nan("")}};
+  EXPECT_THAT(format_log_line(LogFormat::json, LogLevel::info, kTime, "m", fields), HasSubstr("\"x\":\"NaN\""));
+}
+
+TEST(Log, LevelFilterAndSink) {
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  configure_logging(LogFormat::json, LogLevel::warn, sink);
+  EXPECT_FALSE(log_enabled(LogLevel::info));
+  log(LogLevel::info, "hidden");
+  log(LogLevel::error, "shown", {{"partition", 3}});
+  configure_logging(LogFormat::text, LogLevel::info, stderr);
+  std::rewind(sink);
+  std::string written;
+  for (int c; (c = std::fgetc(sink)) != EOF;) written += static_cast<char>(c);
+  std::fclose(sink);
+  EXPECT_THAT(written, ::testing::Not(HasSubstr("hidden")));
+  EXPECT_THAT(written, HasSubstr("\"level\":\"error\",\"msg\":\"shown\",\"partition\":3}\n"));
+}
+
+// ------------------------------------------------------------------ progress line
+
+TEST(Progress, ShowsRateDuplicateShareLagAndWindow) {
+  ServiceStats before, after;
+  before.unique = 100;
+  after.unique = 1100;
+  after.duplicate = 1000;
+  after.invalid = 400;  // 2400 judged in 2 s, 1000 of them duplicates
+  after.consumer_lag[{"input", 0}] = 120;
+  after.consumer_lag[{"input", 1}] = -1;  // librdkafka reports -1 when unknown: not counted
+  after.window_entries = 11000;
+  after.window_bytes = 3 * 1024 * 1024;
+  EXPECT_EQ(format_progress(before, after, 2.0), "1.2k msg/s | dup 41.7% | lag 120 | window 11k entries, 3.0 MiB");
+  EXPECT_EQ(format_progress(after, after, 0), "0 msg/s | dup 0.0% | lag 120 | window 11k entries, 3.0 MiB");
+}
+
+TEST(Progress, PrintsAtMostOncePerIntervalAndOnlyWhenEnabled) {
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  EXPECT_FALSE(ProgressLine(sink).enabled());  // a file is not a terminal
+  ProgressLine line(sink, std::chrono::seconds(2), /*force=*/true);
+  const auto t0 = std::chrono::steady_clock::time_point{};
+  ServiceStats s;
+  EXPECT_FALSE(line.update(s, t0));  // first snapshot: nothing to compare yet
+  s.unique = 10;
+  EXPECT_FALSE(line.update(s, t0 + std::chrono::seconds(1)));
+  EXPECT_TRUE(line.update(s, t0 + std::chrono::seconds(2)));
+  EXPECT_FALSE(line.update(s, t0 + std::chrono::seconds(3)));
+  line.finish();
+  std::rewind(sink);
+  std::string written;
+  for (int c; (c = std::fgetc(sink)) != EOF;) written += static_cast<char>(c);
+  std::fclose(sink);
+  EXPECT_EQ(written, "\r5 msg/s | dup 0.0% | lag 0 | window 0 entries, 0.0 MiB\x1b[K\n");
 }
 
 }  // namespace

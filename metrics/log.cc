@@ -1,0 +1,193 @@
+#include "metrics/log.h"
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace neardup::metrics {
+namespace {
+
+struct LogState {
+  std::mutex mutex;
+  std::atomic<int> level{static_cast<int>(LogLevel::info)};
+  std::atomic<int> format{static_cast<int>(LogFormat::text)};
+  std::atomic<std::FILE*> sink{nullptr};  // nullptr: stderr
+};
+
+LogState& state() {
+  static LogState s;
+  return s;
+}
+
+std::string timestamp(std::chrono::system_clock::time_point time) {
+  const auto since = time.time_since_epoch();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(time);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  std::array<char, 96> out{};
+  std::snprintf(out.data(), out.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms < 0 ? ms + 1000 : ms));
+  return out.data();
+}
+
+/// Length of the valid UTF-8 sequence starting at text[i], or 0 if invalid.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t j) { return static_cast<unsigned char>(text[j]); };
+  const unsigned char c = byte(i);
+  std::size_t n = 0;
+  std::uint32_t cp = 0;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07;
+  else return 0;
+  if (i + n > text.size()) return 0;
+  for (std::size_t j = 1; j < n; ++j) {
+    if ((byte(i + j) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + j) & 0x3F);
+  }
+  static constexpr std::array<std::uint32_t, 5> kMin{0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;  // overlong, out of range, surrogate
+  return n;
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n", ++i;
+    } else if (c == '\t') {
+      out += "\\t", ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      std::array<char, 8> esc{};
+      std::snprintf(esc.data(), esc.size(), "\\u%04x", c);
+      out += esc.data();
+      ++i;
+    } else if (const std::size_t n = utf8_length(text, i); n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  out += '"';
+}
+
+bool needs_quotes(std::string_view value) {
+  if (value.empty()) return true;
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7F) return true;
+  }
+  return false;
+}
+
+void append_text_value(std::string& out, std::string_view value) {
+  if (!needs_quotes(value)) {
+    out.append(value);
+    return;
+  }
+  append_json_string(out, value);  // logfmt quoting uses the same escapes
+}
+
+}  // namespace
+
+LogField::LogField(std::string k, double v) : key(std::move(k)), number(std::isfinite(v)) {
+  if (!number) {
+    value = std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf");  // JSON has no literal for these
+    return;
+  }
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.6g", v);
+  value = text.data();
+}
+
+std::string_view level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug: return "debug";
+    case LogLevel::info: return "info";
+    case LogLevel::warn: return "warn";
+    case LogLevel::error: return "error";
+  }
+  return "info";
+}
+
+std::string format_log_line(LogFormat format, LogLevel level, std::chrono::system_clock::time_point time,
+                            std::string_view message, std::span<const LogField> fields) {
+  std::string out;
+  out.reserve(64 + message.size());
+  if (format == LogFormat::json) {
+    out += "{\"ts\":\"" + timestamp(time) + "\",\"level\":\"";
+    out += level_name(level);
+    out += "\",\"msg\":";
+    append_json_string(out, message);
+    for (const auto& field : fields) {
+      out += ',';
+      append_json_string(out, field.key);
+      out += ':';
+      if (field.number) out += field.value;
+      else append_json_string(out, field.value);
+    }
+    out += '}';
+    return out;
+  }
+  out += timestamp(time);
+  out += ' ';
+  out += level_name(level);
+  out += ' ';
+  // The message is free text; only line breaks are escaped so one event stays one line.
+  for (const char c : message) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  for (const auto& field : fields) {
+    out += ' ';
+    out += field.key;
+    out += '=';
+    append_text_value(out, field.value);
+  }
+  return out;
+}
+
+void configure_logging(LogFormat format, LogLevel level, std::FILE* sink) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.format.store(static_cast<int>(format));
+  s.level.store(static_cast<int>(level));
+  s.sink.store(sink);
+}
+
+bool log_enabled(LogLevel level) {
+  return static_cast<int>(level) >= state().level.load(std::memory_order_relaxed);
+}
+
+void log(LogLevel level, std::string_view message, std::initializer_list<LogField> fields) {
+  if (!log_enabled(level)) return;
+  auto& s = state();
+  try {
+    std::string line = format_log_line(static_cast<LogFormat>(s.format.load(std::memory_order_relaxed)), level,
+                                       std::chrono::system_clock::now(), message,
+                                       std::span<const LogField>(fields.begin(), fields.size()));
+    line += '\n';
+    std::lock_guard lock(s.mutex);
+    std::FILE* sink = s.sink.load();
+    if (sink == nullptr) sink = stderr;
+    std::fwrite(line.data(), 1, line.size(), sink);
+    std::fflush(sink);
+  } catch (...) {
+    // Logging must never take the service down (e.g. bad_alloc); the line is lost.
+  }
+}
+
+}  // namespace neardup::metrics
