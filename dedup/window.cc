@@ -1,64 +1,240 @@
-// PROVISIONAL: a brute-force deque so the tree links; the index helper replaces it.
 #include "dedup/window.h"
 
-#include <deque>
+#include <limits>
+#include <memory>
+#include <new>
 #include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dedup/index.h"
 
 namespace neardup::dedup {
 
+namespace {
+
+constexpr std::size_t kMaxEntries = std::size_t{1} << 30;
+// Every bucket is swept for expired cells at least once per 2^30 inserts, so no
+// cell outlives its entry by more than ~2^30 + max_entries <= 2^31 sequence
+// numbers and the 32-bit comparison in CellTables::pop_expired never aliases.
+constexpr std::uint64_t kSweepHorizon = std::uint64_t{1} << 30;
+// Sweep one bucket every this many inserts when that meets the horizon: cheap,
+// and it returns the memory of buckets nobody touches any more.
+constexpr std::uint64_t kSweepEvery = 8;
+
+struct Entry {
+  std::uint64_t fp;
+  std::int64_t time;
+  std::uint64_t ref;
+};
+
+bool no_filter(const void*, const Match&) { return true; }
+
+// Validates what must hold before any table is allocated.
+const WindowOptions& checked(const IndexOptions& index, const WindowOptions& window) {
+  if (window.max_entries > kMaxEntries) {
+    throw std::invalid_argument("window max_entries must be at most 2^30 (" + std::to_string(kMaxEntries) +
+                                "), got " + std::to_string(window.max_entries));
+  }
+  const int blocks = index.blocks == 0 ? PigeonholeLayout::default_blocks(index.max_distance) : index.blocks;
+  if (!PigeonholeLayout::supported(blocks, index.max_distance)) return window;  // the layout explains it
+  // Bucket headers are allocated up front: refuse layouts whose headers alone are absurd.
+  const PigeonholeLayout layout(blocks, index.max_distance, window.max_entries);
+  double header_bytes = 0;
+  for (std::size_t t = 0; t < layout.tables(); ++t) {
+    header_bytes += static_cast<double>(sizeof(CellTables::Bucket)) * static_cast<double>(1ULL << layout.bucket_bits(t));
+  }
+  if (header_bytes > 4.0 * (1ULL << 30)) {
+    throw std::invalid_argument("index layout blocks " + std::to_string(blocks) + " with max_distance " +
+                                std::to_string(index.max_distance) + " needs " + std::to_string(layout.tables()) +
+                                " tables; for " + std::to_string(window.max_entries) +
+                                " entries their bucket headers alone exceed 4 GiB (see `neardup plan`)");
+  }
+  return window;
+}
+
+}  // namespace
+
 struct Window::Impl {
-  IndexOptions index;
-  WindowOptions window;
-  struct Entry { Fingerprint fp; EventTime time; RecordRef ref; };
-  std::deque<Entry> entries;
-  EventTime newest{INT64_MIN};
-  WindowStats stats;
+  Impl(const IndexOptions& index, const WindowOptions& window, std::uint64_t first_sequence)
+      : layout(index.blocks, index.max_distance, checked(index, window).max_entries),
+        cells(layout),
+        options(window),
+        k(index.max_distance),
+        head_seq(first_sequence),
+        tail_seq(first_sequence) {
+    // Buckets to sweep per kSweepEvery inserts so a full sweep takes <= kSweepHorizon inserts.
+    const std::uint64_t per_cycle = kSweepHorizon / kSweepEvery;
+    sweep_batch = (cells.bucket_count() + per_cycle - 1) / per_cycle;
+    if (sweep_batch == 0) sweep_batch = 1;
+  }
+
+  PigeonholeLayout layout;
+  CellTables cells;
+  WindowOptions options;
+  int k;
+
+  // Ring of live entries in sequence order: sequence head_seq sits at ring[head_pos].
+  std::unique_ptr<Entry[]> ring;
+  std::size_t ring_cap = 0;
+  std::size_t head_pos = 0;
+  std::uint64_t head_seq;
+  std::uint64_t tail_seq;
+
+  std::int64_t newest = std::numeric_limits<std::int64_t>::min();
+  bool clock_started = false;
+
+  std::uint64_t sweep_countdown = kSweepEvery;
+  std::size_t sweep_batch = 1;
+  std::size_t sweep_cursor = 0;
+
+  WindowStats counters;
+
+  std::size_t live() const { return static_cast<std::size_t>(tail_seq - head_seq); }
+
+  Entry& at(std::uint64_t seq) {
+    std::size_t pos = head_pos + static_cast<std::size_t>(seq - head_seq);
+    if (pos >= ring_cap) pos -= ring_cap;
+    return ring[pos];
+  }
+
+  void evict_oldest() {
+    ++head_seq;
+    if (++head_pos == ring_cap) head_pos = 0;
+    ++counters.evictions;
+  }
+
   void advance(EventTime now) {
-    if (now > newest) newest = now;
-    while (!entries.empty() && entries.front().time.ms < newest.ms - window.duration.count()) {
-      entries.pop_front();
-      ++stats.evictions;
+    if (!clock_started || now.ms > newest) {
+      newest = now.ms;
+      clock_started = true;
+    }
+    // Saturating newest - duration: an entry is evicted when time < horizon.
+    std::int64_t horizon;
+    if (__builtin_sub_overflow(newest, static_cast<std::int64_t>(options.duration.count()), &horizon)) {
+      horizon = options.duration.count() > 0 ? std::numeric_limits<std::int64_t>::min()
+                                              : std::numeric_limits<std::int64_t>::max();
+    }
+    while (live() != 0 && ring[head_pos].time < horizon) evict_oldest();
+  }
+
+  // Grows the ring by half (capped at max_entries): no slack once the window is full.
+  void grow_ring() {
+    std::size_t cap = ring_cap + ring_cap / 2;
+    if (cap < 1024) cap = 1024;
+    if (cap > options.max_entries) cap = options.max_entries;
+    auto next = std::make_unique_for_overwrite<Entry[]>(cap);
+    const std::size_t n = live();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t pos = head_pos + i;
+      if (pos >= ring_cap) pos -= ring_cap;
+      next[i] = ring[pos];
+    }
+    ring = std::move(next);
+    ring_cap = cap;
+    head_pos = 0;
+  }
+
+  void sweep() {
+    const auto oldest = static_cast<std::uint32_t>(head_seq);
+    const auto count = static_cast<std::uint32_t>(live());
+    for (std::size_t i = 0; i < sweep_batch; ++i) {
+      cells.pop_expired(cells.bucket_at(sweep_cursor), oldest, count);
+      if (++sweep_cursor == cells.bucket_count()) sweep_cursor = 0;
     }
   }
 };
 
-Window::Window(const IndexOptions& index, const WindowOptions& window) : impl_(std::make_unique<Impl>()) {
-  if (index.max_distance < 0 || index.max_distance > 8) throw std::invalid_argument("max_distance must be 0..8");
-  impl_->index = index;
-  impl_->window = window;
-}
+Window::Window(const IndexOptions& index, const WindowOptions& window) : Window(index, window, 0) {}
+
+Window::Window(const IndexOptions& index, const WindowOptions& window, std::uint64_t first_sequence)
+    : impl_(std::make_unique<Impl>(index, window, first_sequence)) {}
+
 Window::~Window() = default;
 Window::Window(Window&&) noexcept = default;
 Window& Window::operator=(Window&&) noexcept = default;
 
 std::optional<Match> Window::probe(Fingerprint fp, EventTime now, RecordRef self) {
-  impl_->advance(now);
-  ++impl_->stats.probes;
+  return probe_filtered(fp, now, self, &no_filter, nullptr);
+}
+
+std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, RecordRef self, AcceptFn accept,
+                                            const void* ctx) {
+  Impl& w = *impl_;
+  w.advance(now);
+  ++w.counters.probes;
+  if (w.live() == 0) return std::nullopt;
+
+  const auto oldest = static_cast<std::uint32_t>(w.head_seq);
+  const auto live = static_cast<std::uint32_t>(w.live());
+  const int k = w.k;
+  int best_distance = k + 1;
+  std::uint64_t best_seq = 0;
   std::optional<Match> best;
-  for (const auto& e : impl_->entries) {
-    int d = hamming_distance(fp, e.fp);
-    if (e.ref == self || d > impl_->index.max_distance) continue;
-    if (!best || d < best->distance) best = Match{e.ref, d, e.time, e.fp};
+  std::uint64_t examined = 0;
+
+  for (std::size_t t = 0; t < w.layout.tables(); ++t) {
+    CellTables::Bucket& b = w.cells.bucket(t, w.layout.bucket(t, fp.bits));
+    w.cells.pop_expired(b, oldest, live);
+    bool exact = false;
+    examined += w.cells.scan(b, w.layout.residue(t, fp.bits), k, [&](std::uint32_t seq32) {
+      const std::uint64_t seq = w.head_seq + static_cast<std::uint32_t>(seq32 - oldest);
+      const Entry& e = w.at(seq);
+      const int d = std::popcount(e.fp ^ fp.bits);
+      if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value) return false;
+      Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}};
+      if (!accept(ctx, m)) return false;
+      best = m;
+      best_distance = d;
+      best_seq = seq;
+      // Every entry at distance 0 shares this bucket and cells run oldest first,
+      // so the first accepted exact duplicate is the answer.
+      exact = d == 0;
+      return exact;
+    });
+    if (exact || best_distance == 0) break;
   }
+  w.counters.candidates += examined;
   return best;
 }
 
 void Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
-  impl_->advance(time);
-  if (impl_->entries.size() >= impl_->window.max_entries) {
-    impl_->entries.pop_front();
-    ++impl_->stats.evictions;
+  Impl& w = *impl_;
+  w.advance(time);
+  if (w.options.max_entries == 0) return;
+  if (w.live() == w.options.max_entries) w.evict_oldest();
+  if (w.live() == w.ring_cap) w.grow_ring();
+
+  const std::uint64_t seq = w.tail_seq;
+  std::size_t pos = w.head_pos + w.live();
+  if (pos >= w.ring_cap) pos -= w.ring_cap;
+  w.ring[pos] = Entry{fp.bits, time.ms, ref.value};
+  ++w.tail_seq;
+
+  const auto oldest = static_cast<std::uint32_t>(w.head_seq);
+  const auto live = static_cast<std::uint32_t>(w.live());
+  for (std::size_t t = 0; t < w.layout.tables(); ++t) {
+    CellTables::Bucket& b = w.cells.bucket(t, w.layout.bucket(t, fp.bits));
+    w.cells.pop_expired(b, oldest, live);
+    w.cells.push(b, w.layout.residue(t, fp.bits), static_cast<std::uint32_t>(seq));
   }
-  impl_->entries.push_back({fp, time, ref});
+  if (--w.sweep_countdown == 0) {
+    w.sweep_countdown = kSweepEvery;
+    w.sweep();
+  }
 }
 
 WindowStats Window::stats() const {
-  WindowStats s = impl_->stats;
-  s.entries = impl_->entries.size();
-  s.bytes = s.entries * sizeof(Impl::Entry);
+  const Impl& w = *impl_;
+  WindowStats s = w.counters;
+  s.entries = w.live();
+  s.bytes = w.ring_cap * sizeof(Entry) + w.cells.bytes() + sizeof(Impl);
+  s.cells = w.cells.cells();
+  s.tables = w.layout.tables();
+  s.blocks = w.layout.blocks();
   return s;
 }
 
-int Window::max_distance() const { return impl_->index.max_distance; }
+int Window::max_distance() const { return impl_->k; }
 
 }  // namespace neardup::dedup

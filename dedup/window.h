@@ -1,10 +1,12 @@
 #pragma once
-// The sliding window of kept fingerprints with an exact pigeonhole index.
+// The sliding window of kept fingerprints with an exact pigeonhole index
+// (dedup/index.h describes the tables).
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "dedup/options.h"
 #include "dedup/types.h"
@@ -13,19 +15,33 @@ namespace neardup::dedup {
 
 struct WindowStats {
   std::size_t entries = 0;          ///< live entries
-  std::size_t bytes = 0;            ///< bytes held by entries and index tables
+  std::size_t bytes = 0;            ///< bytes held by entries and index tables (allocator chunk sizes)
   std::uint64_t evictions = 0;      ///< entries dropped by time or by max_entries
   std::uint64_t probes = 0;
-  std::uint64_t candidates = 0;     ///< index candidates examined over all probes
+  std::uint64_t candidates = 0;     ///< index cells examined over all probes
+  std::size_t cells = 0;            ///< index cells held, including expired ones not yet reclaimed
+  std::size_t tables = 0;           ///< index tables, C(blocks, blocks - max_distance)
+  int blocks = 0;                   ///< pigeonhole blocks in use (the default resolved)
 };
 
 /// Not thread-safe: one Window per pipeline thread.
-/// Entries are evicted in insertion order (FIFO) when the window holds max_entries,
-/// or when the oldest entry's time is older than the newest time seen minus duration.
+///
+/// Entries are evicted in insertion order (FIFO): when an insert finds the window
+/// holding max_entries, and whenever the oldest entry's time is strictly older than
+/// the newest time seen minus duration. The boundary is inclusive: an entry at
+/// exactly newest - duration stays; one millisecond older goes. The clock only moves
+/// forward (an out-of-order `now` does not turn it back). max_entries == 0 keeps nothing.
+///
+/// Memory: about 24 bytes per entry (fingerprint, time, ref in a ring) plus 8 bytes
+/// per entry per table and ~6% slack; `neardup plan` estimates a layout.
 class Window {
  public:
-  /// Throws std::invalid_argument when (blocks, max_distance) is unsupported.
+  /// Throws std::invalid_argument when (blocks, max_distance) is unsupported
+  /// (0 <= k <= 8, k+1 <= m <= 16; m == 0 picks the default) or max_entries > 2^30.
   Window(const IndexOptions& index, const WindowOptions& window);
+  /// Test hook: starts the insertion sequence at `first_sequence`, so tests can
+  /// cross the 2^32 wrap of the cells' 32-bit sequence without 4 billion inserts.
+  Window(const IndexOptions& index, const WindowOptions& window, std::uint64_t first_sequence);
   ~Window();
   Window(Window&&) noexcept;
   Window& operator=(Window&&) noexcept;
@@ -33,8 +49,21 @@ class Window {
   /// Advances the window's clock to `now` (evicting what falls out), then returns
   /// the live entry nearest to `fp` within max_distance (ties: the oldest), skipping
   /// entries whose ref equals `self`. Exact: the same answer as a brute-force scan.
-  /// O(tables + candidates).
+  /// O(tables + candidates); an exact duplicate returns after the first table.
   std::optional<Match> probe(Fingerprint fp, EventTime now, RecordRef self);
+
+  /// As above, but only entries for which `accept(const Match&) -> bool` holds count:
+  /// returns the nearest (then oldest) accepted entry. `accept` must be a pure
+  /// predicate; it may be called more than once for the same entry and is only
+  /// called for entries that would improve the current best.
+  template <class Accept>
+    requires std::is_invocable_r_v<bool, Accept&, const Match&>
+  std::optional<Match> probe(Fingerprint fp, EventTime now, RecordRef self, Accept&& accept) {
+    auto thunk = [](const void* ctx, const Match& m) -> bool {
+      return (*static_cast<std::remove_reference_t<Accept>*>(const_cast<void*>(ctx)))(m);
+    };
+    return probe_filtered(fp, now, self, thunk, &accept);
+  }
 
   /// Appends an entry; evicts the oldest when full. O(tables) amortized.
   void insert(Fingerprint fp, EventTime time, RecordRef ref);
@@ -43,6 +72,10 @@ class Window {
   int max_distance() const;
 
  private:
+  using AcceptFn = bool (*)(const void* ctx, const Match&);
+  std::optional<Match> probe_filtered(Fingerprint fp, EventTime now, RecordRef self, AcceptFn accept,
+                                      const void* ctx);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
