@@ -1,0 +1,96 @@
+#include "stream/scan.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "stream/json_out.h"
+
+namespace neardup::stream {
+namespace {
+
+// Runs scan_stream over `input` and returns its output lines.
+std::vector<std::string> scan(const std::string& input, config::Config config = {}, ScanStats* stats = nullptr) {
+  std::FILE* in = fmemopen(const_cast<char*>(input.data()), input.size(), "r");
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  ScanStats result = scan_stream(config, in, out);
+  std::fclose(in);
+  std::fclose(out);
+  std::vector<std::string> lines;
+  std::string text(buffer, size);
+  std::free(buffer);
+  for (std::size_t start = 0; start < text.size();) {
+    auto end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  if (stats) *stats = result;
+  return lines;
+}
+
+config::Config jsonl() {
+  config::Config config;
+  config.input.format = config::InputFormat::json;
+  return config;
+}
+
+TEST(Scan, OneValidJsonVerdictPerInputLineInOrder) {
+  const std::string input =
+      "{\"id\":\"a\",\"text\":\"Storm closes the northern highway for two days\"}\n"
+      "{\"id\":\"b\",\"text\":\"storm closes the Northern highway for two days!\"}\n"
+      "this is not json\n"
+      "{\"text\":\"An unrelated story about a local bakery opening\"}\r\n"
+      "\n";
+  ScanStats stats;
+  const auto lines = scan(input, jsonl(), &stats);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(stats.records, 5u);
+  simdjson::dom::parser parser;
+  std::vector<std::string> verdicts;
+  for (const auto& line : lines) {
+    simdjson::dom::element element;
+    ASSERT_FALSE(parser.parse(line).get(element)) << line;
+    verdicts.emplace_back(std::string_view(element["verdict"]));
+  }
+  EXPECT_EQ(verdicts, (std::vector<std::string>{"unique", "duplicate", "invalid", "unique", "invalid"}));
+  EXPECT_NE(lines[1].find("\"of\":\"a\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("\"id\":3"), std::string::npos) << "an invalid line is named by its line number";
+  EXPECT_NE(lines[3].find("\"id\":4"), std::string::npos) << "a record without id gets its line number";
+  EXPECT_EQ(stats.unique, 2u);
+  EXPECT_EQ(stats.duplicate, 1u);
+  EXPECT_EQ(stats.invalid, 2u);
+}
+
+TEST(Scan, LinesFormatUsesLineNumbersAndSurvivesBinaryGarbage) {
+  std::string input = "Hello world, this is a line\n\xff\xfe\xfd\xfc\x80\x81\nhello WORLD this is a line\n";
+  const auto lines = scan(input);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("\"verdict\":\"invalid\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("\"of\":1"), std::string::npos) << lines[2];
+}
+
+TEST(Scan, LastLineWithoutNewlineIsARecord) {
+  EXPECT_EQ(scan("first text here\nsecond different words").size(), 2u);
+}
+
+TEST(Scan, LongLinesBeyondTheReadBufferAreWhole) {
+  std::string long_text(200000, 'x');
+  long_text += " end";
+  const auto lines = scan(long_text + "\n" + long_text + "\n");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("duplicate"), std::string::npos);
+}
+
+TEST(JsonOut, EscapesControlCharactersAndReplacesInvalidUtf8) {
+  std::string out;
+  append_json_string(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10));
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xc3\xa9\"");
+}
+
+}  // namespace
+}  // namespace neardup::stream
