@@ -111,7 +111,7 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   std::string_view rest = text;
   std::uint64_t count = 0;
   if (rest.empty() || !is_digit(rest.front()) || !take_unsigned(rest, count)) return std::nullopt;
-  if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  if (rest.size() > 1 && rest.front() == ' ') rest.remove_prefix(1);  // "1 GiB", not "1 "
   std::uint64_t factor = rest.empty() ? 1 : 0;
   for (const auto& unit : kUnits) {
     if (rest == unit.name) factor = unit.factor;

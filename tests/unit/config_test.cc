@@ -1,0 +1,493 @@
+// config/: defaults, every section, error positions, suggestions, value
+// parsers, environment overrides and the to_yaml round trip.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <unistd.h>
+
+#include "config/config.h"
+#include "config/values.h"
+
+namespace neardup::config {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The error message parse_config gives for `yaml`, or "" when it parses.
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_config(yaml, "t.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+EnvLookup env(std::map<std::string, std::string> values) {
+  return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string env_error(Config& config, std::map<std::string, std::string> values) {
+  try {
+    apply_env_overrides(config, env(std::move(values)));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A configuration where every key differs from its default.
+constexpr const char* kFull = R"(kafka:
+  brokers: "kafka-1:9092,kafka-2:9093"
+  group_id: dedup-news
+  input_topics: [news, feeds]
+  output_topic: news-unique
+  duplicates_topic: news-dups
+  dead_letter_topic: news-dlq
+  changelog_topic: ""
+  embedded_partitions: 3
+  consumer:
+    security.protocol: SASL_SSL
+    fetch.max.bytes: 1048576
+    enable.auto.commit: false
+  producer:
+    linger.ms: 5
+input:
+  format: json
+  text_fields: [/title, /body/text]
+  id_field: /meta/id
+  max_bytes: 64KiB
+action: route
+dedup:
+  max_distance: 5
+  blocks: 8
+  normalize: false
+  cjk_ngram: 3
+  word_shingle: 2
+  weighting: tf_idf
+  idf_source: file
+  idf_file: /var/lib/neardup/idf.tsv
+window:
+  duration: 1h30m
+  max_entries: 5000
+metrics:
+  listen: "[::1]:9100"
+log:
+  format: json
+  level: debug
+)";
+
+TEST(Config, EmptyTextGivesAllDefaults) {
+  Config config = parse_config("", "t.yaml");
+  EXPECT_FALSE(config.kafka.brokers.has_value());
+  EXPECT_EQ(config.kafka.group_id, "neardup");
+  EXPECT_EQ(config.kafka.input_topics, std::vector<std::string>{"input"});
+  EXPECT_EQ(config.kafka.output_topic, "output");
+  EXPECT_EQ(config.kafka.dead_letter_topic, "dead-letters");
+  EXPECT_EQ(config.input.format, InputFormat::text);
+  EXPECT_EQ(config.input.text_fields, std::vector<std::string>{"/text"});
+  EXPECT_EQ(config.input.max_bytes, 1048576u);
+  EXPECT_EQ(config.action, Action::drop);
+  EXPECT_EQ(config.dedup.index.max_distance, 3);
+  EXPECT_EQ(config.dedup.index.blocks, 0);
+  EXPECT_EQ(config.dedup.window.duration, 24h);
+  EXPECT_EQ(config.dedup.window.max_entries, 10'000'000u);
+  EXPECT_EQ(config.metrics.listen, "127.0.0.1:9464");
+  EXPECT_EQ(config.log.level, LogLevel::info);
+  EXPECT_EQ(to_yaml(config), to_yaml(Config{}));
+}
+
+TEST(Config, CommentsAndEmptySectionsKeepDefaults) {
+  Config config = parse_config("# nothing but a comment\ndedup:\nwindow: {}\n", "t.yaml");
+  EXPECT_EQ(to_yaml(config), to_yaml(Config{}));
+}
+
+TEST(Config, EverySectionParses) {
+  Config config = parse_config(kFull, "t.yaml");
+  EXPECT_EQ(config.kafka.brokers, "kafka-1:9092,kafka-2:9093");
+  EXPECT_EQ(config.kafka.group_id, "dedup-news");
+  EXPECT_EQ(config.kafka.input_topics, (std::vector<std::string>{"news", "feeds"}));
+  EXPECT_EQ(config.kafka.output_topic, "news-unique");
+  EXPECT_EQ(config.kafka.duplicates_topic, "news-dups");
+  EXPECT_EQ(config.kafka.dead_letter_topic, "news-dlq");
+  EXPECT_EQ(config.kafka.changelog_topic, "");
+  EXPECT_EQ(config.kafka.embedded_partitions, 3);
+  EXPECT_EQ(config.kafka.consumer, (std::map<std::string, std::string>{{"security.protocol", "SASL_SSL"},
+                                                                       {"fetch.max.bytes", "1048576"},
+                                                                       {"enable.auto.commit", "false"}}));
+  EXPECT_EQ(config.kafka.producer, (std::map<std::string, std::string>{{"linger.ms", "5"}}));
+  EXPECT_EQ(config.input.format, InputFormat::json);
+  EXPECT_EQ(config.input.text_fields, (std::vector<std::string>{"/title", "/body/text"}));
+  EXPECT_EQ(config.input.id_field, "/meta/id");
+  EXPECT_EQ(config.input.max_bytes, 65536u);
+  EXPECT_EQ(config.action, Action::route);
+  EXPECT_EQ(config.dedup.index.max_distance, 5);
+  EXPECT_EQ(config.dedup.index.blocks, 8);
+  EXPECT_FALSE(config.dedup.text.normalize);
+  EXPECT_EQ(config.dedup.text.cjk_ngram, 3u);
+  EXPECT_EQ(config.dedup.text.word_shingle, 2u);
+  EXPECT_EQ(config.dedup.text.weighting, dedup::Weighting::tf_idf);
+  EXPECT_EQ(config.dedup.text.idf_source, dedup::IdfSource::file);
+  EXPECT_EQ(config.dedup.text.idf_file, "/var/lib/neardup/idf.tsv");
+  EXPECT_EQ(config.dedup.window.duration, 90min);
+  EXPECT_EQ(config.dedup.window.max_entries, 5000u);
+  EXPECT_EQ(config.metrics.listen, "[::1]:9100");
+  EXPECT_EQ(config.log.format, LogFormat::json);
+  EXPECT_EQ(config.log.level, LogLevel::debug);
+}
+
+TEST(Config, NullOrEmptyBrokersMeanEmbedded) {
+  EXPECT_FALSE(parse_config("kafka:\n  brokers:\n", "t.yaml").kafka.brokers.has_value());
+  EXPECT_FALSE(parse_config("kafka:\n  brokers: ~\n", "t.yaml").kafka.brokers.has_value());
+  EXPECT_FALSE(parse_config("kafka:\n  brokers: \"\"\n", "t.yaml").kafka.brokers.has_value());
+  EXPECT_EQ(parse_config("kafka: {brokers: 'SASL_SSL://b-1.example.com:9096'}", "t.yaml").kafka.brokers,
+            "SASL_SSL://b-1.example.com:9096");
+}
+
+TEST(Config, IntegerWindowDurationMeansSeconds) {
+  EXPECT_EQ(parse_config("window: {duration: 90}", "t.yaml").dedup.window.duration, 90s);
+}
+
+// ---- error positions: "t.yaml:LINE:COLUMN: KEY: ..." with 1-based positions.
+
+TEST(ConfigErrors, OutOfRangeValuePointsAtTheValue) {
+  // line 2 is "  max_distance: 9": the 9 is the 17th character.
+  EXPECT_EQ(error_of("dedup:\n  max_distance: 9\n"),
+            "t.yaml:2:17: dedup.max_distance: expected an integer in 0..8, got '9'");
+}
+
+TEST(ConfigErrors, BadDurationNamesTheExpectedForm) {
+  // line 3 is "  duration: ten": 'ten' starts at column 13.
+  EXPECT_EQ(error_of("# window\nwindow:\n  duration: ten\n"),
+            "t.yaml:3:13: window.duration: expected a duration like 24h, 10m, 90s or 500ms (at most 365d), got "
+            "'ten'");
+}
+
+TEST(ConfigErrors, UnknownKeySuggestsTheNearestOne) {
+  // line 3 is "  max_distnce: 3": the key starts at column 3.
+  EXPECT_EQ(error_of("action: tag\ndedup:\n  max_distnce: 3\n"),
+            "t.yaml:3:3: dedup.max_distnce: unknown key (did you mean 'max_distance'?)");
+  EXPECT_EQ(error_of("windw:\n  duration: 1h\n"), "t.yaml:1:1: windw: unknown key (did you mean 'window'?)");
+  EXPECT_EQ(error_of("kafka:\n  brokrs: a:1\n"), "t.yaml:2:3: kafka.brokrs: unknown key (did you mean 'brokers'?)");
+}
+
+TEST(ConfigErrors, UnknownKeyFarFromAnyListsTheValidOnes) {
+  EXPECT_EQ(error_of("log:\n  colour: red\n"),
+            "t.yaml:2:3: log.colour: unknown key (valid keys under log: format, level)");
+}
+
+TEST(ConfigErrors, MappingWhereAScalarIsExpected) {
+  // "  level: {a: 1}": the flow mapping starts at column 10.
+  EXPECT_EQ(error_of("log:\n  level: {a: 1}\n"),
+            "t.yaml:2:10: log.level: expected one of debug|info|warn|error, got a mapping");
+}
+
+TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
+  EXPECT_EQ(error_of("window: 5\n"),
+            "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, got '5'");
+}
+
+TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {
+  // "  input_topics: [good, 'bad topic']": the quoted item starts at column 24.
+  EXPECT_EQ(error_of("kafka:\n  input_topics: [good, 'bad topic']\n"),
+            "t.yaml:2:24: kafka.input_topics[1]: expected a Kafka topic name ([a-zA-Z0-9._-], at most 249), got "
+            "'bad topic'");
+}
+
+TEST(ConfigErrors, EmptyListIsRejected) {
+  EXPECT_EQ(error_of("kafka:\n  input_topics: []\n"),
+            "t.yaml:2:17: kafka.input_topics: expected a non-empty list of topic names like [input], got an empty "
+            "list");
+  EXPECT_EQ(error_of("input:\n  text_fields: /text\n"),
+            "t.yaml:2:16: input.text_fields: expected a non-empty list of JSON pointers like [/text], got '/text'");
+}
+
+TEST(ConfigErrors, MissingValuePointsAtTheKey) {
+  EXPECT_EQ(error_of("kafka:\n  group_id:\n"),
+            "t.yaml:2:3: kafka.group_id: expected a non-empty consumer group id, got nothing");
+}
+
+TEST(ConfigErrors, DuplicateKeyIsRejected) {
+  EXPECT_EQ(error_of("action: drop\naction: tag\n"), "t.yaml:2:1: action: duplicate key (first set at t.yaml:1:1)");
+}
+
+TEST(ConfigErrors, RootMustBeAMapping) {
+  EXPECT_TRUE(starts_with(error_of("- kafka\n"), "t.yaml:1:1: expected a mapping of sections")) << error_of("- kafka\n");
+  EXPECT_TRUE(starts_with(error_of("just text\n"), "t.yaml:1:1: expected a mapping of sections"));
+}
+
+TEST(ConfigErrors, OnlyOneDocument) {
+  EXPECT_EQ(error_of("action: drop\n---\naction: tag\n"), "t.yaml:3:1: expected one YAML document, got 2");
+}
+
+TEST(ConfigErrors, YamlSyntaxErrorsCarryAPosition) {
+  // An unclosed flow list: "window" on line 3 is read as a third item, and the
+  // ':' after it (column 7) cannot continue a flow list.
+  std::string error = error_of("kafka:\n  input_topics: [a, b\nwindow: {}\n");
+  EXPECT_EQ(error, "t.yaml:3:7: invalid YAML: end of sequence flow not found");
+  // A tab where indentation is expected.
+  error = error_of("dedup:\n\tmax_distance: 3\n");
+  EXPECT_TRUE(starts_with(error, "t.yaml:2:")) << error;
+}
+
+TEST(ConfigErrors, BlocksMustExceedMaxDistance) {
+  // "  blocks: 3": the 3 is at column 11.
+  EXPECT_EQ(error_of("dedup:\n  max_distance: 4\n  blocks: 3\n"),
+            "t.yaml:3:11: dedup.blocks: expected 0 (automatic) or an integer in 5..16 (at least dedup.max_distance "
+            "+ 1), got '3'");
+  EXPECT_EQ(error_of("dedup:\n  blocks: 17\n"),
+            "t.yaml:2:11: dedup.blocks: expected 0 (automatic) or an integer in max_distance+1..16, got '17'");
+  EXPECT_EQ(error_of("dedup: {max_distance: 0, blocks: 1}"), "");
+}
+
+TEST(ConfigErrors, IdfFileRequiredForTfIdfFromFile) {
+  // Nothing names idf_file, so the error points at idf_source (line 3, column 15).
+  EXPECT_EQ(error_of("dedup:\n  weighting: tf_idf\n  idf_source: file\n"),
+            "t.yaml:3:15: dedup.idf_source: expected dedup.idf_file to be set (idf_source file with weighting tf_idf "
+            "reads it), got 'file'");
+  EXPECT_EQ(error_of("dedup:\n  weighting: tf\n  idf_source: file\n"), "");
+}
+
+TEST(ConfigErrors, OutputTopicMustNotBeAnInputTopic) {
+  EXPECT_EQ(error_of("kafka:\n  input_topics: [a, b]\n  output_topic: b\n"),
+            "t.yaml:3:17: kafka.output_topic: expected a topic that is not one of kafka.input_topics (it would "
+            "loop), got 'b'");
+}
+
+TEST(ConfigErrors, PropertyValuesMustBeScalars) {
+  EXPECT_EQ(error_of("kafka:\n  consumer:\n    sasl.mechanism: [PLAIN]\n"),
+            "t.yaml:3:21: kafka.consumer.sasl.mechanism: expected a scalar property value (passed to librdkafka as "
+            "text), got a list");
+}
+
+TEST(ConfigErrors, OtherValidators) {
+  EXPECT_TRUE(starts_with(error_of("kafka: {brokers: 'localhost'}"), "t.yaml:1:18: kafka.brokers: expected"));
+  EXPECT_TRUE(starts_with(error_of("kafka: {brokers: 'a:1,,b:2'}"), "t.yaml:1:18: kafka.brokers: expected"));
+  EXPECT_TRUE(starts_with(error_of("kafka: {embedded_partitions: 65}"), "t.yaml:1:30: kafka.embedded_partitions"));
+  EXPECT_TRUE(starts_with(error_of("input: {id_field: id}"), "t.yaml:1:19: input.id_field: expected a JSON pointer"));
+  EXPECT_TRUE(starts_with(error_of("input: {text_fields: ['/a~2']}"), "t.yaml:1:23: input.text_fields[0]"));
+  EXPECT_TRUE(starts_with(error_of("input: {max_bytes: 65MiB}"), "t.yaml:1:20: input.max_bytes: expected a size"));
+  EXPECT_TRUE(starts_with(error_of("input: {max_bytes: 0}"), "t.yaml:1:20: input.max_bytes"));
+  EXPECT_TRUE(starts_with(error_of("dedup: {normalize: maybe}"), "t.yaml:1:20: dedup.normalize: expected true or"));
+  EXPECT_TRUE(starts_with(error_of("dedup: {cjk_ngram: 5}"), "t.yaml:1:20: dedup.cjk_ngram"));
+  EXPECT_TRUE(starts_with(error_of("window: {max_entries: 2147483649}"), "t.yaml:1:23: window.max_entries"));
+  EXPECT_TRUE(starts_with(error_of("window: {duration: 0s}"), "t.yaml:1:20: window.duration"));
+  EXPECT_TRUE(starts_with(error_of("metrics: {listen: 'localhost'}"), "t.yaml:1:19: metrics.listen"));
+  EXPECT_EQ(error_of("metrics: {listen: ''}"), "");
+  EXPECT_EQ(error_of("window: {max_entries: 2147483648}"), "");
+}
+
+TEST(ConfigErrors, ErrorValuesAreEscapedAndCut) {
+  std::string error = error_of("action: \"a\\nb\"\n");
+  EXPECT_EQ(error, "t.yaml:1:9: action: expected one of drop|tag|route, got 'a\\nb'");
+  error = error_of("action: " + std::string(500, 'x') + "\n");
+  EXPECT_LT(error.size(), 200u);
+}
+
+// ---- value parsers.
+
+TEST(Values, Durations) {
+  EXPECT_EQ(parse_duration("24h"), std::chrono::milliseconds(24h));
+  EXPECT_EQ(parse_duration("10m"), std::chrono::milliseconds(10min));
+  EXPECT_EQ(parse_duration("90s"), std::chrono::milliseconds(90s));
+  EXPECT_EQ(parse_duration("500ms"), std::chrono::milliseconds(500));
+  EXPECT_EQ(parse_duration("2d"), std::chrono::milliseconds(48h));
+  EXPECT_EQ(parse_duration("1h30m"), std::chrono::milliseconds(90min));
+  EXPECT_EQ(parse_duration("1m1s1ms"), std::chrono::milliseconds(61001));
+  EXPECT_EQ(parse_duration("90"), std::chrono::milliseconds(90s));
+  for (const char* bad : {"", "h", "ten", "10x", "-5s", "1.5h", "10 m", "30m1h", "1h1h", "5mss", "10s ",
+                          "99999999999999999999s", "9999999999999999d"}) {
+    EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(format_duration(std::chrono::milliseconds(24h)), "24h");
+  EXPECT_EQ(format_duration(std::chrono::milliseconds(90min)), "1h30m");
+  EXPECT_EQ(format_duration(std::chrono::milliseconds(500)), "500ms");
+  EXPECT_EQ(format_duration(std::chrono::milliseconds(3'601'001)), "1h1s1ms");
+}
+
+TEST(Values, Sizes) {
+  EXPECT_EQ(parse_size("1048576"), 1048576u);
+  EXPECT_EQ(parse_size("1MiB"), 1048576u);
+  EXPECT_EQ(parse_size("64KiB"), 65536u);
+  EXPECT_EQ(parse_size("1 GiB"), 1ULL << 30);
+  EXPECT_EQ(parse_size("10kB"), 10000u);
+  EXPECT_EQ(parse_size("5MB"), 5'000'000u);
+  EXPECT_EQ(parse_size("512B"), 512u);
+  for (const char* bad : {"", "MiB", "1 ", "1mib", "1.5MiB", "-1", "1  MiB", "1MiBs", "99999999999GiB"}) {
+    EXPECT_FALSE(parse_size(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(format_size(1048576), "1MiB");
+  EXPECT_EQ(format_size(65536), "64KiB");
+  EXPECT_EQ(format_size(1000), "1000");
+}
+
+TEST(Values, Names) {
+  EXPECT_TRUE(is_topic_name("news.en_v2-raw"));
+  EXPECT_FALSE(is_topic_name(""));
+  EXPECT_FALSE(is_topic_name(".."));
+  EXPECT_FALSE(is_topic_name("a b"));
+  EXPECT_FALSE(is_topic_name(std::string(250, 'a')));
+  EXPECT_TRUE(is_json_pointer("/a~0b~1c/d"));
+  EXPECT_FALSE(is_json_pointer("/"));
+  EXPECT_FALSE(is_json_pointer("text"));
+  EXPECT_FALSE(is_json_pointer("/a~"));
+  EXPECT_TRUE(is_host_port("127.0.0.1:9464", 1));
+  EXPECT_TRUE(is_host_port("[::1]:0", 0));
+  EXPECT_FALSE(is_host_port("[::1]:0", 1));
+  EXPECT_FALSE(is_host_port("host:65536", 1));
+  EXPECT_FALSE(is_host_port(":9092", 1));
+  EXPECT_FALSE(is_host_port("SSL://h:1", 1));
+  EXPECT_TRUE(is_host_port("SSL://h:1", 1, true));
+  EXPECT_EQ(edit_distance("max_distnce", "max_distance"), 1u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  std::vector<std::string> candidates{"format", "level"};
+  EXPECT_EQ(nearest("levle", candidates), "level");
+  EXPECT_EQ(nearest("colour", candidates), std::nullopt);
+}
+
+// ---- environment overrides.
+
+TEST(ConfigEnv, OverridesApplyAndValidate) {
+  Config config;
+  apply_env_overrides(config, env({{"NEARDUP_KAFKA_BROKERS", "127.0.0.1:9092"},
+                                   {"NEARDUP_KAFKA_GROUP_ID", "g2"},
+                                   {"NEARDUP_ACTION", "tag"},
+                                   {"NEARDUP_METRICS_LISTEN", ""},
+                                   {"NEARDUP_LOG_LEVEL", "warn"},
+                                   {"NEARDUP_LOG_FORMAT", "json"},
+                                   {"NEARDUP_WINDOW_DURATION", "10m"},
+                                   {"NEARDUP_WINDOW_MAX_ENTRIES", "1000"},
+                                   {"NEARDUP_DEDUP_MAX_DISTANCE", "5"},
+                                   {"NEARDUP_KAFKA_INPUT_TOPICS", "a, b"}}));
+  EXPECT_EQ(config.kafka.brokers, "127.0.0.1:9092");
+  EXPECT_EQ(config.kafka.group_id, "g2");
+  EXPECT_EQ(config.action, Action::tag);
+  EXPECT_EQ(config.metrics.listen, "");
+  EXPECT_EQ(config.log.level, LogLevel::warn);
+  EXPECT_EQ(config.log.format, LogFormat::json);
+  EXPECT_EQ(config.dedup.window.duration, 10min);
+  EXPECT_EQ(config.dedup.window.max_entries, 1000u);
+  EXPECT_EQ(config.dedup.index.max_distance, 5);
+  EXPECT_EQ(config.kafka.input_topics, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(ConfigEnv, UnsetVariablesChangeNothing) {
+  Config config = parse_config(kFull, "t.yaml");
+  apply_env_overrides(config, env({{"NEARDUP_SOURCE_DIR", "/x"}}));
+  EXPECT_EQ(to_yaml(config), to_yaml(parse_config(kFull, "t.yaml")));
+}
+
+TEST(ConfigEnv, ErrorsNameTheVariableAndLeaveTheConfigUntouched) {
+  Config config;
+  EXPECT_EQ(env_error(config, {{"NEARDUP_LOG_LEVEL", "warn"}, {"NEARDUP_ACTION", "nuke"}}),
+            "environment NEARDUP_ACTION: expected one of drop|tag|route, got 'nuke'");
+  EXPECT_EQ(config.log.level, LogLevel::info);
+  EXPECT_EQ(env_error(config, {{"NEARDUP_WINDOW_DURATION", "forever"}}),
+            "environment NEARDUP_WINDOW_DURATION: expected a duration like 24h, 10m, 90s or 500ms (at most 365d), "
+            "got 'forever'");
+  EXPECT_EQ(env_error(config, {{"NEARDUP_DEDUP_MAX_DISTANCE", "9"}}),
+            "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..8, got '9'");
+  EXPECT_EQ(env_error(config, {{"NEARDUP_WINDOW_MAX_ENTRIES", "0"}}),
+            "environment NEARDUP_WINDOW_MAX_ENTRIES: expected an integer in 1..2147483648, got '0'");
+  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_BROKERS", "nohost"}}).rfind("environment NEARDUP_KAFKA_BROKERS: expected", 0),
+            0u);
+  EXPECT_EQ(env_error(config, {{"NEARDUP_METRICS_LISTEN", "9464"}}).rfind("environment NEARDUP_METRICS_LISTEN: expected", 0),
+            0u);
+  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_INPUT_TOPICS", "a,,b"}}).rfind(
+                "environment NEARDUP_KAFKA_INPUT_TOPICS[1]: expected a Kafka topic name", 0),
+            0u);
+  EXPECT_EQ(to_yaml(config), to_yaml(Config{}));
+}
+
+TEST(ConfigEnv, CrossCheckBlamesTheVariable) {
+  Config config = parse_config("dedup: {max_distance: 3, blocks: 4}", "t.yaml");
+  EXPECT_EQ(env_error(config, {{"NEARDUP_DEDUP_MAX_DISTANCE", "4"}}),
+            "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..3 (below dedup.blocks = 4), got '4'");
+}
+
+TEST(ConfigEnv, EmptyBrokersMeansEmbedded) {
+  Config config = parse_config("kafka: {brokers: 'h:1'}", "t.yaml");
+  apply_env_overrides(config, env({{"NEARDUP_KAFKA_BROKERS", ""}}));
+  EXPECT_FALSE(config.kafka.brokers.has_value());
+}
+
+// ---- round trip and files.
+
+TEST(ConfigRoundTrip, DumpParsesBackToTheSameConfig) {
+  for (const std::string& yaml : {std::string(), std::string(kFull)}) {
+    Config config = parse_config(yaml, "t.yaml");
+    std::string dumped = to_yaml(config);
+    Config again = parse_config(dumped, "dump.yaml");
+    EXPECT_EQ(to_yaml(again), dumped);
+    EXPECT_EQ(again.kafka.brokers, config.kafka.brokers);
+    EXPECT_EQ(again.kafka.consumer, config.kafka.consumer);
+    EXPECT_EQ(again.input.max_bytes, config.input.max_bytes);
+    EXPECT_EQ(again.dedup.window.duration, config.dedup.window.duration);
+    EXPECT_EQ(again.dedup.text.idf_file, config.dedup.text.idf_file);
+  }
+}
+
+TEST(ConfigRoundTrip, DumpNamesEveryKey) {
+  std::string dumped = to_yaml(Config{});
+  for (const auto& key : schema()) {
+    std::string name = key.path.substr(key.path.rfind('.') + 1);
+    EXPECT_NE(dumped.find(name + ":"), std::string::npos) << key.path;
+  }
+  EXPECT_NE(dumped.find("brokers: ~"), std::string::npos) << dumped;
+}
+
+TEST(ConfigRoundTrip, AwkwardStringsSurvive) {
+  Config config;
+  config.kafka.group_id = "null";
+  config.kafka.consumer = {{"sasl.password", "p@ss: #word 'x\""}, {"ssl.ca.location", "~"}};
+  config.dedup.text.idf_file = "true";
+  Config again = parse_config(to_yaml(config), "dump.yaml");
+  EXPECT_EQ(again.kafka.group_id, "null");
+  EXPECT_EQ(again.kafka.consumer, config.kafka.consumer);
+  EXPECT_EQ(again.dedup.text.idf_file, "true");
+}
+
+TEST(ConfigFiles, LoadNamesTheFile) {
+  auto dir = std::filesystem::temp_directory_path() / ("neardup_config_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "bad.yaml").string();
+  std::ofstream(path) << "window:\n  max_entries: lots\n";
+  try {
+    load_config(path);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":2:16: window.max_entries: expected an integer in 1..2147483648, got 'lots'");
+  }
+  try {
+    load_config((dir / "missing.yaml").string());
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(starts_with(e.what(), (dir / "missing.yaml").string() + ": cannot open")) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ConfigFiles, ShippedExamplesAreValid) {
+  const std::filesystem::path examples = std::filesystem::path(NEARDUP_SOURCE_DIR) / "deploy" / "examples";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(examples)) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(load_config(entry.path().string())) << entry.path();
+    ++count;
+  }
+  EXPECT_GE(count, 2);
+}
+
+}  // namespace
+}  // namespace neardup::config
