@@ -1,0 +1,59 @@
+// `neardup broker`: only the embedded Kafka-protocol broker, until SIGTERM.
+#include <chrono>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "stream/cli.h"
+#include "stream/embedded_broker.h"
+#include "stream/service.h"
+
+namespace neardup::stream {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: neardup broker [--partitions N] [--topics a,b,...] [--bootstrap-file F]\n"
+    "\n"
+    "Runs librdkafka's in-process Kafka-protocol mock cluster on 127.0.0.1 until\n"
+    "SIGTERM/SIGINT and prints its bootstrap address on stdout, so kcat or a\n"
+    "second `neardup run --brokers ADDR` can use it. For tests and demos only: it\n"
+    "keeps just a few MB per partition and silently trims older records.\n"
+    "\n"
+    "  --partitions N       partitions per topic (default 8)\n"
+    "  --topics a,b         topics to create (default input,output,duplicates,dead-letters)\n"
+    "  --bootstrap-file F   also write the address to F (written atomically)\n"
+    "\n"
+    "example:\n"
+    "  neardup broker --partitions 4 --bootstrap-file /tmp/bootstrap &\n"
+    "  kcat -b $(cat /tmp/bootstrap) -L\n";
+
+int run_broker(std::span<const std::string> raw) {
+  cli::Args args(raw, {"partitions", "topics", "bootstrap-file"});
+  if (!args.positionals().empty()) throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
+  std::vector<std::string> topics;
+  if (auto list = args.get("topics")) {
+    std::stringstream in(*list);
+    for (std::string t; std::getline(in, t, ',');) {
+      if (!t.empty()) topics.push_back(t);
+    }
+    if (topics.empty()) throw cli::UsageError("--topics: expected a comma-separated list of topic names");
+  } else {
+    topics = service_topics(config::KafkaOptions{});
+  }
+  install_stop_signal_handlers();
+  EmbeddedBroker broker;
+  for (const auto& t : topics) broker.create_topic(t, partitions);
+  const std::string address = broker.bootstrap();
+  if (auto file = args.get("bootstrap-file")) write_bootstrap_file(*file, address);
+  std::cout << address << std::endl;
+  log(config::LogLevel::info, "embedded broker at " + address);
+  while (!stop_signalled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  log(config::LogLevel::info, "embedded broker stopping");
+  return 0;
+}
+
+const cli::Registrar kBroker{{"broker", "run only the embedded Kafka-protocol broker (tests, demos)", kHelp, run_broker}};
+
+}  // namespace
+}  // namespace neardup::stream

@@ -1,0 +1,62 @@
+#pragma once
+// An in-process Kafka-protocol broker: librdkafka's mock cluster (rdkafka_mock.h)
+// listening on loopback. Real clients (kcat, another neardup) can connect to
+// bootstrap(). It is for demos, tests and benchmarks, not for keeping data: the
+// mock keeps only a few MB per partition and silently trims older records.
+
+#include <librdkafka/rdkafka.h>
+// rdkafka_mock.h needs rdkafka.h first.
+#include <librdkafka/rdkafka_mock.h>
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "stream/kafka.h"
+
+namespace neardup::stream {
+
+/// Owns the mock cluster and the librdkafka handle that hosts it. Thread-safe
+/// as the mock cluster is (its own thread serves clients); the control calls
+/// below may be made from any thread.
+class EmbeddedBroker {
+ public:
+  /// Starts `brokers` mock brokers on 127.0.0.1 (ephemeral ports).
+  /// Throws kafka::KafkaError when the cluster cannot start.
+  explicit EmbeddedBroker(int brokers = 1);
+  ~EmbeddedBroker();
+  EmbeddedBroker(const EmbeddedBroker&) = delete;
+  EmbeddedBroker& operator=(const EmbeddedBroker&) = delete;
+
+  /// "127.0.0.1:port[,...]": the bootstrap.servers for clients.
+  std::string bootstrap() const;
+
+  /// Creates a topic (an existing one is left as it is). Throws kafka::KafkaError.
+  void create_topic(const std::string& topic, int partitions);
+
+  /// Kafka protocol API keys for push_request_errors().
+  static constexpr int kApiProduce = 0;
+  static constexpr int kApiFetch = 1;
+  static constexpr int kApiOffsetCommit = 8;
+
+  /// Failure injection (tests): take broker `id` (1-based) down or up; make the
+  /// next `errors.size()` requests of `api_key` (e.g. kApiProduce) fail.
+  void set_down(int id);
+  void set_up(int id);
+  void push_request_errors(int api_key, const std::vector<rd_kafka_resp_err_t>& errors);
+
+  rd_kafka_mock_cluster_t* cluster() const { return cluster_; }
+
+ private:
+  kafka::HandlePtr host_;
+  rd_kafka_mock_cluster_t* cluster_ = nullptr;
+};
+
+/// The topics `neardup run` uses: inputs, output, duplicates, dead letters.
+std::vector<std::string> service_topics(const config::KafkaOptions& kafka);
+
+/// Writes "host:port[,...]\n" to `path` atomically (temp file + rename), so a
+/// reader polling for the file never sees half an address. Throws std::runtime_error.
+void write_bootstrap_file(const std::string& path, const std::string& bootstrap);
+
+}  // namespace neardup::stream

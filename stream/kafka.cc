@@ -1,0 +1,256 @@
+#include "stream/kafka.h"
+
+#include <cstring>
+
+namespace neardup::stream::kafka {
+
+std::string_view to_string(Severity severity) {
+  switch (severity) {
+    case Severity::fatal: return "fatal";
+    case Severity::retriable: return "retriable";
+    case Severity::message: return "message";
+  }
+  return "unknown";
+}
+
+Severity classify(rd_kafka_resp_err_t err, bool fatal_flag) {
+  if (fatal_flag || err == RD_KAFKA_RESP_ERR__FATAL) return Severity::fatal;
+  switch (err) {
+    // The record itself cannot be written; the client and the rest of the stream are fine.
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR__BAD_MSG:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+      return Severity::message;
+    // Configuration, authorization and missing topics: retrying cannot help.
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    case RD_KAFKA_RESP_ERR__SSL:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+    case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
+    case RD_KAFKA_RESP_ERR_INVALID_CONFIG:
+    case RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION:
+    case RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE:
+    case RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER:
+    case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+    case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+    case RD_KAFKA_RESP_ERR__FENCED:
+      return Severity::fatal;
+    default:
+      return Severity::retriable;
+  }
+}
+
+ConfPtr make_conf(const Properties& properties) {
+  ConfPtr conf(rd_kafka_conf_new());
+  char errstr[512];
+  for (const auto& [name, value] : properties) {
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      throw KafkaError("kafka property '" + name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+    }
+  }
+  return conf;
+}
+
+int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* metadata = nullptr;
+  rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &metadata, static_cast<int>(timeout.count()));
+  rd_kafka_topic_destroy(rkt);
+  if (err) {
+    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), err, classify(err));
+  }
+  int count = 0;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const auto& t = metadata->topics[i];
+    if (topic == t.topic && t.err == RD_KAFKA_RESP_ERR_NO_ERROR) count = t.partition_cnt;
+  }
+  rd_kafka_metadata_destroy(metadata);
+  return count;
+}
+
+// ---------------------------------------------------------------- Producer
+
+Producer::Producer(const Properties& properties, DeliveryHandler on_delivery) : on_delivery_(std::move(on_delivery)) {
+  ConfPtr conf = make_conf(properties);
+  rd_kafka_conf_set_opaque(conf.get(), this);
+  rd_kafka_conf_set_dr_msg_cb(conf.get(), &Producer::on_delivery_cb);
+  rd_kafka_conf_set_error_cb(conf.get(), &Producer::on_error_cb);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
+  if (!rk) throw KafkaError(std::string("cannot create Kafka producer: ") + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  conf.release();  // owned by rk now
+  rk_.reset(rk);
+}
+
+Producer::~Producer() {
+  for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
+  // Records still queued are purged by rd_kafka_destroy; callers flush first.
+}
+
+rd_kafka_topic_t* Producer::topic(std::string_view name) {
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return it->second;
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_.get(), std::string(name).c_str(), nullptr);
+  if (!rkt) {
+    rd_kafka_resp_err_t err = rd_kafka_last_error();
+    throw KafkaError("cannot open topic '" + std::string(name) + "': " + rd_kafka_err2str(err), err, Severity::fatal);
+  }
+  topics_.emplace(std::string(name), rkt);
+  return rkt;
+}
+
+rd_kafka_resp_err_t Producer::produce(const Record& record) {
+  rd_kafka_topic_t* rkt = topic(record.topic);
+  rd_kafka_headers_t* headers = record.headers;
+  for (;;) {
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk_.get(), RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(record.partition),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(record.has_value ? const_cast<char*>(record.value.data()) : nullptr,
+                         record.has_value ? record.value.size() : 0),
+        RD_KAFKA_V_KEY(record.has_key ? record.key.data() : nullptr, record.has_key ? record.key.size() : 0),
+        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(record.opaque),
+        RD_KAFKA_V_END);
+    if (!err) return err;  // headers now owned by librdkafka
+    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      // Backpressure: serve delivery reports until librdkafka has room.
+      rd_kafka_poll(rk_.get(), 10);
+      if (fatal()) {
+        if (headers) rd_kafka_headers_destroy(headers);
+        throw KafkaError("producer: " + fatal_reason_, RD_KAFKA_RESP_ERR__FATAL, Severity::fatal);
+      }
+      continue;
+    }
+    if (headers) rd_kafka_headers_destroy(headers);
+    Severity severity = classify(err, err == RD_KAFKA_RESP_ERR__FATAL);
+    if (severity == Severity::fatal) {
+      std::string reason = rd_kafka_err2str(err);
+      if (err == RD_KAFKA_RESP_ERR__FATAL) reason = fatal_reason_.empty() ? reason : fatal_reason_;
+      throw KafkaError("producing to '" + std::string(record.topic) + "': " + reason, err, severity);
+    }
+    return err;
+  }
+}
+
+int Producer::poll(std::chrono::milliseconds timeout) { return rd_kafka_poll(rk_.get(), static_cast<int>(timeout.count())); }
+
+bool Producer::flush(std::chrono::milliseconds timeout) {
+  return rd_kafka_flush(rk_.get(), static_cast<int>(timeout.count())) == RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+int Producer::in_flight() const { return rd_kafka_outq_len(rk_.get()); }
+
+void Producer::on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
+  static_cast<Producer*>(opaque)->on_delivery_(*message);
+}
+
+void Producer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<Producer*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char buf[512];
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+    self->fatal_reason_ = std::string(rd_kafka_err2name(orig)) + ": " + buf;
+  }
+  (void)reason;  // other errors are transient; librdkafka retries and reports per record
+}
+
+// ---------------------------------------------------------------- Consumer
+
+Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance)
+    : on_rebalance_(std::move(on_rebalance)) {
+  ConfPtr conf = make_conf(properties);
+  rd_kafka_conf_set_opaque(conf.get(), this);
+  rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
+  rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr, sizeof errstr);
+  if (!rk) throw KafkaError(std::string("cannot create Kafka consumer: ") + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  conf.release();
+  rk_.reset(rk);
+  rd_kafka_poll_set_consumer(rk);
+  queue_ = rd_kafka_queue_get_consumer(rk);
+}
+
+Consumer::~Consumer() {
+  close();
+  if (queue_) rd_kafka_queue_destroy(queue_);
+}
+
+void Consumer::subscribe(const std::vector<std::string>& topics) {
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
+  for (const auto& t : topics) rd_kafka_topic_partition_list_add(list.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
+  if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_.get(), list.get())) {
+    throw KafkaError(std::string("subscribe: ") + rd_kafka_err2str(err), err, Severity::fatal);
+  }
+}
+
+void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max, std::chrono::milliseconds timeout) {
+  std::vector<rd_kafka_message_t*> raw(max);
+  ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(timeout.count()), raw.data(), max);
+  for (ssize_t i = 0; i < n; ++i) out.emplace_back(raw[static_cast<std::size_t>(i)]);
+}
+
+rd_kafka_resp_err_t Consumer::commit(const rd_kafka_topic_partition_list_t& offsets, bool async) {
+  rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), &offsets, async ? 1 : 0);
+  if (err && classify(err) == Severity::fatal && err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+    throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), err, Severity::fatal);
+  }
+  return err;
+}
+
+void Consumer::close() {
+  if (closed_) return;
+  closed_ = true;
+  rd_kafka_consumer_close(rk_.get());
+}
+
+void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
+                               void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    if (self->on_rebalance_) self->on_rebalance_(true, *partitions);
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions)) rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, partitions);
+    }
+  } else {
+    // Revoked (or lost): the handler flushes and commits before we let go.
+    if (self->on_rebalance_) self->on_rebalance_(false, *partitions);
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions)) rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+}
+
+void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char buf[512];
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+    self->fatal_reason_ = std::string(rd_kafka_err2name(orig)) + ": " + buf;
+  }
+  (void)reason;
+}
+
+std::optional<std::string_view> header(const rd_kafka_headers_t* headers, const char* name) {
+  if (!headers) return std::nullopt;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+  return std::string_view(static_cast<const char*>(value), value ? size : 0);
+}
+
+}  // namespace neardup::stream::kafka

@@ -1,0 +1,624 @@
+#include "stream/service.h"
+
+#include <algorithm>
+#include <csignal>
+#include <deque>
+#include <unordered_map>
+
+#include "stream/decode.h"
+#include "metrics/log.h"
+#include "metrics/progress.h"
+#include "stream/embedded_broker.h"
+#include "stream/kafka.h"
+
+namespace neardup::stream {
+
+// ------------------------------------------------------------------ logging
+
+void log(config::LogLevel level, std::string_view message) {
+  metrics::log(static_cast<metrics::LogLevel>(static_cast<int>(level)), message);
+}
+
+void configure_logging(const config::LogOptions& options) {
+  metrics::configure_logging(static_cast<metrics::LogFormat>(static_cast<int>(options.format)),
+                             static_cast<metrics::LogLevel>(static_cast<int>(options.level)));
+}
+
+namespace {
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int) { g_stop_signal = 1; }
+}  // namespace
+
+void install_stop_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+}
+
+bool stop_signalled() { return g_stop_signal != 0; }
+
+// ------------------------------------------------------------------ stats
+
+void LatencyHistogram::observe_ms(std::int64_t ms) {
+  std::size_t bucket = ms < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(ms), kBuckets - 1);
+  ++counts[bucket];
+  ++total;
+  sum_ms += static_cast<double>(ms < 0 ? 0 : ms);
+}
+
+std::int64_t LatencyHistogram::quantile_ms(double q) const {
+  if (total == 0) return 0;
+  auto rank = static_cast<std::uint64_t>(q * static_cast<double>(total - 1)) + 1;
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    seen += counts[i];
+    if (seen >= rank) return static_cast<std::int64_t>(i);
+  }
+  return static_cast<std::int64_t>(kBuckets - 1);
+}
+
+std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group) {
+  return {
+      {"bootstrap.servers", brokers},
+      {"group.id", group},
+      {"enable.auto.commit", "false"},
+      {"enable.auto.offset.store", "false"},
+      {"auto.offset.reset", "earliest"},
+      {"enable.partition.eof", "false"},
+      // Throughput: large prefetch queue, fetches answered quickly.
+      {"queued.min.messages", "200000"},
+      {"fetch.wait.max.ms", "20"},
+      {"fetch.max.bytes", "52428800"},
+      {"max.partition.fetch.bytes", "4194304"},
+      {"log_level", "3"},
+  };
+}
+
+std::map<std::string, std::string> default_producer_properties(const std::string& brokers) {
+  return {
+      {"bootstrap.servers", brokers},
+      {"enable.idempotence", "true"},  // retries without duplicates or reordering; acks=all
+      {"linger.ms", "5"},
+      {"batch.num.messages", "10000"},
+      {"batch.size", "4194304"},
+      {"queue.buffering.max.messages", "1000000"},
+      {"queue.buffering.max.kbytes", "1048576"},
+      {"message.timeout.ms", "300000"},
+      {"log_level", "3"},
+  };
+}
+
+// ------------------------------------------------------------------ service
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kafka::KafkaError;
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// One input message whose outputs are not all acknowledged yet.
+struct Pending {
+  std::int64_t offset = 0;
+  std::uint32_t outstanding = 0;
+};
+
+/// An input topic-partition: interned once, index stable for the process.
+struct Source {
+  std::string topic;
+  std::int32_t partition = 0;
+  bool assigned = false;
+  std::deque<Pending> pending;     ///< ascending offsets
+  std::int64_t next_commit = -1;   ///< the offset committed last (next to read)
+  std::int64_t done_next = -1;     ///< after the acked prefix: next offset to commit
+  std::int64_t position = -1;      ///< next offset to read (for lag)
+};
+
+/// Per output record: which input message it belongs to (pack_ref layout).
+void* to_opaque(std::uint32_t source, std::int64_t offset) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(pack_ref(source, offset).value));
+}
+dedup::RecordRef from_opaque(void* opaque) {
+  return dedup::RecordRef{static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(opaque))};
+}
+
+}  // namespace
+
+struct Service::Impl {
+  ServiceOptions options;
+  const config::Config& cfg;
+  std::atomic<bool>& stop;
+  std::string fatal_error;
+  ServiceSnapshot stats;
+
+  Decoder decoder;
+  dedup::Engine engine;
+  std::vector<Source> sources;
+  std::unordered_map<std::string, std::uint32_t> source_index;  // "topic\0partition"
+  std::map<std::string, int> topic_partitions;                  // cached partition counts
+  std::unique_ptr<kafka::Producer> producer;
+  std::unique_ptr<kafka::Consumer> consumer;
+  std::string delivery_fatal;  // set in the delivery handler, raised on the pipeline thread
+
+  Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
+      : options(std::move(opts)), cfg(options.config), stop(stop_flag), decoder(cfg.input), engine(cfg.dedup) {
+    stats.match_distance.assign(static_cast<std::size_t>(cfg.dedup.index.max_distance) + 1, 0);
+    auto producer_props = default_producer_properties(options.brokers);
+    for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
+    auto consumer_props = default_consumer_properties(options.brokers, cfg.kafka.group_id);
+    for (const auto& [k, v] : cfg.kafka.consumer) consumer_props[k] = v;
+    producer = std::make_unique<kafka::Producer>(producer_props,
+                                                 [this](const rd_kafka_message_t& m) { on_delivery(m); });
+    consumer = std::make_unique<kafka::Consumer>(
+        consumer_props, [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+          on_rebalance(assigned, parts);
+        });
+  }
+
+  std::uint32_t intern(std::string_view topic, std::int32_t partition) {
+    std::string key(topic);
+    key.push_back('\0');
+    key += std::to_string(partition);
+    auto it = source_index.find(key);
+    if (it != source_index.end()) return it->second;
+    if (sources.size() >= (1u << 16)) throw KafkaError("more than 65536 input partitions", RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    auto index = static_cast<std::uint32_t>(sources.size());
+    Source src;
+    src.topic = std::string(topic);
+    src.partition = partition;
+    sources.push_back(std::move(src));
+    source_index.emplace(std::move(key), index);
+    return index;
+  }
+
+  int partitions_of(const std::string& topic) {
+    auto it = topic_partitions.find(topic);
+    if (it != topic_partitions.end()) return it->second;
+    int n = 0;
+    try {
+      n = kafka::partition_count(producer->handle(), topic, std::chrono::seconds(10));
+    } catch (const KafkaError& e) {
+      log(config::LogLevel::warn, std::string("partition count unknown, choosing output partitions by key: ") + e.what());
+      n = -1;
+    }
+    topic_partitions.emplace(topic, n);
+    return n;
+  }
+
+  /// Preserve the input partition when the output topic has as many partitions.
+  std::int32_t output_partition(const Source& src, const std::string& out_topic) {
+    int in = partitions_of(src.topic);
+    int out = partitions_of(out_topic);
+    return (in > 0 && in == out) ? src.partition : RD_KAFKA_PARTITION_UA;
+  }
+
+  // ---------------------------------------------------------------- delivery
+
+  void on_delivery(const rd_kafka_message_t& m) {
+    dedup::RecordRef ref = from_opaque(m._private);
+    std::uint32_t index = ref_source(ref);
+    std::int64_t offset = ref_offset(ref);
+    if (m.err) {
+      ++stats.produce_errors;
+      // librdkafka already retried (idempotent producer); what is left is final.
+      // Never commit past it: stop, so a restart replays it.
+      if (delivery_fatal.empty()) {
+        delivery_fatal = std::string("cannot deliver to '") + rd_kafka_topic_name(m.rkt) + "': " +
+                         rd_kafka_err2str(m.err) + " (" + std::string(kafka::to_string(kafka::classify(m.err))) +
+                         " error after retries)";
+      }
+      return;
+    }
+    ++stats.produced;
+    if (std::string_view(rd_kafka_topic_name(m.rkt)) == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
+    rd_kafka_timestamp_type_t type;
+    std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+    if (ts > 0) stats.end_to_end.observe_ms(wall_ms() - ts);
+    if (index >= sources.size()) return;
+    auto& pending = sources[index].pending;
+    auto it = std::lower_bound(pending.begin(), pending.end(), offset,
+                               [](const Pending& p, std::int64_t o) { return p.offset < o; });
+    if (it != pending.end() && it->offset == offset && it->outstanding > 0) --it->outstanding;
+  }
+
+  // ---------------------------------------------------------------- commits
+
+  /// Moves each source's acknowledged prefix out of its pending list.
+  void advance(Source& src) {
+    while (!src.pending.empty() && src.pending.front().outstanding == 0) {
+      src.done_next = src.pending.front().offset + 1;
+      src.pending.pop_front();
+      ++stats.committed;  // counted now, committed by the next commit() call
+    }
+  }
+
+  void commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr) {
+    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
+    for (auto& src : sources) {
+      if (!src.assigned) continue;
+      if (subset && !rd_kafka_topic_partition_list_find(subset, src.topic.c_str(), src.partition)) continue;
+      advance(src);
+      if (src.done_next > src.next_commit) {
+        rd_kafka_topic_partition_list_add(list.get(), src.topic.c_str(), src.partition)->offset = src.done_next;
+        src.next_commit = src.done_next;
+      }
+    }
+    if (list->cnt == 0) return;
+    rd_kafka_resp_err_t err = consumer->commit(*list, !sync);
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+      log(config::LogLevel::warn, std::string("offset commit failed (will retry with later offsets): ") +
+                                      rd_kafka_err2str(err));
+      // Let a later commit carry these offsets again.
+      for (int i = 0; i < list->cnt; ++i) {
+        for (auto& src : sources) {
+          if (src.partition == list->elems[i].partition && src.topic == list->elems[i].topic) src.next_commit = -1;
+        }
+      }
+    }
+  }
+
+  /// Waits until every produced record is acknowledged (or `limit` passes).
+  bool drain(std::chrono::milliseconds limit) {
+    auto deadline = Clock::now() + limit;
+    while (producer->in_flight() > 0 && Clock::now() < deadline) producer->poll(std::chrono::milliseconds(50));
+    producer->poll(std::chrono::milliseconds(0));
+    return producer->in_flight() == 0;
+  }
+
+  void on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+    if (assigned) {
+      for (int i = 0; i < parts.cnt; ++i) {
+        auto& src = sources[intern(parts.elems[i].topic, parts.elems[i].partition)];
+        src.assigned = true;
+        src.pending.clear();
+        src.next_commit = src.done_next = -1;
+      }
+      stats.assigned = true;
+      log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
+      return;
+    }
+    // Revoked: finish what was read, commit it, then let the partitions go.
+    if (!drain(std::chrono::seconds(60))) {
+      log(config::LogLevel::error, "revoke: output records still unacknowledged after 60 s; their offsets stay uncommitted");
+    }
+    try {
+      commit(true, &parts);
+    } catch (const KafkaError& e) {
+      log(config::LogLevel::warn, std::string("revoke: ") + e.what());
+    }
+    for (int i = 0; i < parts.cnt; ++i) {
+      auto& src = sources[intern(parts.elems[i].topic, parts.elems[i].partition)];
+      src.assigned = false;
+      src.pending.clear();
+    }
+    stats.assigned = std::any_of(sources.begin(), sources.end(), [](const Source& s) { return s.assigned; });
+    log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s), progress committed");
+  }
+
+  // ---------------------------------------------------------------- per message
+
+  void send(const std::string& topic, std::int32_t partition, const rd_kafka_message_t& in, rd_kafka_headers_t* headers,
+            std::uint32_t index, Pending& entry) {
+    kafka::Producer::Record rec;
+    rec.topic = topic;
+    rec.partition = partition;
+    rec.has_key = in.key != nullptr;
+    rec.key = std::string_view(static_cast<const char*>(in.key), in.key ? in.key_len : 0);
+    rec.has_value = in.payload != nullptr;
+    rec.value = std::string_view(static_cast<const char*>(in.payload), in.payload ? in.len : 0);
+    rd_kafka_timestamp_type_t type;
+    std::int64_t ts = rd_kafka_message_timestamp(&in, &type);
+    rec.timestamp_ms = ts > 0 ? ts : 0;
+    rec.headers = headers;
+    rec.opaque = to_opaque(index, in.offset);
+    ++entry.outstanding;
+    rd_kafka_resp_err_t err = producer->produce(rec);
+    if (err) {
+      --entry.outstanding;
+      ++stats.produce_errors;
+      if (topic == cfg.kafka.dead_letter_topic) {
+        throw KafkaError("cannot dead-letter a record that '" + topic + "' refuses: " + rd_kafka_err2str(err), err,
+                         kafka::Severity::fatal);
+      }
+      // The record itself cannot be written (e.g. too large for the output):
+      // it goes to the dead-letter topic rather than vanishing.
+      dead_letter(in, index, entry, std::string("output rejected: ") + rd_kafka_err2str(err), false);
+    }
+  }
+
+  rd_kafka_headers_t* copy_headers(const rd_kafka_message_t& in) {
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (rd_kafka_message_headers(&in, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR && hdrs) return rd_kafka_headers_copy(hdrs);
+    return nullptr;
+  }
+
+  void dead_letter(const rd_kafka_message_t& in, std::uint32_t index, Pending& entry, const std::string& reason,
+                   bool count_invalid) {
+    rd_kafka_headers_t* hdrs = copy_headers(in);
+    if (!hdrs) hdrs = rd_kafka_headers_new(2);
+    rd_kafka_header_add(hdrs, "neardup-error", -1, reason.data(), static_cast<ssize_t>(reason.size()));
+    const Source& src = sources[index];
+    std::string from = src.topic + "/" + std::to_string(src.partition) + "/" + std::to_string(in.offset);
+    rd_kafka_header_add(hdrs, "neardup-source", -1, from.data(), static_cast<ssize_t>(from.size()));
+    if (count_invalid) ++stats.invalid;
+    send(cfg.kafka.dead_letter_topic, output_partition(src, cfg.kafka.dead_letter_topic), in, hdrs, index, entry);
+  }
+
+  void handle(const rd_kafka_message_t& in) {
+    if (in.err) {
+      auto severity = kafka::classify(in.err);
+      std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
+      if (in.err == RD_KAFKA_RESP_ERR__FATAL) throw KafkaError(what + ": " + consumer->fatal_reason(), in.err, severity);
+      log(config::LogLevel::warn, what);  // transient (broker down, topic not there yet): librdkafka retries
+      return;
+    }
+    const std::uint32_t index = intern(rd_kafka_topic_name(in.rkt), in.partition);
+    Source& src = sources[index];
+    if (!src.assigned) return;  // a message fetched before a revoke; it will be read again
+    src.position = in.offset + 1;
+    ++stats.consumed;
+    src.pending.push_back(Pending{in.offset, 0});
+    Pending& entry = src.pending.back();
+
+    if (options.bypass_dedup) {
+      ++stats.passed;
+      send(cfg.kafka.output_topic, output_partition(src, cfg.kafka.output_topic), in, copy_headers(in), index, entry);
+      return;
+    }
+
+    auto started = Clock::now();
+    std::string_view raw(static_cast<const char*>(in.payload), in.payload ? in.len : 0);
+    Decoded decoded = decoder.decode(raw);
+    if (!decoded.ok) {
+      stats.processing_ns += static_cast<std::uint64_t>((Clock::now() - started).count());
+      dead_letter(in, index, entry, decoded.error, true);
+      return;
+    }
+    rd_kafka_timestamp_type_t type;
+    std::int64_t ts = rd_kafka_message_timestamp(&in, &type);
+    dedup::EventTime time{ts >= 0 ? ts : wall_ms()};
+    dedup::Verdict verdict = engine.process(decoded.text, time, pack_ref(index, in.offset));
+    auto spent = (Clock::now() - started).count();
+    stats.processing_ns += static_cast<std::uint64_t>(spent);
+    stats.processing_seconds.observe(static_cast<double>(spent) * 1e-9);
+
+    const Source* of = nullptr;
+    if (verdict.kind == dedup::VerdictKind::duplicate && verdict.match) {
+      std::uint32_t of_index = ref_source(verdict.match->of);
+      if (of_index < sources.size()) of = &sources[of_index];
+    }
+    if (options.on_verdict) {
+      VerdictEvent event{src.topic, src.partition, in.offset, decoded.text, &verdict, {}, 0, 0};
+      if (of) {
+        event.of_topic = of->topic;
+        event.of_partition = of->partition;
+        event.of_offset = ref_offset(verdict.match->of);
+      }
+      options.on_verdict(event);
+    }
+
+    switch (verdict.kind) {
+      case dedup::VerdictKind::invalid:
+        dead_letter(in, index, entry, std::string(verdict.error), true);
+        return;
+      case dedup::VerdictKind::unique:
+        ++stats.unique;
+        send(cfg.kafka.output_topic, output_partition(src, cfg.kafka.output_topic), in, copy_headers(in), index, entry);
+        return;
+      case dedup::VerdictKind::duplicate: break;
+    }
+    ++stats.duplicate;
+    if (verdict.match) {
+      auto d = static_cast<std::size_t>(verdict.match->distance);
+      if (d < stats.match_distance.size()) ++stats.match_distance[d];
+    }
+    if (cfg.action == config::Action::drop) {
+      ++stats.dropped;
+      return;
+    }
+    rd_kafka_headers_t* hdrs = copy_headers(in);
+    if (!hdrs) hdrs = rd_kafka_headers_new(4);
+    auto add = [hdrs](const char* name, const std::string& value) {
+      rd_kafka_header_add(hdrs, name, -1, value.data(), static_cast<ssize_t>(value.size()));
+    };
+    add("neardup-verdict", "duplicate");
+    if (verdict.match) {
+      std::string of_text = of ? of->topic + "/" + std::to_string(of->partition) + "/" +
+                                     std::to_string(ref_offset(verdict.match->of))
+                               : std::string("unknown");
+      add("neardup-of", of_text);
+      add("neardup-distance", std::to_string(verdict.match->distance));
+    }
+    add("neardup-fingerprint", verdict.fingerprint.hex());
+    const std::string& topic = cfg.action == config::Action::tag ? cfg.kafka.output_topic : cfg.kafka.duplicates_topic;
+    send(topic, output_partition(src, topic), in, hdrs, index, entry);
+  }
+
+  void fill_lag() {
+    stats.consumer_lag.clear();
+    for (const auto& src : sources) {
+      if (!src.assigned) continue;
+      std::int64_t lo = 0, hi = 0;
+      if (rd_kafka_get_watermark_offsets(consumer->handle(), src.topic.c_str(), src.partition, &lo, &hi) ==
+              RD_KAFKA_RESP_ERR_NO_ERROR &&
+          hi >= 0) {
+        std::int64_t pos = src.position >= 0 ? src.position : (src.next_commit >= 0 ? src.next_commit : lo);
+        stats.consumer_lag[{src.topic, src.partition}] = std::max<std::int64_t>(0, hi - pos);
+      }
+    }
+  }
+
+  void publish() {
+    if (!options.on_progress) return;
+    stats.engine = engine.stats();
+    fill_lag();
+    options.on_progress(stats);
+  }
+
+  void raise_if_fatal() {
+    if (producer->fatal()) throw KafkaError("producer: " + producer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
+    if (consumer->fatal()) throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
+    if (!delivery_fatal.empty()) throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  }
+
+  int run() {
+    try {
+      consumer->subscribe(cfg.kafka.input_topics);
+      std::vector<kafka::MessagePtr> batch;
+      batch.reserve(2000);
+      auto last_commit = Clock::now(), last_progress = Clock::now();
+      while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
+        batch.clear();
+        consumer->poll_batch(batch, 2000, std::chrono::milliseconds(50));
+        for (const auto& m : batch) handle(*m);
+        producer->poll(std::chrono::milliseconds(0));
+        raise_if_fatal();
+        auto now = Clock::now();
+        if (now - last_commit >= options.commit_interval) {
+          commit(false);
+          last_commit = now;
+        }
+        if (now - last_progress >= options.progress_interval) {
+          publish();
+          last_progress = now;
+        }
+      }
+      log(config::LogLevel::info, "stopping: flushing output and committing offsets");
+      bool drained = drain(options.shutdown_flush);
+      raise_if_fatal();
+      commit(true);
+      if (!drained) {
+        log(config::LogLevel::warn, std::to_string(producer->in_flight()) +
+                                        " output record(s) unacknowledged at shutdown; their input offsets are not "
+                                        "committed and will be read again");
+      }
+      consumer->close();
+      publish();
+      return 0;
+    } catch (const KafkaError& e) {
+      fatal_error = e.what();
+      log(config::LogLevel::error, std::string("fatal Kafka error, stopping (offsets of undelivered messages are not "
+                                               "committed): ") + e.what());
+      try {
+        // Commit only what is fully acknowledged, then leave.
+        producer->poll(std::chrono::milliseconds(0));
+        commit(true);
+      } catch (...) {
+      }
+      publish();
+      return 1;
+    }
+  }
+};
+
+metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
+  metrics::ServiceStats m = metrics::ServiceStats::with_buckets(max_distance);
+  m.unique = s.unique + s.passed;
+  m.duplicate = s.duplicate;
+  m.invalid = s.invalid;
+  for (std::size_t d = 0; d < s.match_distance.size(); ++d) {
+    // Filled bucket by bucket: one observe() per duplicate would be O(duplicates).
+    if (d < m.match_distance.counts.size()) m.match_distance.counts[d] += s.match_distance[d];
+    m.match_distance.count += s.match_distance[d];
+    m.match_distance.sum += static_cast<double>(d * s.match_distance[d]);
+  }
+  m.window_entries = s.engine.window.entries;
+  m.window_bytes = s.engine.window.bytes;
+  m.window_evictions = s.engine.window.evictions;
+  m.processing_seconds = s.processing_seconds;
+  auto& e2e = m.end_to_end_latency_seconds;
+  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms) {
+    std::uint64_t n = s.end_to_end.counts[ms];
+    if (n == 0) continue;
+    double seconds = static_cast<double>(ms) / 1000.0;
+    auto bucket = static_cast<std::size_t>(std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), seconds) - e2e.bounds.begin());
+    e2e.counts[bucket] += n;
+    e2e.count += n;
+    e2e.sum += seconds * static_cast<double>(n);
+  }
+  m.consumer_lag = s.consumer_lag;
+  m.produce_errors = s.produce_errors;
+  m.dead_letters = s.dead_letters;
+  return m;
+}
+
+Service::Service(ServiceOptions options) {
+  if (options.brokers.empty() && options.config.kafka.brokers) options.brokers = *options.config.kafka.brokers;
+  if (options.brokers.empty()) throw std::invalid_argument("no Kafka brokers given (kafka.brokers or --brokers)");
+  if (options.config.kafka.input_topics.empty()) throw std::invalid_argument("kafka.input_topics is empty");
+  impl_ = std::make_unique<Impl>(std::move(options), stop_);
+}
+
+Service::~Service() = default;
+
+int Service::run() { return impl_->run(); }
+const std::string& Service::fatal_error() const { return impl_->fatal_error; }
+ServiceSnapshot Service::snapshot() const {
+  ServiceSnapshot s = impl_->stats;
+  s.engine = impl_->engine.stats();
+  return s;
+}
+
+int host_service(const config::Config& config, const HostOptions& host, ServiceSnapshot* final) {
+  install_stop_signal_handlers();
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::string brokers;
+  if (config.kafka.brokers && !config.kafka.brokers->empty()) {
+    brokers = *config.kafka.brokers;
+  } else {
+    broker = std::make_unique<EmbeddedBroker>();
+    for (const auto& topic : service_topics(config.kafka)) broker->create_topic(topic, config.kafka.embedded_partitions);
+    brokers = broker->bootstrap();
+    log(config::LogLevel::info, "embedded broker at " + brokers);
+    if (!host.bootstrap_file.empty()) write_bootstrap_file(host.bootstrap_file, brokers);
+  }
+
+  std::unique_ptr<metrics::Exporter> exporter;
+  if (!config.metrics.listen.empty()) {
+    metrics::BuildInfo build;
+#ifdef NEARDUP_VERSION
+    build.version = NEARDUP_VERSION;
+#endif
+    build.labels = {{"k", std::to_string(config.dedup.index.max_distance)},
+                    {"action", config.action == config::Action::drop  ? "drop"
+                               : config.action == config::Action::tag ? "tag"
+                                                                      : "route"}};
+    exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build);
+    log(config::LogLevel::info, "metrics at http://" + exporter->address() + "/metrics");
+  }
+  metrics::ProgressLine progress(stderr, host.progress_every, host.force_progress);
+
+  ServiceOptions options;
+  options.config = config;
+  options.brokers = brokers;
+  options.on_verdict = host.on_verdict;
+  Service* self = nullptr;
+  const int k = config.dedup.index.max_distance;
+  options.on_progress = [&](const ServiceSnapshot& snapshot) {
+    metrics::ServiceStats m = to_metrics(snapshot, k);
+    if (exporter) {
+      exporter->publish(m);
+      exporter->set_ready(snapshot.assigned);
+    }
+    progress.update(m, std::chrono::steady_clock::now());
+    if (host.done && self && host.done(snapshot)) self->request_stop();
+  };
+  Service service(std::move(options));
+  self = &service;
+  if (host.on_brokers) host.on_brokers(brokers);
+  log(config::LogLevel::info, "consuming " + std::to_string(config.kafka.input_topics.size()) +
+                                  " topic(s) from " + brokers + " as group '" + config.kafka.group_id + "'");
+  int status = service.run();
+  progress.finish();
+  ServiceSnapshot last = service.snapshot();
+  if (exporter) exporter->publish(to_metrics(last, k));
+  if (final) *final = std::move(last);
+  return status;
+}
+
+}  // namespace neardup::stream
