@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `neardup scan` end to end on a fixture with known near-duplicates and bad
+# lines. Expected verdicts live in the fixture itself ("expect", "expect_of"),
+# labelled by hand; lines that are not valid JSON must come out invalid.
+set -euo pipefail
+neardup=${NEARDUP:?set NEARDUP to the neardup binary}
+fixture=${NEARDUP_SOURCE_DIR:?}/tests/e2e/fixtures/scan.jsonl
+out=$(mktemp); trap 'rm -f "$out"' EXIT
+
+"$neardup" scan "$fixture" >"$out"
+status=$?
+[ "$status" -eq 0 ] || { echo "scan exited $status"; exit 1; }
+
+python3 - "$fixture" "$out" <<'PY'
+import json, sys
+fixture = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+out = open(sys.argv[2], encoding="utf-8").read().splitlines()
+assert len(out) == len(fixture), f"{len(out)} verdicts for {len(fixture)} lines"
+failures = []
+for number, (raw, line) in enumerate(zip(fixture, out), start=1):
+    verdict = json.loads(line)
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        record = None
+    if record is None or "text" not in record:
+        if verdict["verdict"] != "invalid" or not verdict.get("error"):
+            failures.append(f"line {number}: expected invalid with an error, got {line}")
+        if verdict["id"] != number:
+            failures.append(f"line {number}: an invalid line without id is named by its number, got {line}")
+        continue
+    if verdict["id"] != record["id"]:
+        failures.append(f"line {number}: id {verdict['id']!r} != {record['id']!r}")
+    if verdict["verdict"] != record["expect"]:
+        failures.append(f"line {number} ({record['id']}): expected {record['expect']}, got {line}")
+    if record["expect"] == "duplicate":
+        if verdict.get("of") != record["expect_of"]:
+            failures.append(f"line {number}: expected of={record['expect_of']}, got {line}")
+        if not 0 <= verdict.get("distance", -1) <= 3:
+            failures.append(f"line {number}: distance out of range: {line}")
+    if record["expect"] != "invalid" and len(verdict.get("fingerprint", "")) != 16:
+        failures.append(f"line {number}: no 16-digit fingerprint: {line}")
+if failures:
+    print("\n".join(failures)); sys.exit(1)
+print(f"scan e2e: {len(out)} records as expected")
+PY
+
+# Unreadable input: exit 1 with a message naming the file.
+if "$neardup" scan /nonexistent/input.jsonl >/dev/null 2>"$out"; then
+  echo "scan of a missing file should fail"; exit 1
+fi
+grep -q "/nonexistent/input.jsonl" "$out" || { echo "error does not name the file"; cat "$out"; exit 1; }
+
+# Usage errors: exit 2.
+set +e
+"$neardup" scan --format xml - </dev/null >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "bad --format should exit 2"; exit 1; }
+set -e
+echo ok
