@@ -1,0 +1,131 @@
+#include "dedup/normalize.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace neardup::dedup {
+namespace {
+
+struct Tokens {
+  std::vector<std::string> text;
+  std::vector<TokenKind> kinds;
+  std::uint32_t chars = 0;
+  std::uint32_t invalid_bytes = 0;
+};
+
+Tokens tokenize(std::string_view input, bool unicode = true) {
+  Normalizer normalizer(unicode);
+  const NormalizedText norm = normalizer.run(input);
+  Tokens out;
+  for (std::size_t i = 0; i < norm.token_count; ++i) {
+    out.text.emplace_back(norm.text.substr(norm.tokens[i].offset, norm.tokens[i].size));
+    out.kinds.push_back(norm.tokens[i].kind);
+  }
+  out.chars = norm.chars;
+  out.invalid_bytes = norm.invalid_bytes;
+  return out;
+}
+
+using Words = std::vector<std::string>;
+
+TEST(Normalize, FoldsCaseAndPunctuationAndSpaceRuns) {
+  EXPECT_EQ(normalize("  Hello,   WORLD!!  It's\t\n42. "), "hello world it s 42");
+  EXPECT_EQ(normalize("...---!!!"), "");
+  EXPECT_EQ(normalize(""), "");
+}
+
+TEST(Normalize, FullWidthLettersAndDigitsBecomeAscii) {
+  EXPECT_EQ(normalize("ＡＢＣ　ｄｅｆ１２３"), "abc def123");
+  EXPECT_EQ(normalize("ＡＢＣ"), normalize("abc"));
+}
+
+TEST(Normalize, NfkcCompatibilityForms) {
+  EXPECT_EQ(normalize("ﬁle"), "file");             // ligature
+  EXPECT_EQ(normalize("x²"), "x2");                // superscript
+  EXPECT_EQ(normalize("Ⅻ"), "xii");               // roman numeral
+  EXPECT_EQ(normalize("\u212A"), "k");             // Kelvin sign
+  EXPECT_EQ(normalize("ｶﾀｶﾅ"), "カタカナ");        // half-width katakana
+  EXPECT_EQ(normalize("Straße"), "strasse");       // full case fold
+  EXPECT_EQ(normalize("ΣΊΣΥΦΟΣ"), normalize("σίσυφος"));
+}
+
+TEST(Normalize, CombiningMarkComposesWithAsciiLetter) {
+  EXPECT_EQ(normalize("cafe\xCC\x81"), "caf\xC3\xA9");  // e + U+0301 -> é
+  EXPECT_EQ(normalize("CAFE\xCC\x81"), normalize("café"));
+}
+
+TEST(Normalize, IgnorablesVanishAndUnicodePunctuationSeparates) {
+  EXPECT_EQ(normalize("soft\u00ADhyphen"), "softhyphen");
+  EXPECT_EQ(normalize("zero\u200Bwidth"), "zerowidth");  // default-ignorable, dropped by NFKC_Casefold
+  EXPECT_EQ(normalize("a\u00A0b\u2014c\u3002d"), "a b c d");
+  EXPECT_EQ(normalize("\u201Cquoted\u201D"), "quoted");
+}
+
+TEST(Normalize, CjkRunsAreSeparateTokensFromWords) {
+  const Tokens t = tokenize("iPhone手机，很好用。Seoul서울");
+  EXPECT_EQ(t.text, (Words{"iphone", "手机", "很好用", "seoul", "서울"}));
+  EXPECT_EQ(t.kinds, (std::vector<TokenKind>{TokenKind::word, TokenKind::cjk, TokenKind::cjk, TokenKind::word,
+                                              TokenKind::cjk}));
+  EXPECT_EQ(t.chars, 6u + 2 + 3 + 5 + 2);
+}
+
+TEST(Normalize, EmojiAreSymbolTokensOfTheirOwn) {
+  const Tokens t = tokenize("I love🍕🍕 pizza 👍🏽!");
+  EXPECT_EQ(t.text, (Words{"i", "love", "🍕", "🍕", "pizza", "👍"}));
+  EXPECT_EQ(t.kinds[2], TokenKind::symbol);
+}
+
+TEST(Normalize, InvalidUtf8IsReplacedAndCounted) {
+  struct Case {
+    std::string bytes;
+    std::uint32_t invalid;
+    Words words;
+  };
+  const std::vector<Case> cases = {
+      {"ab\x80" "cd", 1, {"ab", "cd"}},                 // lone continuation byte
+      {"ab\xE4\xB8" " cd", 2, {"ab", "cd"}},            // truncated 3-byte sequence
+      {"ab\xE4\xB8", 2, {"ab"}},                        // truncated at the end
+      {"ab\xC0\xAF" "cd", 2, {"ab", "cd"}},             // overlong '/'
+      {"ab\xE0\x80\xAF" "cd", 3, {"ab", "cd"}},         // overlong 3-byte
+      {"\xFF" "ab\xFE", 2, {"ab"}},                     // bytes never valid
+      {"\xED\xA0\x80" "x", 3, {"x"}},                   // UTF-16 surrogate
+      {"\xF4\x90\x80\x80" "x", 4, {"x"}},               // above U+10FFFF
+      {"caf\xC3\xA9\xC3", 1, {"café"}},                 // valid then truncated
+  };
+  for (const Case& c : cases) {
+    const Tokens t = tokenize(c.bytes);
+    EXPECT_EQ(t.invalid_bytes, c.invalid) << testing::PrintToString(c.bytes);
+    EXPECT_EQ(t.text, c.words) << testing::PrintToString(c.bytes);
+  }
+}
+
+TEST(Normalize, WithoutUnicodeFoldingKeepsCaseButStillSplits) {
+  EXPECT_EQ(normalize("Hello, ＡＢＣ World", false), "Hello ＡＢＣ World");
+  EXPECT_EQ(tokenize("x\xFFy", false).invalid_bytes, 1u);
+}
+
+TEST(Normalize, ClassifiesCjkByCodePoint) {
+  EXPECT_TRUE(is_cjk(U'中'));
+  EXPECT_TRUE(is_cjk(U'の'));
+  EXPECT_TRUE(is_cjk(U'カ'));
+  EXPECT_TRUE(is_cjk(U'한'));
+  EXPECT_TRUE(is_cjk(0x20000));
+  EXPECT_FALSE(is_cjk(U'a'));
+  EXPECT_FALSE(is_cjk(U'，'));
+  EXPECT_FALSE(is_cjk(0x30FB));  // katakana middle dot is punctuation
+  EXPECT_FALSE(is_cjk(U'é'));
+}
+
+TEST(Normalize, ReusedNormalizerGivesTheSameResult) {
+  Normalizer normalizer;
+  const std::string long_text(5000, 'x');
+  const std::string first(normalizer.run("Ｈello wörld 中文").text);
+  normalizer.run(long_text);
+  normalizer.run("\xFF\xFE garbage \x80");
+  EXPECT_EQ(std::string(normalizer.run("Ｈello wörld 中文").text), first);
+}
+
+}  // namespace
+}  // namespace neardup::dedup
