@@ -106,6 +106,7 @@ std::int64_t wall_ms() {
 struct Pending {
   std::int64_t offset = 0;
   std::uint32_t outstanding = 0;
+  std::int64_t timestamp_ms = -1;  ///< the input's timestamp, for end-to-end latency
 };
 
 /// An input topic-partition: interned once, index stable for the process.
@@ -216,14 +217,15 @@ struct Service::Impl {
     }
     ++stats.produced;
     if (std::string_view(rd_kafka_topic_name(m.rkt)) == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
-    rd_kafka_timestamp_type_t type;
-    std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
-    if (ts > 0) stats.end_to_end.observe_ms(wall_ms() - ts);
     if (index >= sources.size()) return;
     auto& pending = sources[index].pending;
     auto it = std::lower_bound(pending.begin(), pending.end(), offset,
                                [](const Pending& p, std::int64_t o) { return p.offset < o; });
-    if (it != pending.end() && it->offset == offset && it->outstanding > 0) --it->outstanding;
+    if (it != pending.end() && it->offset == offset && it->outstanding > 0) {
+      // The delivery report's own timestamp is the broker's (log append time
+      // with some brokers), so the input's timestamp is kept with the entry.
+      if (--it->outstanding == 0 && it->timestamp_ms > 0) stats.end_to_end.observe_ms(wall_ms() - it->timestamp_ms);
+    }
   }
 
   // ---------------------------------------------------------------- commits
@@ -362,7 +364,9 @@ struct Service::Impl {
     if (!src.assigned) return;  // a message fetched before a revoke; it will be read again
     src.position = in.offset + 1;
     ++stats.consumed;
-    src.pending.push_back(Pending{in.offset, 0});
+    rd_kafka_timestamp_type_t type;
+    const std::int64_t ts = rd_kafka_message_timestamp(&in, &type);
+    src.pending.push_back(Pending{in.offset, 0, ts});
     Pending& entry = src.pending.back();
 
     if (options.bypass_dedup) {
@@ -379,8 +383,6 @@ struct Service::Impl {
       dead_letter(in, index, entry, decoded.error, true);
       return;
     }
-    rd_kafka_timestamp_type_t type;
-    std::int64_t ts = rd_kafka_message_timestamp(&in, &type);
     dedup::EventTime time{ts >= 0 ? ts : wall_ms()};
     dedup::Verdict verdict = engine.process(decoded.text, time, pack_ref(index, in.offset));
     auto spent = (Clock::now() - started).count();

@@ -1,0 +1,217 @@
+// neardup_pipeline_bench: end-to-end throughput of `neardup run` against a
+// plain consume -> produce passthrough with the same client settings, both on
+// the embedded broker in this one process, on the same generated feed
+// (~200-byte messages, ~20% near-duplicates).
+//
+// The feed is produced WHILE the service consumes (the mock broker keeps only a
+// few MB per partition): the feeder stays at most --ahead messages ahead of the
+// pipeline, so nothing is trimmed before it is read. The clock starts when the
+// feeder starts (after the consumer group has its partitions) and stops when
+// every input offset is covered by acknowledged outputs.
+//
+// usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A]
+// Last line: passthrough=<msg/s> neardup=<msg/s> ratio=<neardup/passthrough>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stream/embedded_broker.h"
+#include "stream/kafka.h"
+#include "stream/service.h"
+
+namespace {
+
+using namespace neardup;
+using Clock = std::chrono::steady_clock;
+
+/// Deterministic news-like feed: unique texts of ~30 words; ~20% are reposts of
+/// an earlier text with a case/punctuation edit (distance 0 after normalization).
+std::vector<std::string> make_feed(std::size_t n) {
+  static const char* kWords[] = {
+      "market", "city", "council", "storm", "river", "election", "minister", "report", "energy", "prices",
+      "football", "season", "school", "hospital", "railway", "strike", "budget", "festival", "museum", "court",
+      "police", "weather", "harbour", "airport", "company", "profits", "science", "study", "climate", "water",
+      "farmers", "harvest", "bridge", "traffic", "housing", "rents", "students", "teachers", "doctors", "nurses",
+      "village", "mayor", "parliament", "vote", "tax", "bank", "rates", "inflation", "exports", "factory"};
+  constexpr std::size_t kVocabulary = sizeof kWords / sizeof kWords[0];
+  std::mt19937_64 rng(42);
+  std::vector<std::string> feed;
+  feed.reserve(n);
+  std::vector<std::size_t> originals;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!originals.empty() && rng() % 5 == 0) {
+      std::string copy = feed[originals[rng() % originals.size()]];
+      for (std::size_t c = 0; c < copy.size(); c += 7) copy[c] = static_cast<char>(std::toupper(copy[c]));
+      copy += (rng() % 2) ? "!" : " ...";
+      feed.push_back(std::move(copy));
+      continue;
+    }
+    std::string text = "item " + std::to_string(i) + ":";
+    while (text.size() < 190) {
+      text += ' ';
+      text += kWords[rng() % kVocabulary];
+    }
+    originals.push_back(feed.size());
+    feed.push_back(std::move(text));
+  }
+  return feed;
+}
+
+struct Result {
+  double rate = 0;
+  std::int64_t p50_ms = 0, p99_ms = 0;
+  double processing_p99_us = 0;
+  stream::ServiceSnapshot snapshot;
+};
+
+double histogram_quantile(const metrics::Histogram& h, double q) {
+  if (h.count == 0) return 0;
+  auto rank = static_cast<std::uint64_t>(q * static_cast<double>(h.count - 1)) + 1;
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < h.counts.size(); ++i) {
+    seen += h.counts[i];
+    if (seen >= rank) return i < h.bounds.size() ? h.bounds[i] : h.bounds.back();
+  }
+  return h.bounds.back();
+}
+
+Result run_one(const std::string& brokers, const std::vector<std::string>& feed, const std::string& name,
+               bool bypass, std::size_t ahead) {
+  const std::string in = name + "-in", out = name + "-out";
+  config::Config cfg;
+  cfg.kafka.group_id = name;
+  cfg.kafka.input_topics = {in};
+  cfg.kafka.output_topic = out;
+  cfg.kafka.duplicates_topic = name + "-dup";
+  cfg.kafka.dead_letter_topic = name + "-dead";
+  cfg.action = config::Action::drop;
+
+  std::atomic<std::uint64_t> consumed{0};
+  std::atomic<bool> assigned{false};
+  stream::Service* self = nullptr;
+  Clock::time_point finished;
+  stream::ServiceOptions options;
+  options.config = cfg;
+  options.brokers = brokers;
+  options.bypass_dedup = bypass;
+  options.progress_interval = std::chrono::milliseconds(20);
+  options.commit_interval = std::chrono::milliseconds(100);
+  options.on_progress = [&](const stream::ServiceSnapshot& s) {
+    consumed.store(s.consumed);
+    if (s.assigned) assigned.store(true);
+    if (s.committed >= feed.size() && self) {
+      finished = Clock::now();
+      self->request_stop();
+    }
+  };
+  stream::Service service(options);
+  self = &service;
+
+  Clock::time_point started;
+  std::atomic<bool> abort_feed{false};
+  std::thread feeder([&] {
+    stream::kafka::Producer producer(stream::default_producer_properties(brokers), [](const rd_kafka_message_t&) {});
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (!assigned.load() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    started = Clock::now();
+    std::uint64_t sent = 0;
+    for (const auto& text : feed) {
+      while (sent - consumed.load() > ahead && !abort_feed.load()) {
+        producer.poll(std::chrono::milliseconds(1));
+      }
+      if (abort_feed.load()) break;
+      stream::kafka::Producer::Record rec;
+      rec.topic = in;
+      rec.value = text;
+      rec.key = std::string_view(text).substr(0, 12);
+      rec.has_key = true;
+      producer.produce(rec);
+      ++sent;
+      if ((sent & 1023) == 0) producer.poll(std::chrono::milliseconds(0));
+    }
+    producer.flush(std::chrono::seconds(30));
+  });
+
+  // A bounded run: stop after 10 minutes whatever happens.
+  std::thread watchdog([&] {
+    auto deadline = Clock::now() + std::chrono::minutes(10);
+    while (Clock::now() < deadline && !abort_feed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    service.request_stop();
+  });
+  int status = service.run();
+  abort_feed.store(true);
+  feeder.join();
+  watchdog.join();
+  if (status != 0) {
+    std::fprintf(stderr, "%s: service failed: %s\n", name.c_str(), service.fatal_error().c_str());
+    std::exit(1);
+  }
+  Result r;
+  r.snapshot = service.snapshot();
+  if (r.snapshot.committed < feed.size()) {
+    std::fprintf(stderr, "%s: only %llu of %zu messages completed before the time limit\n", name.c_str(),
+                 static_cast<unsigned long long>(r.snapshot.committed), feed.size());
+    std::exit(1);
+  }
+  double seconds = std::chrono::duration<double>(finished - started).count();
+  r.rate = static_cast<double>(feed.size()) / seconds;
+  r.p50_ms = r.snapshot.end_to_end.quantile_ms(0.5);
+  r.p99_ms = r.snapshot.end_to_end.quantile_ms(0.99);
+  r.processing_p99_us = histogram_quantile(r.snapshot.processing_seconds, 0.99) * 1e6;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t messages = 300'000, ahead = 50'000;
+  int partitions = 8;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> long long {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return std::atoll(argv[++i]);
+    };
+    if (arg == "--messages") messages = static_cast<std::size_t>(std::max(1LL, value()));
+    else if (arg == "--partitions") partitions = static_cast<int>(std::max(1LL, value()));
+    else if (arg == "--ahead") ahead = static_cast<std::size_t>(std::max(100LL, value()));
+    else {
+      std::fprintf(stderr, "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A]\n");
+      return 2;
+    }
+  }
+  neardup::stream::EmbeddedBroker broker;
+  for (const char* name : {"passthrough", "neardup"}) {
+    for (const char* suffix : {"-in", "-out", "-dup", "-dead"}) broker.create_topic(std::string(name) + suffix, partitions);
+  }
+  auto feed = make_feed(messages);
+  std::size_t bytes = 0;
+  for (const auto& t : feed) bytes += t.size();
+  std::printf("feed: %zu messages, %.0f bytes average, %d partitions, embedded broker %s\n", feed.size(),
+              static_cast<double>(bytes) / static_cast<double>(feed.size()), partitions, broker.bootstrap().c_str());
+
+  Result pass = run_one(broker.bootstrap(), feed, "passthrough", true, ahead);
+  std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n", pass.rate,
+              static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms));
+  Result dedup = run_one(broker.bootstrap(), feed, "neardup", false, ahead);
+  std::printf("neardup: %.0f msg/s, unique=%llu duplicate=%llu invalid=%llu, end-to-end latency p50=%lldms p99=%lldms, "
+              "processing p99<=%.1fus\n",
+              dedup.rate, static_cast<unsigned long long>(dedup.snapshot.unique),
+              static_cast<unsigned long long>(dedup.snapshot.duplicate),
+              static_cast<unsigned long long>(dedup.snapshot.invalid), static_cast<long long>(dedup.p50_ms),
+              static_cast<long long>(dedup.p99_ms), dedup.processing_p99_us);
+  std::printf("p99 added latency: %lldms (end-to-end p99 neardup %lldms - passthrough %lldms; in-engine p99 <= %.1fus)\n",
+              static_cast<long long>(dedup.p99_ms - pass.p99_ms), static_cast<long long>(dedup.p99_ms),
+              static_cast<long long>(pass.p99_ms), dedup.processing_p99_us);
+  std::printf("passthrough=%.0f neardup=%.0f ratio=%.3f\n", pass.rate, dedup.rate, dedup.rate / pass.rate);
+  return 0;
+}
