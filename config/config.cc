@@ -671,7 +671,12 @@ void apply_env_overrides(Config& config) {
   });
 }
 
-std::string to_yaml(const Config& config) {
+bool is_secret_property(const std::string& name) {
+  return name.find("password") != std::string::npos || name.find("secret") != std::string::npos ||
+         name == "ssl.key.pem" || name == "sasl.oauthbearer.config" || name == "ssl_key";
+}
+
+std::string to_yaml(const Config& config, Secrets secrets) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   std::string section;  // the open section ("" = top level)
@@ -703,7 +708,10 @@ std::string to_yaml(const Config& config) {
       case Shape::map: {
         const Map& map = key.show_map(config);
         out << YAML::Block << YAML::BeginMap;
-        for (const auto& [property, value] : map) out << YAML::Key << property << YAML::Value << value;
+        for (const auto& [property, value] : map) {
+          bool hide = secrets == Secrets::redact && is_secret_property(property);
+          out << YAML::Key << property << YAML::Value << (hide ? std::string("<redacted>") : value);
+        }
         out << YAML::EndMap;
         break;
       }

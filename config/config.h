@@ -88,9 +88,17 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 /// The same, reading variables through `lookup` (tests pass a map).
 void apply_env_overrides(Config& config, const EnvLookup& lookup);
 
+/// Whether to_yaml writes the values of secret librdkafka properties.
+enum class Secrets { show, redact };
+
+/// True for librdkafka properties that hold secrets (sasl.password,
+/// ssl.key.password, *.secret, ssl.key.pem, sasl.oauthbearer.config, ...).
+bool is_secret_property(const std::string& name);
+
 /// The effective configuration as YAML: every key, defaults included, in the
-/// order of the schema. parse_config(to_yaml(c), ...) gives back `c` exactly.
-std::string to_yaml(const Config& config);
+/// order of the schema. parse_config(to_yaml(c), ...) gives back `c` exactly;
+/// with Secrets::redact, secret property values read "<redacted>" instead.
+std::string to_yaml(const Config& config, Secrets secrets = Secrets::show);
 
 /// Every key of the schema, dotted ("dedup.max_distance"), in schema order,
 /// with its environment variable ("" for the maps) and what it expects.

@@ -13,23 +13,26 @@ namespace neardup::stream {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: neardup config check [--no-env] FILE|-\n"
+    "usage: neardup config check [--no-env] [--show-secrets] FILE|-\n"
     "\n"
     "Validates a neardup configuration file. On success prints 'FILE: ok' and then\n"
     "the effective configuration as YAML (every key, defaults included, with the\n"
     "NEARDUP_* environment overrides applied) and exits 0. On error prints\n"
     "'FILE:LINE:COLUMN: KEY: expected ..., got ...' to stderr and exits 1.\n"
+    "Secret librdkafka properties (sasl.password, ssl.key.password, ...) print as\n"
+    "<redacted> unless --show-secrets is given.\n"
     "\n"
     "options:\n"
-    "  --no-env   ignore NEARDUP_* environment variables\n"
-    "  -          read the configuration from standard input\n"
+    "  --no-env         ignore NEARDUP_* environment variables\n"
+    "  --show-secrets   print secret property values as they are\n"
+    "  -                read the configuration from standard input\n"
     "\n"
     "example:\n"
     "  neardup config check deploy/examples/embedded.yaml\n"
     "  NEARDUP_ACTION=tag neardup config check deploy/examples/cluster.yaml\n";
 
 int run_config_check(std::span<const std::string> raw) {
-  cli::Args args(raw, {}, {"no-env"});
+  cli::Args args(raw, {}, {"no-env", "show-secrets"});
   if (args.positionals().size() != 1) throw cli::UsageError("expected exactly one FILE (or - for stdin)");
   const std::string& path = args.positionals().front();
   try {
@@ -41,7 +44,8 @@ int run_config_check(std::span<const std::string> raw) {
       config = config::load_config(path);
     }
     if (!args.has("no-env")) config::apply_env_overrides(config);
-    std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n" << config::to_yaml(config);
+    std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n" 
+              << config::to_yaml(config, args.has("show-secrets") ? config::Secrets::show : config::Secrets::redact);
     return 0;
   } catch (const config::ConfigError& e) {
     std::cerr << e.what() << "\n";

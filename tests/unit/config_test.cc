@@ -2,11 +2,14 @@
 // parsers, environment overrides and the to_yaml round trip.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -458,6 +461,19 @@ TEST(ConfigRoundTrip, AwkwardStringsSurvive) {
   EXPECT_EQ(again.dedup.text.idf_file, "true");
 }
 
+TEST(ConfigRoundTrip, RedactionHidesOnlySecrets) {
+  Config config;
+  config.kafka.consumer = {{"sasl.password", "hunter2"}, {"sasl.username", "neardup"}};
+  config.kafka.producer = {{"ssl.key.password", "k3y"}, {"sasl.oauthbearer.client.secret", "s3"}};
+  std::string redacted = to_yaml(config, Secrets::redact);
+  EXPECT_EQ(redacted.find("hunter2"), std::string::npos);
+  EXPECT_EQ(redacted.find("k3y"), std::string::npos);
+  EXPECT_EQ(redacted.find("s3\n"), std::string::npos);
+  EXPECT_NE(redacted.find("sasl.username: neardup"), std::string::npos);
+  EXPECT_EQ(parse_config(redacted, "r.yaml").kafka.consumer.at("sasl.password"), "<redacted>");
+  EXPECT_NE(to_yaml(config).find("hunter2"), std::string::npos);
+}
+
 TEST(ConfigFiles, LoadNamesTheFile) {
   auto dir = std::filesystem::temp_directory_path() / ("neardup_config_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -475,6 +491,35 @@ TEST(ConfigFiles, LoadNamesTheFile) {
   } catch (const ConfigError& e) {
     EXPECT_TRUE(starts_with(e.what(), (dir / "missing.yaml").string() + ": cannot open")) << e.what();
   }
+  std::filesystem::remove_all(dir);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+TEST(ConfigCheckCommand, OutputParsesBackToTheSameConfig) {
+  if (!std::filesystem::exists(NEARDUP_BINARY)) GTEST_SKIP() << "neardup binary not built";
+  const auto dir = std::filesystem::temp_directory_path() / ("neardup_config_check_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string example = std::string(NEARDUP_SOURCE_DIR) + "/deploy/examples/cluster.yaml";
+  const std::string command = std::string(NEARDUP_BINARY) + " config check --no-env --show-secrets '" + example +
+                              "' >'" + (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir / "err");
+  std::string out = read_file(dir / "out");
+  const std::string first_line = example + ": ok\n";
+  ASSERT_TRUE(starts_with(out, first_line)) << out;
+  Config printed = parse_config(out.substr(first_line.size()), "printed.yaml");
+  EXPECT_EQ(to_yaml(printed), to_yaml(load_config(example)));
+
+  std::ofstream(dir / "bad.yaml") << "log:\n  levl: info\n";
+  const std::string bad = std::string(NEARDUP_BINARY) + " config check '" + (dir / "bad.yaml").string() + "' >'" +
+                          (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
+  int status = std::system(bad.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_EQ(read_file(dir / "err"), (dir / "bad.yaml").string() + ":2:3: log.levl: unknown key (did you mean 'level'?)\n");
+  EXPECT_EQ(read_file(dir / "out"), "");
   std::filesystem::remove_all(dir);
 }
 
