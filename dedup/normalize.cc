@@ -7,7 +7,14 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace neardup::dedup {
 namespace {
@@ -106,43 +113,113 @@ void Normalizer::reserve_out(std::size_t extra) {
   if (out_len_ + extra > out_.size()) out_.resize((out_len_ + extra) * 2);
 }
 
+// Fills the mirror out_[0, size) with the input, ASCII upper case folded when
+// unicode_, and one bit per byte in segment_bits_ / non_ascii_bits_. Bytes past
+// `size` up to the next multiple of 64 classify as separators.
+void Normalizer::classify(const unsigned char* in, std::size_t size) {
+  const std::size_t chunks = (size + 63) / 64;
+  segment_bits_.resize(chunks + 1);
+  non_ascii_bits_.resize(chunks + 1);
+  auto* out = reinterpret_cast<unsigned char*>(out_.data());
+  alignas(16) unsigned char tail[64];
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const unsigned char* src = in + 64 * c;
+    if (64 * c + 64 > size) {  // last, partial chunk: zeros are separators
+      std::memset(tail, 0, sizeof tail);
+      std::memcpy(tail, src, size - 64 * c);
+      src = tail;
+    }
+    std::uint64_t segment = 0, high = 0;
+#if defined(__SSE2__)
+    const __m128i upper_lo = _mm_set1_epi8('A' - 1), upper_hi = _mm_set1_epi8('Z' + 1);
+    const __m128i lower_lo = _mm_set1_epi8('a' - 1), lower_hi = _mm_set1_epi8('z' + 1);
+    const __m128i digit_lo = _mm_set1_epi8('0' - 1), digit_hi = _mm_set1_epi8('9' + 1);
+    const __m128i case_bit = _mm_set1_epi8(unicode_ ? 0x20 : 0);
+    for (int k = 0; k < 4; ++k) {
+      // Signed compares: bytes >= 0x80 are negative, so they fall in no ASCII range.
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * k));
+      const __m128i upper = _mm_and_si128(_mm_cmpgt_epi8(v, upper_lo), _mm_cmplt_epi8(v, upper_hi));
+      const __m128i lower = _mm_and_si128(_mm_cmpgt_epi8(v, lower_lo), _mm_cmplt_epi8(v, lower_hi));
+      const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, digit_lo), _mm_cmplt_epi8(v, digit_hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 64 * c + 16 * k),
+                       _mm_add_epi8(v, _mm_and_si128(upper, case_bit)));
+      const auto word = static_cast<std::uint64_t>(
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(upper, _mm_or_si128(lower, digit)))));
+      const auto non_ascii = static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v)));
+      segment |= (word | non_ascii) << (16 * k);
+      high |= non_ascii << (16 * k);
+    }
+#else
+    const std::uint8_t* table = unicode_ ? kFoldTable.data() : kKeepTable.data();
+    for (int i = 0; i < 64; ++i) {
+      const std::uint8_t cls = table[src[i]];
+      out[64 * c + i] = cls > kNonAscii ? cls : src[i];
+      segment |= static_cast<std::uint64_t>(cls != kSeparator) << i;
+      high |= static_cast<std::uint64_t>(cls == kNonAscii) << i;
+    }
+#endif
+    segment_bits_[c] = segment;
+    non_ascii_bits_[c] = high;
+  }
+  segment_bits_[chunks] = 0;  // a sentinel: every segment ends
+  non_ascii_bits_[chunks] = 0;
+}
+
 NormalizedText Normalizer::run(std::string_view utf8) {
-  const std::uint8_t* table = unicode_ ? kFoldTable.data() : kKeepTable.data();
-  out_len_ = 0;
+  const std::size_t size = utf8.size();
+  const std::size_t mirror = (size + 63) / 64 * 64;
   tokens_.clear();
   open_ = false;
   chars_ = 0;
   invalid_bytes_ = 0;
-  // ASCII words copy at most one byte per input byte plus one separator.
-  reserve_out(utf8.size() + 2);
+  out_len_ = 0;
+  reserve_out(mirror + 64);
+  out_len_ = mirror;  // the slow path appends after the mirror
+  const auto* in = reinterpret_cast<const unsigned char*>(utf8.data());
+  classify(in, size);
 
-  const auto* p = reinterpret_cast<const unsigned char*>(utf8.data());
-  const auto* const end = p + utf8.size();
-  while (p < end) {
-    while (p < end && table[*p] == kSeparator) ++p;
-    if (p == end) break;
-    const unsigned char* word = p;
-    const std::size_t start = out_len_ == 0 ? 0 : out_len_ + 1;
-    char* o = out_.data() + start;
-    std::uint8_t c = kSeparator;
-    while (p < end && (c = table[*p]) > kNonAscii) {
-      *o++ = static_cast<char>(c);
-      ++p;
+  const std::uint64_t* segment = segment_bits_.data();
+  const std::uint64_t* high = non_ascii_bits_.data();
+  const std::size_t chunks = mirror / 64;
+  std::size_t pos = 0;
+  for (;;) {
+    // Next segment start: the next set bit at or after pos.
+    std::size_t w = pos >> 6;
+    if (w >= chunks) break;
+    std::uint64_t bits = segment[w] & (~0ULL << (pos & 63));
+    while (bits == 0) {
+      if (++w >= chunks) break;
+      bits = segment[w];
     }
-    if (p < end && c == kNonAscii) {
-      // The word contains non-ASCII: the whole segment up to the next ASCII
-      // separator goes through utf8proc (a combining mark can change the
-      // ASCII letter before it).
-      while (p < end && table[*p] != kSeparator) ++p;
-      slow_segment(word, p);
-      reserve_out(static_cast<std::size_t>(end - p) + 2);
-      continue;
+    if (bits == 0) break;
+    const std::size_t start = 64 * w + static_cast<std::size_t>(std::countr_zero(bits));
+    // Its end: the next clear bit (the sentinel word guarantees one).
+    bits = ~segment[w] & (~0ULL << (start & 63));
+    bool non_ascii = (high[w] & (~0ULL << (start & 63))) != 0;
+    while (bits == 0) {
+      bits = ~segment[++w];
+      non_ascii |= high[w] != 0;
     }
-    const auto size = static_cast<std::uint32_t>(p - word);
-    if (out_len_ != 0) out_[out_len_] = ' ';
-    tokens_.push_back(Token{static_cast<std::uint32_t>(start), size, TokenKind::word});
-    chars_ += size;
-    out_len_ = start + size;
+    const std::size_t end = std::min(size, 64 * w + static_cast<std::size_t>(std::countr_zero(bits)));
+    if (non_ascii) {
+      // Only bits before the end count.
+      non_ascii = false;
+      for (std::size_t i = start >> 6; i <= (end - 1) >> 6; ++i) {
+        std::uint64_t m = high[i];
+        if (i == start >> 6) m &= ~0ULL << (start & 63);
+        if (i == (end - 1) >> 6 && (end & 63) != 0) m &= ~(~0ULL << (end & 63));
+        non_ascii |= m != 0;
+      }
+    }
+    if (non_ascii) {
+      // A combining mark can change the ASCII letter before it: the whole
+      // segment goes through utf8proc.
+      slow_segment(in + start, in + end);
+    } else {
+      tokens_.push_back(Token{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end - start), TokenKind::word});
+      chars_ += static_cast<std::uint32_t>(end - start);
+    }
+    pos = end;
   }
 
   NormalizedText result;
@@ -210,7 +287,6 @@ void Normalizer::push_code_point(char32_t cp) {
   if (open_ && (open_kind_ != kind || kind == TokenKind::symbol)) close_token();
   reserve_out(8);
   if (!open_) {
-    if (out_len_ != 0) out_[out_len_++] = ' ';
     open_ = true;
     open_kind_ = kind;
     open_offset_ = static_cast<std::uint32_t>(out_len_);
@@ -228,7 +304,13 @@ void Normalizer::close_token() {
 
 std::string normalize(std::string_view utf8, bool unicode) {
   Normalizer normalizer(unicode);
-  return std::string(normalizer.run(utf8).text);
+  const NormalizedText norm = normalizer.run(utf8);
+  std::string joined;
+  for (std::size_t i = 0; i < norm.token_count; ++i) {
+    if (i != 0) joined += ' ';
+    joined.append(norm.text.substr(norm.tokens[i].offset, norm.tokens[i].size));
+  }
+  return joined;
 }
 
 }  // namespace neardup::dedup

@@ -29,7 +29,7 @@ struct Token {
 
 /// The result of Normalizer::run. Views stay valid until the next run().
 struct NormalizedText {
-  std::string_view text;          ///< tokens in order, separated by one ' '; valid UTF-8
+  std::string_view text;          ///< holds the tokens (bytes between them are unspecified)
   const Token* tokens = nullptr;  ///< `token_count` tokens pointing into `text`
   std::size_t token_count = 0;
   std::uint32_t chars = 0;          ///< code points inside tokens (separators not counted)
@@ -50,12 +50,14 @@ class Normalizer {
   explicit Normalizer(bool unicode = true);
 
   /// O(bytes). Never throws on any input bytes (std::bad_alloc aside).
-  /// ASCII words take a table-driven fast path; only segments that contain
-  /// non-ASCII bytes go through utf8proc.
+  /// ASCII is classified and lower-cased 16 bytes at a time (SSE2) into a
+  /// mirror of the input, so an ASCII word is a token in place; only segments
+  /// (runs between ASCII separators) that contain a non-ASCII byte go through
+  /// utf8proc, and their output is appended after the mirror.
   NormalizedText run(std::string_view utf8);
 
  private:
-  void emit_ascii_word(const unsigned char* begin, const unsigned char* end);
+  void classify(const unsigned char* in, std::size_t size);
   void slow_segment(const unsigned char* begin, const unsigned char* end);
   void push_code_point(char32_t cp);
   void close_token();
@@ -65,6 +67,8 @@ class Normalizer {
   std::string out_;  // capacity grows, never shrinks; out_len_ is the used part
   std::size_t out_len_ = 0;
   std::vector<Token> tokens_;
+  std::vector<std::uint64_t> segment_bits_;   // bit i: byte i is a letter, digit or non-ASCII
+  std::vector<std::uint64_t> non_ascii_bits_; // bit i: byte i is >= 0x80
   std::string sanitized_;            // a segment with invalid bytes replaced
   std::vector<std::int32_t> cps_;    // utf8proc output for one segment
   // The token being built by the slow path.
@@ -75,7 +79,7 @@ class Normalizer {
   std::uint32_t invalid_bytes_ = 0;
 };
 
-/// Convenience for tests and tools: the normalized text as a string.
+/// Convenience for tests and tools: the tokens joined by single spaces.
 std::string normalize(std::string_view utf8, bool unicode = true);
 
 }  // namespace neardup::dedup

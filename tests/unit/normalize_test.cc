@@ -120,11 +120,29 @@ TEST(Normalize, ClassifiesCjkByCodePoint) {
 
 TEST(Normalize, ReusedNormalizerGivesTheSameResult) {
   Normalizer normalizer;
-  const std::string long_text(5000, 'x');
-  const std::string first(normalizer.run("Ｈello wörld 中文").text);
-  normalizer.run(long_text);
-  normalizer.run("\xFF\xFE garbage \x80");
-  EXPECT_EQ(std::string(normalizer.run("Ｈello wörld 中文").text), first);
+  auto joined = [&](std::string_view input) {
+    const NormalizedText norm = normalizer.run(input);
+    std::string out;
+    for (std::size_t i = 0; i < norm.token_count; ++i)
+      out.append(norm.text.substr(norm.tokens[i].offset, norm.tokens[i].size)).append("|");
+    return out;
+  };
+  const std::string first = joined("Ｈello wörld 中文");
+  EXPECT_EQ(first, "hello|wörld|中文|");
+  EXPECT_EQ(joined(std::string(5000, 'x') + " Tail"), std::string(5000, 'x') + "|tail|");
+  EXPECT_EQ(joined("\xFF\xFE garbage \x80"), "garbage|");
+  EXPECT_EQ(joined("Ｈello wörld 中文"), first);
+}
+
+TEST(Normalize, TokensAcrossSimdBlockBoundaries) {
+  // Words of every length at every offset around the 16- and 64-byte blocks.
+  for (std::size_t pad = 0; pad < 70; ++pad) {
+    for (std::size_t len : {1u, 15u, 16u, 17u, 63u, 64u, 65u, 130u}) {
+      const std::string word(len, 'Q');
+      const std::string text = std::string(pad, ' ') + word + "," + word + "é";
+      EXPECT_EQ(normalize(text), std::string(len, 'q') + " " + std::string(len, 'q') + "é") << pad << " " << len;
+    }
+  }
 }
 
 }  // namespace
