@@ -1,6 +1,7 @@
 #include "dedup/index.h"
 
 #include <cstdlib>
+#include <immintrin.h>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -34,7 +35,82 @@ void add_runs(std::uint64_t mask, std::array<Run, N>& runs, std::uint8_t& count,
   }
 }
 
+std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                              std::uint16_t* hits) {
+  std::uint32_t count = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t x = res[i] ^ residue;  // SWAR popcount: no libgcc call on a baseline x86-64 build
+    x -= (x >> 1) & 0x55555555U;
+    x = (x & 0x33333333U) + ((x >> 2) & 0x33333333U);
+    x = (((x + (x >> 4)) & 0x0f0f0f0fU) * 0x01010101U) >> 24;
+    hits[count] = static_cast<std::uint16_t>(i);
+    count += static_cast<int>(x) <= k;
+  }
+  return count;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("popcnt"))) std::uint32_t filter_popcnt(const std::uint32_t* res, std::uint32_t n,
+                                                              std::uint32_t residue, int k, std::uint16_t* hits) {
+  std::uint32_t count = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    hits[count] = static_cast<std::uint16_t>(i);
+    count += __builtin_popcount(res[i] ^ residue) <= k;
+  }
+  return count;
+}
+
+__attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(const std::uint32_t* res,
+                                                                               std::uint32_t n,
+                                                                               std::uint32_t residue, int k,
+                                                                               std::uint16_t* hits) {
+  const __m512i r = _mm512_set1_epi32(static_cast<int>(residue));
+  const __m512i limit = _mm512_set1_epi32(k);
+  std::uint32_t count = 0;
+  for (std::uint32_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1U << (n - i)) - 1);
+    const __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi32(lanes, res + i), r);
+    unsigned mask = _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(x), limit);
+    while (mask != 0) {
+      hits[count++] = static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
+      mask &= mask - 1;
+    }
+  }
+  return count;
+}
+#endif
+
+using FilterFn = std::uint32_t (*)(const std::uint32_t*, std::uint32_t, std::uint32_t, int, std::uint16_t*);
+
+FilterFn pick_filter() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return &filter_avx512;
+  if (__builtin_cpu_supports("popcnt")) return &filter_popcnt;
+#endif
+  return &filter_portable;
+}
+
+// A function-local static: safe to use from other translation units' static initializers.
+FilterFn chosen_filter() {
+  static const FilterFn filter = pick_filter();
+  return filter;
+}
+
 }  // namespace
+
+std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                                  std::uint16_t* hits) {
+  return chosen_filter()(res, n, residue, k, hits);
+}
+
+const char* CellTables::filter_name() {
+#if defined(__x86_64__)
+  if (chosen_filter() == &filter_avx512) return "avx512";
+  if (chosen_filter() == &filter_popcnt) return "popcnt";
+#endif
+  return "portable";
+}
 
 bool PigeonholeLayout::supported(int blocks, int max_distance) {
   return max_distance >= 0 && max_distance <= kMaxDistance && blocks >= max_distance + 1 && blocks <= kMaxBlocks;

@@ -168,14 +168,37 @@ class CellTables {
     const std::uint32_t first = b.cap - b.head < b.size ? b.cap - b.head : b.size;
     const std::uint32_t* res = b.cells;
     const std::uint32_t* seq = b.cells + b.cap;
-    for (std::uint32_t i = b.head, end = b.head + first; i < end; ++i) {
-      if (std::popcount(res[i] ^ residue) <= max_distance && on_hit(seq[i])) return i - b.head + 1;
+    std::uint16_t hits[kFilterChunk];
+    // Two segments of the ring: [head, head+first) then [0, size-first).
+    std::uint32_t examined = 0;
+    for (int segment = 0; segment < 2; ++segment) {
+      const std::uint32_t begin = segment == 0 ? b.head : 0;
+      const std::uint32_t end = segment == 0 ? b.head + first : b.size - first;
+      for (std::uint32_t i = begin; i < end; i += kFilterChunk) {
+        const std::uint32_t n = end - i < kFilterChunk ? end - i : kFilterChunk;
+        const std::uint32_t found = filter_(res + i, n, residue, max_distance, hits);
+        for (std::uint32_t h = 0; h < found; ++h) {
+          if (on_hit(seq[i + hits[h]])) return examined + hits[h] + 1;
+        }
+        examined += n;
+      }
     }
-    for (std::uint32_t i = 0, end = b.size - first; i < end; ++i) {
-      if (std::popcount(res[i] ^ residue) <= max_distance && on_hit(seq[i])) return first + i + 1;
-    }
-    return b.size;
+    return examined;
   }
+
+  /// Starts loading a bucket's header (before bucket() is read).
+  static void prefetch_header(const Bucket& b) { __builtin_prefetch(&b); }
+  /// Starts loading the residues a scan will read.
+  static void prefetch_cells(const Bucket& b) {
+    if (b.size == 0) return;
+    const char* front = reinterpret_cast<const char*>(b.cells + b.head);
+    const std::uint32_t first = b.cap - b.head < b.size ? b.cap - b.head : b.size;
+    const std::uint32_t lines = first * 4 / 64 + 1;
+    for (std::uint32_t l = 0; l < lines && l < 32; ++l) __builtin_prefetch(front + 64 * l);
+  }
+
+  /// The filter in use: "avx512" (vpopcntdq), "popcnt" or "portable".
+  static const char* filter_name();
 
   std::size_t cells() const { return cells_; }
   /// Bucket headers plus every cell allocation as the allocator sizes it.
@@ -192,6 +215,13 @@ class CellTables {
   static std::uint32_t grown(std::uint32_t cap) { return cap + step(cap); }
   void resize(Bucket& b, std::uint32_t cap);
   void release(Bucket& b);
+
+  static constexpr std::uint32_t kFilterChunk = 256;
+  // Writes the indices i < n (n <= kFilterChunk) with popcount(res[i] ^ residue) <= k
+  // to hits; returns how many. The implementation is picked once for the CPU
+  // (AVX-512 VPOPCNTDQ, POPCNT, portable SWAR).
+  static std::uint32_t filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                               std::uint16_t* hits);
 
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> offsets_;

@@ -1,5 +1,7 @@
 #include "dedup/window.h"
 
+#include <algorithm>
+#include <bit>
 #include <limits>
 #include <memory>
 #include <new>
@@ -173,26 +175,45 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
   std::optional<Match> best;
   std::uint64_t examined = 0;
 
-  for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    CellTables::Bucket& b = w.cells.bucket(t, w.layout.bucket(t, fp.bits));
-    w.cells.pop_expired(b, oldest, live);
-    bool exact = false;
-    examined += w.cells.scan(b, w.layout.residue(t, fp.bits), k, [&](std::uint32_t seq32) {
-      const std::uint64_t seq = w.head_seq + static_cast<std::uint32_t>(seq32 - oldest);
-      const Entry& e = w.at(seq);
-      const int d = std::popcount(e.fp ^ fp.bits);
-      if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value) return false;
-      Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}};
-      if (!accept(ctx, m)) return false;
-      best = m;
-      best_distance = d;
-      best_seq = seq;
-      // Every entry at distance 0 shares this bucket and cells run oldest first,
-      // so the first accepted exact duplicate is the answer.
-      exact = d == 0;
-      return exact;
-    });
-    if (exact || best_distance == 0) break;
+  // Tables go in groups: start loading every bucket of the group (headers, then
+  // residues) before scanning any, so the cache misses overlap.
+  constexpr std::size_t kGroup = 8;
+  CellTables::Bucket* buckets[kGroup];
+  std::uint32_t residues[kGroup];
+  bool done = false;
+  for (std::size_t group = 0; group < w.layout.tables() && !done; group += kGroup) {
+    const std::size_t n = std::min(kGroup, w.layout.tables() - group);
+    for (std::size_t i = 0; i < n; ++i) {
+      buckets[i] = &w.cells.bucket(group + i, w.layout.bucket(group + i, fp.bits));
+      residues[i] = w.layout.residue(group + i, fp.bits);
+      CellTables::prefetch_header(*buckets[i]);
+    }
+    for (std::size_t i = 0; i < n; ++i) CellTables::prefetch_cells(*buckets[i]);
+    for (std::size_t i = 0; i < n && !done; ++i) {
+      // Expired cells are not popped here (that would read the sequence array
+      // up front, a cache miss per table): the rare filter survivors are checked
+      // for liveness instead, and inserts pop.
+      const CellTables::Bucket& b = *buckets[i];
+      bool exact = false;
+      examined += w.cells.scan(b, residues[i], k, [&](std::uint32_t seq32) {
+        const std::uint32_t age = static_cast<std::uint32_t>(seq32 - oldest);
+        if (age >= live) return false;  // expired, not yet popped
+        const std::uint64_t seq = w.head_seq + age;
+        const Entry& e = w.at(seq);
+        const int d = std::popcount(e.fp ^ fp.bits);
+        if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value) return false;
+        Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}};
+        if (!accept(ctx, m)) return false;
+        best = m;
+        best_distance = d;
+        best_seq = seq;
+        // Every entry at distance 0 shares this bucket and cells run oldest first,
+        // so the first accepted exact duplicate is the answer.
+        exact = d == 0;
+        return exact;
+      });
+      done = exact || best_distance == 0;
+    }
   }
   w.counters.candidates += examined;
   return best;
