@@ -231,7 +231,56 @@ NormalizedText Normalizer::run(std::string_view utf8) {
   return result;
 }
 
+// Code points that NFKC + case folding leave alone and that never compose with
+// a neighbour, so a segment made only of them (and ASCII letters and digits)
+// needs no utf8proc: most Chinese and Japanese text.
+namespace {
+enum class Inert { no, cjk, separator };
+Inert inert(char32_t cp) {
+  if (cp == 0x2017) return Inert::no;  // NFKC: space + combining double low line
+  if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF)) return Inert::cjk;
+  if (cp >= 0x3001 && cp <= 0x3003) return Inert::separator;           // 、。〃
+  if (cp >= 0x3008 && cp <= 0x3011) return Inert::separator;           // 〈〉《》「」『』【】
+  if (cp >= 0x2010 && cp <= 0x2027) return Inert::separator;           // dashes, quotes, dots
+  if (cp >= 0xFF01 && cp <= 0xFF0F) return Inert::separator;           // full-width ! " # ... /
+  if (cp >= 0xFF1A && cp <= 0xFF20) return Inert::separator;           // full-width : ; < = > ? @
+  return Inert::no;
+}
+}  // namespace
+
+bool Normalizer::inert_segment(const unsigned char* p, const unsigned char* end) {
+  const std::size_t tokens = tokens_.size(), out_len = out_len_;
+  const std::uint32_t chars = chars_;
+  const std::uint8_t* table = unicode_ ? kFoldTable.data() : kKeepTable.data();
+  while (p < end) {
+    const unsigned char b = *p;
+    if (b < 0x80) {
+      push_code_point(table[b]);  // a letter or digit: segments hold no ASCII separators
+      ++p;
+      continue;
+    }
+    // Only well-formed 3-byte sequences can be inert.
+    if (b < 0xE1 || b > 0xEF || b == 0xED || end - p < 3 || !is_continuation(p[1]) || !is_continuation(p[2])) break;
+    const char32_t cp = static_cast<char32_t>((b & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F));
+    const Inert kind = inert(cp);
+    if (kind == Inert::no) break;
+    if (kind == Inert::separator) close_token();
+    else push_code_point(cp);
+    p += 3;
+  }
+  if (p == end) {
+    close_token();
+    return true;
+  }
+  tokens_.resize(tokens);  // roll back: the general path starts over
+  out_len_ = out_len;
+  chars_ = chars;
+  open_ = false;
+  return false;
+}
+
 void Normalizer::slow_segment(const unsigned char* begin, const unsigned char* end) {
+  if (unicode_ && inert_segment(begin, end)) return;
   invalid_bytes_ += sanitize_utf8(begin, end, sanitized_);
   const auto* src = reinterpret_cast<const utf8proc_uint8_t*>(sanitized_.data());
   const auto src_len = static_cast<utf8proc_ssize_t>(sanitized_.size());

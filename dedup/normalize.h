@@ -58,6 +58,7 @@ class Normalizer {
 
  private:
   void classify(const unsigned char* in, std::size_t size);
+  bool inert_segment(const unsigned char* begin, const unsigned char* end);
   void slow_segment(const unsigned char* begin, const unsigned char* end);
   void push_code_point(char32_t cp);
   void close_token();

@@ -71,6 +71,15 @@ TEST(Normalize, CjkRunsAreSeparateTokensFromWords) {
   EXPECT_EQ(t.chars, 6u + 2 + 3 + 5 + 2);
 }
 
+TEST(Normalize, ChineseFastPathAgreesWithUtf8proc) {
+  // Han and common CJK punctuation skip utf8proc; anything else in the segment
+  // (a compatibility ideograph, a combining mark) sends it through utf8proc.
+  EXPECT_EQ(normalize("北京，“天气”「很好」。ABC12"), "北京 天气 很好 abc12");
+  EXPECT_EQ(normalize("北京\uF900天"), "北京\u8C48天");  // U+F900 -> U+8C48 by NFKC
+  EXPECT_EQ(normalize("北京\uFF21天"), "北京 a 天");       // full-width A inside a Han run
+  EXPECT_EQ(tokenize("中\xE4\xB8").invalid_bytes, 2u);    // truncated sequence after Han
+}
+
 TEST(Normalize, EmojiAreSymbolTokensOfTheirOwn) {
   const Tokens t = tokenize("I love🍕🍕 pizza 👍🏽!");
   EXPECT_EQ(t.text, (Words{"i", "love", "🍕", "🍕", "pizza", "👍"}));
