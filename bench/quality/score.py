@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Scores `neardup scan` against the ground truth, default config vs the baseline.
+
+For every stream in STREAMS_DIR with labels in LABELS_DIR, runs
+    neardup scan --format jsonl STREAM                          (default config)
+    neardup scan --format jsonl --config baseline.yaml STREAM   (classic SimHash)
+and compares each verdict with the label: a prediction is positive when the
+verdict is "duplicate"; truth is positive for label "dup", negative for "uniq";
+"gray" records (0.6 <= Jaccard < 0.8) are left out. Precision, recall and F1
+are printed overall and per length bucket (<100, 100-500, >500 characters) as a
+Markdown table, then recall per edit type and the kinds of false positives
+(the analysis section of docs/ACCURACY.md), then one JSON summary line
+starting with `QUALITY_JSON ` for tests.
+
+Targets (issue 5), checked for the default config: F1 >= 0.95 on long_en,
+>= 0.90 on short_en and short_zh; precision >= 0.95 in every bucket of every
+stream that has at least MIN_SUPPORT predicted positives (fewer: not judged).
+Exit status: 0 when scoring ran (whatever the numbers), 3 with --require-targets
+when the default config misses a target, 1 on errors.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STREAMS = ("long_en", "short_en", "short_zh", "mixed")
+BUCKETS = (("all", 0, 1 << 60), ("<100", 0, 100), ("100-500", 100, 501), (">500", 501, 1 << 60))
+F1_TARGETS = {"long_en": 0.95, "short_en": 0.90, "short_zh": 0.90}
+PRECISION_TARGET = 0.95
+MIN_SUPPORT = 10
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_scan(neardup, stream_path, config, out_path):
+    cmd = [neardup, "scan", "--format", "jsonl"]
+    if config:
+        cmd += ["--config", config]
+    cmd.append(stream_path)
+    t0 = time.perf_counter()
+    with open(out_path, "w", encoding="utf-8") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"score: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()}")
+    return elapsed
+
+
+def metrics(rows):
+    tp = sum(1 for t, p in rows if t and p)
+    fp = sum(1 for t, p in rows if not t and p)
+    fn = sum(1 for t, p in rows if t and not p)
+    prec = tp / (tp + fp) if tp + fp else None
+    rec = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * prec * rec / (prec + rec) if prec and rec else (0.0 if prec is not None and rec is not None else None)
+    return {"tp": tp, "fp": fp, "fn": fn, "n": len(rows), "precision": prec, "recall": rec, "f1": f1}
+
+
+def fmt(x):
+    return "–" if x is None else f"{x:.3f}"
+
+
+def evaluate(stream_recs, labels, verdicts):
+    """-> (per-bucket metrics, edit-type recall counters, false-positive kinds)."""
+    by_id = {v.get("id"): v for v in verdicts}
+    rows = defaultdict(list)
+    edit_hits = defaultdict(lambda: [0, 0])  # op -> [detected, true dups]
+    fp_kinds = Counter()
+    for rec, lab in zip(stream_recs, labels):
+        if lab["label"] == "gray":
+            continue
+        truth = lab["label"] == "dup"
+        v = by_id.get(rec["id"])
+        pred = v is not None and v.get("verdict") == "duplicate"
+        n = len(rec["text"])
+        for name, lo, hi in BUCKETS:
+            if lo <= n < hi:
+                rows[name].append((truth, pred))
+        if truth:
+            ops = rec.get("edits") or (["natural repeat"] if rec.get("kind") == "orig" else ["?"])
+            key = "+".join(sorted(ops)) if len(ops) > 1 else ops[0]
+            if len(ops) > 1:
+                key = "2-3 edits"
+            edit_hits[key][1] += 1
+            edit_hits[key][0] += pred
+        elif pred:
+            fp_kinds["heavily edited variant" if rec.get("kind") == "variant" else "different text (same topic)"] += 1
+    return {name: metrics(rows[name]) for name, _, _ in BUCKETS}, edit_hits, fp_kinds
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--neardup", default=os.path.join("build", "release", "stream", "neardup"))
+    ap.add_argument("--streams", default=os.path.join(HERE, "out", "streams"))
+    ap.add_argument("--labels", default=os.path.join(HERE, "out", "labels"))
+    ap.add_argument("--scans", default=os.path.join(HERE, "out", "scan"))
+    ap.add_argument("--baseline", default=os.path.join(HERE, "baseline.yaml"))
+    ap.add_argument("--require-targets", action="store_true")
+    args = ap.parse_args(argv)
+
+    if not os.access(args.neardup, os.X_OK):
+        sys.exit(f"score: {args.neardup} is not an executable (build it, or pass --neardup PATH)")
+    configs = (("default", None), ("baseline", args.baseline))
+    results = {c: {} for c, _ in configs}
+    edits = {c: {} for c, _ in configs}
+    fps = {c: {} for c, _ in configs}
+    timing = {c: {} for c, _ in configs}
+    support = {}
+    for stream in STREAMS:
+        spath = os.path.join(args.streams, f"{stream}.jsonl")
+        lpath = os.path.join(args.labels, f"{stream}.jsonl")
+        if not (os.path.exists(spath) and os.path.exists(lpath)):
+            continue
+        recs, labels = read_jsonl(spath), read_jsonl(lpath)
+        if [r["id"] for r in recs] != [l["id"] for l in labels]:
+            sys.exit(f"score: {lpath} does not match {spath} (re-run ground_truth.py)")
+        support[stream] = Counter(l["label"] for l in labels)
+        for cname, cfg in configs:
+            os.makedirs(os.path.join(args.scans, cname), exist_ok=True)
+            opath = os.path.join(args.scans, cname, f"{stream}.jsonl")
+            secs = run_scan(args.neardup, spath, cfg, opath)
+            timing[cname][stream] = {"seconds": round(secs, 3), "records_per_s": round(len(recs) / secs) if secs else None}
+            verdicts = read_jsonl(opath)
+            if len(verdicts) != len(recs):
+                sys.exit(f"score: {opath}: {len(verdicts)} verdicts for {len(recs)} records")
+            results[cname][stream], edits[cname][stream], fps[cname][stream] = evaluate(recs, labels, verdicts)
+    if not support:
+        sys.exit(f"score: no stream with labels under {args.streams} / {args.labels}")
+
+    failures = []
+    for stream, target in F1_TARGETS.items():
+        m = results["default"].get(stream, {}).get("all")
+        if m is None:
+            continue
+        if m["f1"] is None or m["f1"] < target:
+            failures.append(f"{stream}: F1 {fmt(m['f1'])} < {target}")
+    for stream, buckets in results["default"].items():
+        for bucket, m in buckets.items():
+            if m["tp"] + m["fp"] >= MIN_SUPPORT and m["precision"] < PRECISION_TARGET:
+                failures.append(f"{stream} {bucket}: precision {fmt(m['precision'])} < {PRECISION_TARGET}")
+
+    out = []
+    out.append("| stream | length | dup / not dup | default P | default R | default F1 | baseline P | baseline R | baseline F1 |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for stream in results["default"]:
+        for bucket, _, _ in BUCKETS:
+            d, b = results["default"][stream][bucket], results["baseline"][stream][bucket]
+            if d["n"] == 0:
+                continue
+            pos = d["tp"] + d["fn"]
+            name = f"**{bucket}**" if bucket == "all" else bucket
+            out.append(f"| {stream} | {name} | {pos} / {d['n'] - pos} | {fmt(d['precision'])} | {fmt(d['recall'])} | "
+                       f"{fmt(d['f1'])} | {fmt(b['precision'])} | {fmt(b['recall'])} | {fmt(b['f1'])} |")
+    out.append("")
+    out.append("Gray zone left out (records): " + ", ".join(f"{s} {c['gray']}" for s, c in support.items()))
+    out.append("")
+    out.append("Recall by edit type (true duplicates detected / true duplicates; single edits, then combinations):")
+    out.append("")
+    all_ops = sorted({op for c in edits.values() for s in c.values() for op in s})
+    out.append("| edit | " + " | ".join(f"{s} default | {s} baseline" for s in results["default"]) + " |")
+    out.append("|---|" + "---|" * (2 * len(results["default"])))
+    for op in all_ops:
+        cells = []
+        for s in results["default"]:
+            for c in ("default", "baseline"):
+                hit, tot = edits[c][s].get(op, (0, 0))
+                cells.append(f"{hit}/{tot}" if tot else "")
+        out.append(f"| {op} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("False positives by kind:")
+    out.append("")
+    for c in ("default", "baseline"):
+        parts = [f"{s}: " + (", ".join(f"{k} {v}" for k, v in fps[c][s].items()) or "none") for s in fps[c]]
+        out.append(f"- {c}: " + "; ".join(parts))
+    out.append("")
+    out.append("Scan time (records/s, this machine, shared cores): " + "; ".join(
+        f"{c}: " + ", ".join(f"{s} {t['records_per_s']}" for s, t in timing[c].items()) for c in timing))
+    out.append("")
+    out.append("Targets (default config): " + ("all met" if not failures else "MISSED: " + "; ".join(failures)))
+    print("\n".join(out))
+    summary = {"results": results, "support": {s: dict(c) for s, c in support.items()}, "timing": timing,
+               "targets_met": not failures, "failures": failures}
+    print("QUALITY_JSON " + json.dumps(summary, sort_keys=True))
+    if args.require_targets and failures:
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
