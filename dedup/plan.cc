@@ -53,6 +53,7 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
   // Sum over tables by their number of wide key blocks w: C(wide, w) * C(narrow blocks, key_blocks - w).
   const double n = static_cast<double>(window_entries);
   double cells = 0;
+  double candidates = 0;
   double header_bytes = 0;
   double occupied_buckets = 0;
   for (int w = wide_in_min; w <= wide_in_max; ++w) {
@@ -62,10 +63,12 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
     const int bucket_bits = PigeonholeLayout::bucket_bits_for(key_bits, window_entries);
     const double buckets = std::ldexp(1.0, bucket_bits);
     cells += count * n / buckets;
+    candidates += count * n / std::ldexp(1.0, key_bits);
     header_bytes += count * buckets * static_cast<double>(sizeof(CellTables::Bucket));
     occupied_buckets += count * buckets * (1.0 - std::exp(-n / buckets));
   }
   plan.cells_per_probe = cells;
+  plan.candidates_per_probe = candidates;
   const double tables = static_cast<double>(plan.tables);
   plan.bytes_per_entry =
       kEntryBytes + tables * kCellBytes * kCellSlack + (header_bytes + occupied_buckets * kMallocOverhead) / n;

@@ -18,6 +18,7 @@ struct LayoutPlan {
   int max_key_bits = 0;
   int bucket_bits = 0;            ///< log2 buckets per table (widest table)
   bool hashed = false;            ///< keys wider than the bucket count are hashed
+  double candidates_per_probe = 0;  ///< Manku's figure: sum over tables of N / 2^key bits (true key matches)
   double cells_per_probe = 0;     ///< expected cells examined: sum over tables of N / 2^min(key, bucket bits)
   double bytes_per_entry = 0;     ///< estimated at a full window of N entries
   bool is_default = false;        ///< the layout IndexOptions::blocks == 0 picks
