@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# e2e: `neardup broker` and `neardup run --brokers` as separate processes; kcat
+# produces messages with known near-duplicates and consumes the outputs.
+# Every wait is bounded; every process started here is stopped by the trap.
+set -euo pipefail
+NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+command -v kcat >/dev/null || { echo "kcat_test: kcat is not installed (deploy/install-deps.sh)"; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "kcat_test: FAIL: $*"; echo "--- run log"; cat "$work/run.err" 2>/dev/null | tail -20; exit 1; }
+
+# wait_for SECONDS COMMAND...: polls the command until it succeeds or time runs out.
+wait_for() {
+  local limit=$1; shift
+  local deadline=$((SECONDS + limit))
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+}
+
+"$NEARDUP" broker --partitions 1 --bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>"$work/broker.err" &
+pids+=($!)
+wait_for 20 test -s "$work/bootstrap" || fail "broker did not write its bootstrap file"
+brokers=$(cat "$work/bootstrap")
+
+cat >"$work/config.yaml" <<YAML
+action: tag
+metrics: {listen: "127.0.0.1:0"}
+YAML
+"$NEARDUP" run --config "$work/config.yaml" --brokers "$brokers" >"$work/run.out" 2>"$work/run.err" &
+run_pid=$!
+pids+=($run_pid)
+
+# 6 messages: 4 unique stories, 2 reposts (case/punctuation edits), 1 invalid (only punctuation).
+cat >"$work/input.txt" <<'TXT'
+a1|Storm closes the harbour bridge as rivers rise across the county tonight
+a2|Council approves the new school budget after a long debate on housing
+a3|STORM closes the harbour bridge, as rivers rise across the county tonight!
+a4|Museum reopens its science wing after a year of careful restoration
+a5|museum reopens its science wing after a year of careful restoration.
+a6|Railway strike halts trains into the city for a second day running
+a7|... !!! ...
+TXT
+kcat -b "$brokers" -P -t input -K '|' -l "$work/input.txt" || fail "kcat could not produce"
+
+count() { kcat -b "$brokers" -C -t "$1" -e -q -f '%k\n' 2>/dev/null | grep -c . || true; }
+at_least() { [ "$(count "$1")" -ge "$2" ]; }
+wait_for 60 at_least output 6 || fail "expected 6 records on output, got $(count output)"
+wait_for 30 at_least dead-letters 1 || fail "expected 1 dead letter"
+
+kcat -b "$brokers" -C -t output -e -q -f '%k|%h|%s\n' >"$work/output.txt" 2>/dev/null
+[ "$(wc -l <"$work/output.txt")" -eq 6 ] || fail "expected exactly 6 output records: $(cat "$work/output.txt")"
+[ "$(grep -c 'neardup-verdict=duplicate' "$work/output.txt")" -eq 2 ] || fail "expected 2 tagged duplicates"
+grep -q '^a3|.*neardup-of=input/0/0,' "$work/output.txt" || fail "a3 should point at input/0/0 (a1)"
+grep -q '^a5|.*neardup-of=input/0/3,' "$work/output.txt" || fail "a5 should point at input/0/3 (a4)"
+grep '^a3|' "$work/output.txt" | grep -q 'neardup-fingerprint=[0-9a-f]\{16\}' || fail "a3 has no fingerprint header"
+grep '^a1|' "$work/output.txt" | grep -vq 'neardup-verdict' || fail "a1 must be republished untagged"
+kcat -b "$brokers" -C -t dead-letters -e -q -f '%k|%h\n' 2>/dev/null | grep -q '^a7|.*neardup-error=' || fail "a7 not dead-lettered with neardup-error"
+
+# SIGTERM: flush, commit, exit 0 within 10 s.
+kill -TERM "$run_pid"
+deadline=$((SECONDS + 10))
+while kill -0 "$run_pid" 2>/dev/null; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "neardup run did not exit within 10 s of SIGTERM"
+  sleep 0.1
+done
+wait "$run_pid" && status=0 || status=$?
+[ "$status" -eq 0 ] || fail "neardup run exited $status after SIGTERM"
+echo "kcat_test: 8 passed, 0 failed"
