@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole quality evaluation in one command:
-#   bench/quality/run.sh [--small] [--neardup PATH] [--require-targets]
+#   bench/quality/run.sh [--small] [--neardup PATH] [--require-targets] [--out DIR]
 # Builds the streams if absent, labels them (exact Jaccard ground truth), scans
 # them with the default config and the classic baseline, and writes the table
 # to bench/quality/out/report.md (--small: out/small/report.md) (also printed, with a QUALITY_JSON line).
@@ -12,19 +12,21 @@ root="$(cd "$here/../.." && pwd)"
 small=""
 neardup="$root/build/release/stream/neardup"
 require=""
+out=""
 while (($#)); do
   case "$1" in
     --small) small="--small" ;;
     --neardup) neardup="$2"; shift ;;
     --neardup=*) neardup="${1#--neardup=}" ;;
     --require-targets) require="--require-targets" ;;
+    --out) out="$2"; shift ;;
     -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 
-out="$here/out${small:+/small}"
+out="${out:-$here/out${small:+/small}}"
 mkdir -p "$out/streams" "$out/labels"
 if [[ ! -s "$out/streams/mixed.jsonl" ]]; then
   python3 "$here/make_streams.py" $small --out "$out/streams"
