@@ -188,13 +188,19 @@ class CellTables {
 
   /// Starts loading a bucket's header (before bucket() is read).
   static void prefetch_header(const Bucket& b) { __builtin_prefetch(&b); }
-  /// Starts loading the residues a scan will read.
+  /// Starts loading the residues a scan will read, and the front sequence and
+  /// the tail slots an insert after the probe will touch.
   static void prefetch_cells(const Bucket& b) {
     if (b.size == 0) return;
     const char* front = reinterpret_cast<const char*>(b.cells + b.head);
     const std::uint32_t first = b.cap - b.head < b.size ? b.cap - b.head : b.size;
     const std::uint32_t lines = first * 4 / 64 + 1;
     for (std::uint32_t l = 0; l < lines && l < 32; ++l) __builtin_prefetch(front + 64 * l);
+    std::uint32_t tail = b.head + b.size;
+    if (tail >= b.cap) tail -= b.cap;
+    __builtin_prefetch(b.cells + b.cap + b.head);
+    __builtin_prefetch(b.cells + tail);
+    __builtin_prefetch(b.cells + b.cap + tail);
   }
 
   /// The filter in use: "avx512" (vpopcntdq), "popcnt" or "portable".

@@ -219,6 +219,20 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
   return best;
 }
 
+void Window::prefetch(Fingerprint fp) const {
+  Impl& w = *impl_;
+  for (std::size_t t = 0; t < w.layout.tables(); ++t) {
+    CellTables::prefetch_header(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
+  }
+}
+
+void Window::prefetch_cells(Fingerprint fp) const {
+  Impl& w = *impl_;
+  for (std::size_t t = 0; t < w.layout.tables(); ++t) {
+    CellTables::prefetch_cells(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
+  }
+}
+
 void Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
   Impl& w = *impl_;
   w.advance(time);
