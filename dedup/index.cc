@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <immintrin.h>
+#include <sys/mman.h>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -112,6 +113,27 @@ const char* CellTables::filter_name() {
   return "portable";
 }
 
+namespace {
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+}  // namespace
+
+std::size_t huge_mapped_bytes(std::size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+
+void* huge_allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* memory = mmap(nullptr, huge_mapped_bytes(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (bytes >= kHugePage) madvise(memory, huge_mapped_bytes(bytes), MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
+  return memory;
+}
+
+void huge_free(void* memory, std::size_t bytes) noexcept {
+  if (memory != nullptr) munmap(memory, huge_mapped_bytes(bytes));
+}
+
 bool PigeonholeLayout::supported(int blocks, int max_distance) {
   return max_distance >= 0 && max_distance <= kMaxDistance && blocks >= max_distance + 1 && blocks <= kMaxBlocks;
 }
@@ -171,7 +193,7 @@ CellTables::CellTables(const PigeonholeLayout& layout) {
     offsets_.push_back(total);
     total += std::size_t{1} << layout.bucket_bits(t);
   }
-  buckets_.resize(total);
+  buckets_ = HugeArray<Bucket>(total);
 }
 
 CellTables::~CellTables() {
@@ -183,7 +205,6 @@ CellTables::CellTables(CellTables&& other) noexcept
       offsets_(std::move(other.offsets_)),
       cells_(std::exchange(other.cells_, 0)),
       allocated_bytes_(std::exchange(other.allocated_bytes_, 0)) {
-  other.buckets_.clear();
 }
 
 CellTables& CellTables::operator=(CellTables&& other) noexcept {
@@ -193,7 +214,6 @@ CellTables& CellTables::operator=(CellTables&& other) noexcept {
     offsets_ = std::move(other.offsets_);
     cells_ = std::exchange(other.cells_, 0);
     allocated_bytes_ = std::exchange(other.allocated_bytes_, 0);
-    other.buckets_.clear();
   }
   return *this;
 }

@@ -24,6 +24,54 @@
 
 namespace neardup::dedup {
 
+/// Page-backed memory for large arrays, advised to use transparent huge pages:
+/// on this VM a TLB miss costs about as much as a cache miss, and huge pages
+/// roughly halved probe+insert time at 10M entries. Zero-filled. Throws
+/// std::bad_alloc. Thread-compatible.
+void* huge_allocate(std::size_t bytes);
+void huge_free(void* memory, std::size_t bytes) noexcept;
+
+/// A fixed-size, zero-initialized array of an implicit-lifetime type (all-zero
+/// bytes must be a valid value) in huge_allocate memory. Move-only.
+template <class T>
+class HugeArray {
+ public:
+  HugeArray() = default;
+  explicit HugeArray(std::size_t size) : data_(static_cast<T*>(huge_allocate(size * sizeof(T)))), size_(size) {}
+  ~HugeArray() { huge_free(data_, size_ * sizeof(T)); }
+  HugeArray(HugeArray&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  HugeArray& operator=(HugeArray&& other) noexcept {
+    if (this != &other) {
+      huge_free(data_, size_ * sizeof(T));
+      data_ = other.data_;
+      size_ = other.size_;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  std::size_t size() const { return size_; }
+  /// Bytes mapped (rounded to pages).
+  std::size_t bytes() const;
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+std::size_t huge_mapped_bytes(std::size_t bytes);
+template <class T>
+std::size_t HugeArray<T>::bytes() const {
+  return huge_mapped_bytes(size_ * sizeof(T));
+}
+
 /// Immutable description of the tables for (m blocks, k max distance).
 /// Thread-safe after construction (read-only).
 class PigeonholeLayout {
@@ -208,7 +256,7 @@ class CellTables {
 
   std::size_t cells() const { return cells_; }
   /// Bucket headers plus every cell allocation as the allocator sizes it.
-  std::size_t bytes() const { return buckets_.capacity() * sizeof(Bucket) + allocated_bytes_; }
+  std::size_t bytes() const { return buckets_.bytes() + allocated_bytes_; }
 
   /// glibc malloc's chunk size for a request: the real cost of an allocation.
   static std::size_t chunk_bytes(std::size_t request) {
@@ -229,7 +277,7 @@ class CellTables {
   static std::uint32_t filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
                                std::uint16_t* hits);
 
-  std::vector<Bucket> buckets_;
+  HugeArray<Bucket> buckets_;
   std::vector<std::size_t> offsets_;
   std::size_t cells_ = 0;
   std::size_t allocated_bytes_ = 0;

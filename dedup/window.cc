@@ -77,7 +77,7 @@ struct Window::Impl {
   int k;
 
   // Ring of live entries in sequence order: sequence head_seq sits at ring[head_pos].
-  std::unique_ptr<Entry[]> ring;
+  HugeArray<Entry> ring;
   std::size_t ring_cap = 0;
   std::size_t head_pos = 0;
   std::uint64_t head_seq;
@@ -125,7 +125,7 @@ struct Window::Impl {
     std::size_t cap = ring_cap + ring_cap / 2;
     if (cap < 1024) cap = 1024;
     if (cap > options.max_entries) cap = options.max_entries;
-    auto next = std::make_unique_for_overwrite<Entry[]>(cap);
+    HugeArray<Entry> next(cap);
     const std::size_t n = live();
     for (std::size_t i = 0; i < n; ++i) {
       std::size_t pos = head_pos + i;
@@ -263,7 +263,7 @@ WindowStats Window::stats() const {
   const Impl& w = *impl_;
   WindowStats s = w.counters;
   s.entries = w.live();
-  s.bytes = w.ring_cap * sizeof(Entry) + w.cells.bytes() + sizeof(Impl);
+  s.bytes = w.ring.bytes() + w.cells.bytes() + sizeof(Impl);
   s.cells = w.cells.cells();
   s.tables = w.layout.tables();
   s.blocks = w.layout.blocks();
