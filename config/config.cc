@@ -3,6 +3,7 @@
 // "did you mean" suggestions are all driven by it, so a new option is one entry.
 #include "config/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <type_traits>
 #include <utility>
 
@@ -593,27 +595,65 @@ std::vector<std::string> split_list(const std::string& text) {
   }
 }
 
+// Walks the YAML events without building nodes, to count documents before
+// YAML::Load builds the first one. yaml-cpp 0.7's LoadAll never ends on some
+// malformed inputs (it yields empty documents without consuming anything), so
+// parsing stops at the second document start.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  struct SecondDocument {
+    YAML::Mark first;
+    YAML::Mark second;
+  };
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ == 2) throw SecondDocument{first_, mark};
+    first_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  int documents_ = 0;
+  YAML::Mark first_;
+};
+
+std::string position(const std::string& origin, const YAML::Mark& mark) {
+  if (mark.is_null()) return origin;
+  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& origin) {
   Config config;
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    std::istringstream stream(yaml_text);
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (parser.HandleNextDocument(counter)) {
+    }
+    root = YAML::Load(yaml_text);
+  } catch (const DocumentCounter::SecondDocument& second) {
+    if (second.second.pos <= second.first.pos) {  // the parser is stuck: yaml-cpp cannot read what is here
+      auto pos = static_cast<std::size_t>(std::max(second.second.pos, 0));
+      std::string got = pos < yaml_text.size() ? quoted(yaml_text.substr(pos, 1)) : "the end";
+      throw ConfigError(position(origin, second.second) + ": invalid YAML: expected a mapping of sections, got " + got);
+    }
+    throw ConfigError(position(origin, second.second) + ": expected one YAML document, got more");
   } catch (const YAML::Exception& e) {
-    std::string where = origin;
-    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    throw ConfigError(where + ": invalid YAML: " + e.msg);
-  }
-  if (documents.size() > 1) {
-    const auto mark = documents[1].Mark();
-    std::string where = origin;
-    if (!mark.is_null()) where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-    throw ConfigError(where + ": expected one YAML document, got " + std::to_string(documents.size()));
+    throw ConfigError(position(origin, e.mark) + ": invalid YAML: " + e.msg);
   }
   try {
     YamlReader reader(origin, config);
-    reader.read_root(documents.empty() ? YAML::Node() : documents.front());
+    reader.read_root(root);
   } catch (const YAML::Exception& e) {  // defensive: a node access that yaml-cpp refuses
     throw ConfigError(origin + ": invalid YAML: " + e.msg);
   }
