@@ -5,7 +5,7 @@
 #include <deque>
 #include <unordered_map>
 
-#include "stream/decode.h"
+#include "stream/pipeline.h"
 #include "metrics/log.h"
 #include "metrics/progress.h"
 #include "stream/embedded_broker.h"
@@ -137,8 +137,7 @@ struct Service::Impl {
   std::string fatal_error;
   ServiceSnapshot stats;
 
-  Decoder decoder;
-  dedup::Engine engine;
+  Classifier classifier;
   std::vector<Source> sources;
   std::unordered_map<std::string, std::uint32_t> source_index;  // "topic\0partition"
   std::map<std::string, int> topic_partitions;                  // cached partition counts
@@ -147,7 +146,7 @@ struct Service::Impl {
   std::string delivery_fatal;  // set in the delivery handler, raised on the pipeline thread
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
-      : options(std::move(opts)), cfg(options.config), stop(stop_flag), decoder(cfg.input), engine(cfg.dedup) {
+      : options(std::move(opts)), cfg(options.config), stop(stop_flag), classifier(cfg) {
     stats.match_distance.assign(static_cast<std::size_t>(cfg.dedup.index.max_distance) + 1, 0);
     auto producer_props = default_producer_properties(options.brokers);
     for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
@@ -377,14 +376,10 @@ struct Service::Impl {
 
     auto started = Clock::now();
     std::string_view raw(static_cast<const char*>(in.payload), in.payload ? in.len : 0);
-    Decoded decoded = decoder.decode(raw);
-    if (!decoded.ok) {
-      stats.processing_ns += static_cast<std::uint64_t>((Clock::now() - started).count());
-      dead_letter(in, index, entry, decoded.error, true);
-      return;
-    }
-    dedup::EventTime time{ts >= 0 ? ts : wall_ms()};
-    dedup::Verdict verdict = engine.process(decoded.text, time, pack_ref(index, in.offset));
+    const dedup::EventTime time{ts >= 0 ? ts : wall_ms()};
+    const Judgement judgement = classifier.classify(raw, time, pack_ref(index, in.offset));
+    const dedup::Verdict& verdict = judgement.verdict;
+    const Decoded& decoded = *judgement.decoded;
     auto spent = (Clock::now() - started).count();
     stats.processing_ns += static_cast<std::uint64_t>(spent);
     stats.processing_seconds.observe(static_cast<double>(spent) * 1e-9);
@@ -406,7 +401,7 @@ struct Service::Impl {
 
     switch (verdict.kind) {
       case dedup::VerdictKind::invalid:
-        dead_letter(in, index, entry, std::string(verdict.error), true);
+        dead_letter(in, index, entry, std::string(judgement.error), true);
         return;
       case dedup::VerdictKind::unique:
         ++stats.unique;
@@ -457,7 +452,7 @@ struct Service::Impl {
 
   void publish() {
     if (!options.on_progress) return;
-    stats.engine = engine.stats();
+    stats.engine = classifier.engine().stats();
     fill_lag();
     options.on_progress(stats);
   }
@@ -562,7 +557,7 @@ int Service::run() { return impl_->run(); }
 const std::string& Service::fatal_error() const { return impl_->fatal_error; }
 ServiceSnapshot Service::snapshot() const {
   ServiceSnapshot s = impl_->stats;
-  s.engine = impl_->engine.stats();
+  s.engine = impl_->classifier.engine().stats();
   return s;
 }
 
