@@ -46,6 +46,7 @@ struct Match {
   int distance = 0;
   EventTime time;
   Fingerprint fingerprint;
+  std::uint64_t sequence = 0;  ///< the entry's window insertion sequence (Window::entry)
 };
 
 }  // namespace neardup::dedup

@@ -202,7 +202,7 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
         const Entry& e = w.at(seq);
         const int d = std::popcount(e.fp ^ fp.bits);
         if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value) return false;
-        Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}};
+        Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}, seq};
         if (!accept(ctx, m)) return false;
         best = m;
         best_distance = d;
@@ -233,10 +233,17 @@ void Window::prefetch_cells(Fingerprint fp) const {
   }
 }
 
-void Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
+std::optional<Match> Window::entry(std::uint64_t sequence) const {
+  const Impl& w = *impl_;
+  if (sequence < w.head_seq || sequence >= w.tail_seq) return std::nullopt;
+  const Entry& e = const_cast<Impl&>(w).at(sequence);
+  return Match{RecordRef{e.ref}, 0, EventTime{e.time}, Fingerprint{e.fp}, sequence};
+}
+
+std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
   Impl& w = *impl_;
   w.advance(time);
-  if (w.options.max_entries == 0) return;
+  if (w.options.max_entries == 0) return w.tail_seq - 1;
   if (w.live() == w.options.max_entries) w.evict_oldest();
   if (w.live() == w.ring_cap) w.grow_ring();
 
@@ -257,6 +264,7 @@ void Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
     w.sweep_countdown = kSweepEvery;
     w.sweep();
   }
+  return seq;
 }
 
 WindowStats Window::stats() const {

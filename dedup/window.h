@@ -76,7 +76,14 @@ class Window {
   void prefetch_cells(Fingerprint fp) const;
 
   /// Appends an entry; evicts the oldest when full. O(tables) amortized.
-  void insert(Fingerprint fp, EventTime time, RecordRef ref);
+  /// Returns the entry's insertion sequence (consecutive, FIFO order); with
+  /// max_entries == 0 nothing is kept and the returned sequence is never live.
+  std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref);
+
+  /// The live entry inserted with `sequence` (distance 0), or nullopt once it
+  /// was evicted. Lets a second index over the same entries (e.g. a sketch
+  /// index) resolve and age its candidates. O(1).
+  std::optional<Match> entry(std::uint64_t sequence) const;
 
   WindowStats stats() const;
   int max_distance() const;

@@ -356,5 +356,24 @@ TEST(Window, ReportsTheResolvedLayout) {
   EXPECT_EQ(window.max_distance(), 3);
 }
 
+TEST(Window, ResolvesLiveEntriesBySequenceUntilEvicted) {
+  WindowOptions options;
+  options.max_entries = 2;
+  Window window(IndexOptions{}, options);
+  const std::uint64_t a = window.insert(Fingerprint{1}, EventTime{10}, RecordRef{100});
+  const std::uint64_t b = window.insert(Fingerprint{2}, EventTime{11}, RecordRef{101});
+  EXPECT_EQ(b, a + 1);
+  ASSERT_TRUE(window.entry(a));
+  EXPECT_EQ(window.entry(a)->of, RecordRef{100});
+  EXPECT_EQ(window.entry(b)->fingerprint, Fingerprint{2});
+  const auto found = window.probe(Fingerprint{2}, EventTime{12}, RecordRef{999});
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->sequence, b);
+  window.insert(Fingerprint{3}, EventTime{12}, RecordRef{102});
+  EXPECT_FALSE(window.entry(a)) << "evicted by max_entries";
+  EXPECT_TRUE(window.entry(b));
+  EXPECT_FALSE(window.entry(b + 5)) << "never inserted";
+}
+
 }  // namespace
 }  // namespace neardup::dedup
