@@ -9,7 +9,9 @@
 // feeder starts (after the consumer group has its partitions) and stops when
 // every input offset is covered by acknowledged outputs.
 //
-// usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route]
+// usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics]
+// --metrics adds a third run, neardup with its Prometheus exporter on and scraped,
+// and prints metrics_on/metrics_off (issue: counting must not slow the hot path).
 // (drop, the default action, republishes ~20% fewer records than the
 // passthrough; tag republishes every record, the like-for-like comparison)
 // Last line: passthrough=<msg/s> neardup=<msg/s> ratio=<neardup/passthrough>
@@ -18,11 +20,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "metrics/metrics.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
 #include "stream/service.h"
@@ -83,8 +92,31 @@ double histogram_quantile(const metrics::Histogram& h, double q) {
   return h.bounds.back();
 }
 
+/// One GET of http://address/metrics, as a Prometheus scrape would; returns the body size.
+std::size_t scrape(const std::string& address) {
+  const auto colon = address.rfind(':');
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(std::atoi(address.c_str() + colon + 1)));
+  inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  std::size_t total = 0;
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const char request[] = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+    if (write(fd, request, sizeof request - 1) > 0) {
+      char buffer[8192];
+      for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) total += static_cast<std::size_t>(n);
+    }
+  }
+  if (fd >= 0) close(fd);
+  return total;
+}
+
+/// `with_metrics`: also run the Prometheus exporter as `neardup run` does
+/// (publish on every progress tick) and scrape it every 100 ms, 10x more often
+/// than a typical Prometheus, so the cost of counting and exporting shows.
 Result run_one(const std::string& brokers, const std::vector<std::string>& feed, const std::string& name,
-               bool bypass, std::size_t ahead, config::Action action) {
+               bool bypass, std::size_t ahead, config::Action action, bool with_metrics = false) {
   const std::string in = name + "-in", out = name + "-out";
   config::Config cfg;
   cfg.kafka.group_id = name;
@@ -104,7 +136,10 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   options.bypass_dedup = bypass;
   options.progress_interval = std::chrono::milliseconds(20);
   options.commit_interval = std::chrono::milliseconds(100);
+  std::unique_ptr<metrics::Exporter> exporter;
+  if (with_metrics) exporter = std::make_unique<metrics::Exporter>("127.0.0.1:0", metrics::BuildInfo{"bench", {}});
   options.on_progress = [&](const stream::ServiceSnapshot& s) {
+    if (exporter) exporter->publish(stream::to_metrics(s, cfg.dedup.index.max_distance));
     consumed.store(s.consumed);
     if (s.assigned) assigned.store(true);
     if (s.committed >= feed.size() && self) {
@@ -146,10 +181,22 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
     while (Clock::now() < deadline && !abort_feed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     service.request_stop();
   });
+  std::atomic<std::size_t> scraped{0};
+  std::thread scraper([&] {
+    while (exporter && !abort_feed.load()) {
+      scraped += scrape(exporter->address()) > 0 ? 1 : 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   int status = service.run();
   abort_feed.store(true);
   feeder.join();
   watchdog.join();
+  scraper.join();
+  if (exporter && scraped.load() == 0) {
+    std::fprintf(stderr, "%s: the metrics endpoint never answered\n", name.c_str());
+    std::exit(1);
+  }
   if (status != 0) {
     std::fprintf(stderr, "%s: service failed: %s\n", name.c_str(), service.fatal_error().c_str());
     std::exit(1);
@@ -176,6 +223,7 @@ int main(int argc, char** argv) {
   int partitions = 8;
   config::Action action = config::Action::drop;
   std::string action_name = "drop";
+  bool with_metrics = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> long long {
@@ -188,6 +236,7 @@ int main(int argc, char** argv) {
     if (arg == "--messages") messages = static_cast<std::size_t>(std::max(1LL, value()));
     else if (arg == "--partitions") partitions = static_cast<int>(std::max(1LL, value()));
     else if (arg == "--ahead") ahead = static_cast<std::size_t>(std::max(100LL, value()));
+    else if (arg == "--metrics") with_metrics = true;
     else if (arg == "--action" && i + 1 < argc) {
       action_name = argv[++i];
       if (action_name == "drop") action = config::Action::drop;
@@ -198,12 +247,12 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route]\n");
+      std::fprintf(stderr, "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics]\n");
       return 2;
     }
   }
   neardup::stream::EmbeddedBroker broker;
-  for (const char* name : {"passthrough", "neardup"}) {
+  for (const char* name : {"passthrough", "neardup", "metrics"}) {
     for (const char* suffix : {"-in", "-out", "-dup", "-dead"}) broker.create_topic(std::string(name) + suffix, partitions);
   }
   auto feed = make_feed(messages);
@@ -225,6 +274,11 @@ int main(int argc, char** argv) {
   std::printf("p99 added latency: %lldms (end-to-end p99 neardup %lldms - passthrough %lldms; in-engine p99 <= %.1fus)\n",
               static_cast<long long>(dedup.p99_ms - pass.p99_ms), static_cast<long long>(dedup.p99_ms),
               static_cast<long long>(pass.p99_ms), dedup.processing_p99_us);
+  if (with_metrics) {
+    Result on = run_one(broker.bootstrap(), feed, "metrics", false, ahead, action, true);
+    std::printf("metrics_off=%.0f metrics_on=%.0f metrics_ratio=%.3f (exporter publishing every tick, scraped every 100ms)\n",
+                dedup.rate, on.rate, on.rate / dedup.rate);
+  }
   std::printf("passthrough=%.0f neardup=%.0f ratio=%.3f\n", pass.rate, dedup.rate, dedup.rate / pass.rate);
   return 0;
 }
