@@ -275,6 +275,33 @@ const std::vector<Key>& keys() {
         "dedup.idf_file", "a file path (\"\" = none)", [](const std::string&) { return true; },
         [](auto& config) -> auto& { return config.dedup.text.idf_file; }));
 
+    k.push_back(bool_key("dedup.sketch.enabled", [](auto& config) -> auto& { return config.dedup.sketch.enabled; }));
+    k.push_back(choice_key<int>("dedup.sketch.bits", {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}},
+                                [](auto& config) -> auto& { return config.dedup.sketch.bits; }));
+    {
+      Key threshold;
+      threshold.path = "dedup.sketch.threshold";
+      threshold.expected = "a number in 0.05..1 like 0.7";
+      threshold.set = [](Config& config, const std::optional<std::string>& text) {
+        if (!text || text->empty()) return false;
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text->c_str(), &end);
+        if (errno != 0 || end != text->c_str() + text->size() || !(value >= 0.05 && value <= 1.0)) return false;
+        config.dedup.sketch.threshold = value;
+        return true;
+      };
+      threshold.show = [](const Config& config) -> std::optional<std::string> {
+        std::ostringstream out;
+        out << config.dedup.sketch.threshold;
+        return out.str();
+      };
+      k.push_back(std::move(threshold));
+    }
+    k.push_back(integer_key("dedup.sketch.bands", 0, 8, [](auto& config) -> auto& { return config.dedup.sketch.bands; }));
+    k.push_back(integer_key("dedup.sketch.band_bins", 1, 16,
+                            [](auto& config) -> auto& { return config.dedup.sketch.band_bins; }));
+
     {
       Key duration;
       duration.path = "window.duration";
@@ -389,6 +416,14 @@ void check_cross(const Config& config, const Locator& locator) {
                   "an integer in 0.." + std::to_string(index.blocks - 1) + " (below dedup.blocks = " +
                       std::to_string(index.blocks) + ")",
                   quoted(std::to_string(index.max_distance)));
+  }
+  const auto& sketch = config.dedup.sketch;
+  if (sketch.enabled && sketch.bands * sketch.band_bins > 128 / sketch.bits) {
+    const std::string path = blame({"dedup.sketch.band_bins", "dedup.sketch.bands", "dedup.sketch.bits"});
+    fail_expected(locator.where(path),
+                  "dedup.sketch.bands * dedup.sketch.band_bins <= " + std::to_string(128 / sketch.bits) +
+                      " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
+                  quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
   }
   const auto& text = config.dedup.text;
   if (text.weighting == dedup::Weighting::tf_idf && text.idf_source == dedup::IdfSource::file &&

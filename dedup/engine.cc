@@ -12,7 +12,23 @@ std::string_view to_string(VerdictKind kind) {
 }
 
 Engine::Engine(const DedupOptions& options)
-    : options_(options), fingerprinter_(options.text), window_(options.index, options.window) {}
+    : options_(options),
+      fingerprinter_(options.text, options.sketch),
+      window_(options.index, options.window) {
+  if (options_.sketch.enabled) sketches_.emplace(options_.sketch, options_.window.max_entries);
+}
+
+std::uint64_t Engine::oldest_live() const {
+  // Entries leave the window in FIFO order, so the live ones are the newest `entries`.
+  return inserted_ ? next_sequence_ - window_.stats().entries : next_sequence_;
+}
+
+void Engine::insert(const TextSummary& summary, EventTime time, RecordRef ref) {
+  const std::uint64_t sequence = window_.insert(summary.fingerprint, time, ref);
+  next_sequence_ = sequence + 1;
+  inserted_ = true;
+  if (sketches_) sketches_->insert(sequence, oldest_live(), summary.sketch.shingles ? &summary.sketch : nullptr);
+}
 
 Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
   Verdict verdict;
@@ -33,23 +49,81 @@ Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
     ++counts_.invalid;
     return verdict;
   }
-  verdict.match = window_.probe(summary.fingerprint, time, ref);
+
+  if (!sketches_ || summary.sketch.shingles == 0) {
+    verdict.match = window_.probe(summary.fingerprint, time, ref);
+  } else {
+    const SketchOptions& so = options_.sketch;
+    const Sketch& mine = summary.sketch.sketch;
+    sketches_->prefetch(summary.sketch);
+    // Stage 1a: SimHash neighbours, each verified by its sketch (an entry with
+    // no sketch keeps the classic rule: within max_distance is enough).
+    std::uint64_t oldest = 0;
+    std::optional<double> simhash_similarity;
+    verdict.match = window_.probe(summary.fingerprint, time, ref, [&](const Match& m) {
+      const auto theirs = sketches_->sketch(m.sequence, m.sequence);
+      if (!theirs) return true;
+      return estimate_jaccard(mine, *theirs, so.bits) >= so.threshold;
+    });
+    if (verdict.match) {
+      if (const auto theirs = sketches_->sketch(verdict.match->sequence, verdict.match->sequence))
+        simhash_similarity = estimate_jaccard(mine, *theirs, so.bits);
+    }
+    // Stage 1b: entries sharing a band; the probe above has advanced the clock.
+    oldest = oldest_live();
+    double best = simhash_similarity.value_or(-1.0);
+    std::optional<std::uint64_t> best_sequence;
+    int best_distance = 65;
+    sketches_->for_each_candidate(summary.sketch, oldest, [&](std::uint64_t sequence, const Sketch& theirs) {
+      const double j = estimate_jaccard(mine, theirs, so.bits);
+      if (j < so.threshold || j < best) return;
+      if (verdict.match && sequence == verdict.match->sequence) return;
+      const auto e = window_.entry(sequence);
+      if (!e || e->of == ref) return;
+      const int distance = hamming_distance(summary.fingerprint, e->fingerprint);
+      const bool better = j > best || distance < best_distance ||
+                          (distance == best_distance && best_sequence && sequence < *best_sequence);
+      if (!better) return;
+      best = j;
+      best_distance = distance;
+      best_sequence = sequence;
+    });
+    if (best_sequence) {
+      const bool beats_simhash = !verdict.match || !simhash_similarity || best > *simhash_similarity;
+      if (beats_simhash) {
+        if (!verdict.match) ++counts_.sketch_matches;
+        verdict.match = window_.entry(*best_sequence);
+        verdict.match->distance = best_distance;
+        simhash_similarity = best;
+      }
+    }
+    verdict.similarity = simhash_similarity;
+  }
+
   if (verdict.match) {
     verdict.kind = VerdictKind::duplicate;
     ++counts_.duplicate;
   } else {
-    window_.insert(summary.fingerprint, time, ref);
+    insert(summary, time, ref);
     ++counts_.unique;
   }
   return verdict;
 }
 
-void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) { window_.insert(fp, time, ref); }
+void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) {
+  const std::uint64_t sequence = window_.insert(fp, time, ref);
+  next_sequence_ = sequence + 1;
+  inserted_ = true;
+  if (sketches_) sketches_->insert(sequence, oldest_live(), nullptr);
+}
 
 EngineStats Engine::stats() const {
   EngineStats stats = counts_;
   stats.window = window_.stats();
+  if (sketches_) stats.sketch = sketches_->stats();
   return stats;
 }
+
+std::size_t Engine::bytes() const { return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0); }
 
 }  // namespace neardup::dedup

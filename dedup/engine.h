@@ -1,7 +1,16 @@
 #pragma once
-// The near-duplicate engine: text -> fingerprint -> window probe -> verdict.
+// The near-duplicate engine: text -> fingerprint (+ sketch) -> window probe -> verdict.
 // The one piece that `neardup scan` and `neardup run` share; only their
 // sources and sinks differ.
+//
+// With the sketch stage on (the default, DedupOptions::sketch), a decision has
+// two stages. Candidates: kept entries within max_distance SimHash bits (the
+// pigeonhole index) and entries that share an LSH band of the MinHash sketch
+// (dedup/sketch_index.h). Verification: a candidate is a duplicate only when the
+// two sketches estimate a shingle Jaccard >= sketch.threshold; the best estimate
+// wins (ties: the smaller SimHash distance, then the oldest). Entries without a
+// sketch (remember(): changelog replay) are judged by SimHash distance alone.
+// With the sketch off, the classic rule: the nearest entry within max_distance.
 
 #include <cstdint>
 #include <optional>
@@ -10,6 +19,7 @@
 
 #include "dedup/fingerprinter.h"
 #include "dedup/options.h"
+#include "dedup/sketch_index.h"
 #include "dedup/types.h"
 #include "dedup/window.h"
 
@@ -21,7 +31,9 @@ std::string_view to_string(VerdictKind kind);
 struct Verdict {
   VerdictKind kind = VerdictKind::unique;
   Fingerprint fingerprint;
-  std::optional<Match> match;  ///< set for duplicates: the kept entry it duplicates
+  std::optional<Match> match;  ///< set for duplicates: the kept entry it duplicates; distance may exceed
+                               ///< max_distance when the match came from a sketch band
+  std::optional<double> similarity;  ///< duplicates judged by the sketch: the estimated Jaccard
   std::string_view error;      ///< set for invalid: a static reason
   std::uint32_t features = 0;
 };
@@ -30,7 +42,9 @@ struct EngineStats {
   std::uint64_t unique = 0;
   std::uint64_t duplicate = 0;
   std::uint64_t invalid = 0;
+  std::uint64_t sketch_matches = 0;  ///< duplicates found only through a sketch band
   WindowStats window;
+  SketchIndexStats sketch;           ///< zero when the sketch stage is off
 };
 
 /// Not thread-safe: one Engine per pipeline thread. Never throws from process();
@@ -50,10 +64,19 @@ class Engine {
   EngineStats stats() const;
   const DedupOptions& options() const { return options_; }
 
+  /// Bytes held by the window and the sketch index together.
+  std::size_t bytes() const;
+
  private:
+  std::uint64_t oldest_live() const;
+  void insert(const TextSummary& summary, EventTime time, RecordRef ref);
+
   DedupOptions options_;
   Fingerprinter fingerprinter_;
   Window window_;
+  std::optional<SketchIndex> sketches_;  // set when options_.sketch.enabled
+  std::uint64_t next_sequence_ = 0;      // one past the window's newest insert
+  bool inserted_ = false;
   EngineStats counts_;
 };
 

@@ -39,9 +39,11 @@ struct Fingerprinter::Impl {
   std::vector<double> idf;
   std::unique_ptr<StreamIdf> stream_idf;
   std::unique_ptr<FileIdf> file_idf;
+  std::unique_ptr<Sketcher> sketcher;
 
-  explicit Impl(const TextOptions& opts)
+  Impl(const TextOptions& opts, const SketchOptions& sketch)
       : options(opts), normalizer(opts.normalize), extractor(opts.cjk_ngram, opts.word_shingle) {
+    if (sketch.enabled) sketcher = std::make_unique<Sketcher>(sketch);
     if (options.weighting != Weighting::tf_idf) return;
     if (options.idf_source == IdfSource::stream) {
       stream_idf = std::make_unique<StreamIdf>();
@@ -71,7 +73,13 @@ struct Fingerprinter::Impl {
   }
 };
 
-Fingerprinter::Fingerprinter(const TextOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Fingerprinter::Fingerprinter(const TextOptions& options) : Fingerprinter(options, [] {
+  SketchOptions off;
+  off.enabled = false;
+  return off;
+}()) {}
+Fingerprinter::Fingerprinter(const TextOptions& options, const SketchOptions& sketch)
+    : impl_(std::make_unique<Impl>(options, sketch)) {}
 Fingerprinter::~Fingerprinter() = default;
 Fingerprinter::Fingerprinter(Fingerprinter&&) noexcept = default;
 Fingerprinter& Fingerprinter::operator=(Fingerprinter&&) noexcept = default;
@@ -87,6 +95,7 @@ TextSummary Fingerprinter::analyze(std::string_view utf8) {
   summary.chars = norm.chars;
   summary.invalid_bytes = norm.invalid_bytes;
   if (summary.features == 0) return summary;
+  if (impl.sketcher) summary.sketch = impl.sketcher->run(norm);
 
   const auto hashes = impl.counter.hashes();
   const auto counts = impl.counter.counts();

@@ -1,11 +1,13 @@
 #pragma once
-// Text -> 64-bit SimHash: normalize, extract features, weigh, hash (xxh3), sign.
+// Text -> 64-bit SimHash: normalize, extract features, weigh, hash (xxh3), sign;
+// optionally also the MinHash sketch of the same normalized text (dedup/sketch.h).
 
 #include <cstdint>
 #include <memory>
 #include <string_view>
 
 #include "dedup/options.h"
+#include "dedup/sketch.h"
 #include "dedup/types.h"
 
 namespace neardup::dedup {
@@ -16,6 +18,7 @@ struct TextSummary {
   std::uint32_t features = 0;       ///< distinct features that went into the fingerprint
   std::uint32_t chars = 0;          ///< code points after normalization
   std::uint32_t invalid_bytes = 0;  ///< bytes of invalid UTF-8 that were replaced by U+FFFD
+  SketchResult sketch;              ///< MinHash sketch and band keys (zero unless the sketch is enabled)
 };
 
 /// Not thread-safe (the learned IDF sketch is updated by analyze): one per pipeline thread.
@@ -24,6 +27,9 @@ struct TextSummary {
 class Fingerprinter {
  public:
   explicit Fingerprinter(const TextOptions& options);
+  /// Also computes the MinHash sketch of every text when `sketch.enabled`
+  /// (dedup/sketch.h); throws std::invalid_argument for invalid sketch options.
+  Fingerprinter(const TextOptions& options, const SketchOptions& sketch);
   ~Fingerprinter();
   Fingerprinter(Fingerprinter&&) noexcept;
   Fingerprinter& operator=(Fingerprinter&&) noexcept;

@@ -39,10 +39,24 @@ struct WindowOptions {
   std::size_t max_entries = 10'000'000;                          ///< memory bound
 };
 
+/// The second stage (dedup/sketch.h, dedup/sketch_index.h): every kept text
+/// also stores a 16-byte MinHash sketch of its character shingles; candidates
+/// come from the SimHash index (within max_distance) and from LSH bands over the
+/// sketch, and a candidate is a duplicate only when the sketches estimate a
+/// Jaccard similarity >= threshold. Off: the classic SimHash-only decision.
+struct SketchOptions {
+  bool enabled = true;
+  int bits = 2;             ///< bits per MinHash bin: 1, 2, 4 or 8 (bins = 128 / bits)
+  double threshold = 0.7;   ///< estimated shingle Jaccard needed to call a duplicate
+  int bands = 3;            ///< LSH bands (0 = SimHash candidates only), at most 8
+  int band_bins = 3;        ///< MinHash bins hashed into one band key
+};
+
 struct DedupOptions {
   TextOptions text;
   IndexOptions index;
   WindowOptions window;
+  SketchOptions sketch;
 };
 
 }  // namespace neardup::dedup

@@ -62,6 +62,16 @@ class JsonlSink {
       append_id(of, id ? *id : std::string());
       buffer_.append(",\"distance\":");
       append_number(buffer_, static_cast<std::uint64_t>(verdict.match->distance));
+      if (verdict.similarity) {
+        // The sketch's estimated Jaccard, in thousandths ("0.875").
+        const auto milli = static_cast<std::uint64_t>(*verdict.similarity * 1000.0 + 0.5);
+        buffer_.append(",\"similarity\":");
+        append_number(buffer_, milli / 1000);
+        buffer_.push_back('.');
+        const char digits[3] = {static_cast<char>('0' + milli / 100 % 10), static_cast<char>('0' + milli / 10 % 10),
+                                static_cast<char>('0' + milli % 10)};
+        buffer_.append(digits, 3);
+      }
     }
     if (verdict.kind == dedup::VerdictKind::invalid) {
       buffer_.append(",\"error\":");

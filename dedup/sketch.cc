@@ -1,0 +1,210 @@
+#include "dedup/sketch.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <stdexcept>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace neardup::dedup {
+namespace {
+
+constexpr std::uint64_t kShingleSeed = 0x6e64736b65746368ULL;  // "ndsketch"
+constexpr std::uint32_t kRotationStep = 0x9e3779b9U;            // offset per densification step
+constexpr std::size_t kPadding = 8;                              // zero bytes after the buffer
+
+std::uint64_t mix64(std::uint64_t x) {
+  // splitmix64's finalizer: every input bit reaches every output bit.
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// One hash for every shingle, so an ASCII 5-gram hashes the same whether the
+// text around it is ASCII or not. Shingles of up to 8 bytes (all ASCII 5-grams,
+// CJK 2-grams) are one load and a mix; longer ones go to xxh3.
+std::uint64_t shingle_hash(const char* bytes, std::size_t size) {
+  if (size <= 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes, size);
+    return mix64(word + size * 0x9e3779b97f4a7c15ULL + kShingleSeed);
+  }
+  return XXH3_64bits_withSeed(bytes, size, kShingleSeed);
+}
+
+std::uint64_t low_bytes(const char* bytes, std::size_t size) {
+  std::uint64_t word = 0;
+  std::memcpy(&word, bytes, 8);  // the buffer is padded: 8 bytes are always readable
+  if constexpr (std::endian::native == std::endian::little) {
+    return size >= 8 ? word : word & ((std::uint64_t{1} << (8 * size)) - 1);
+  } else {
+    word = 0;
+    std::memcpy(&word, bytes, size);
+    return word;
+  }
+}
+
+std::uint32_t code_points(std::string_view bytes) {
+  std::uint32_t n = 0;
+  for (const char c : bytes) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+void validate(const SketchOptions& options) {
+  if (!options.enabled) return;
+  if (options.bits != 1 && options.bits != 2 && options.bits != 4 && options.bits != 8)
+    throw std::invalid_argument("sketch.bits must be 1, 2, 4 or 8, got " + std::to_string(options.bits));
+  const int bins = kSketchBits / options.bits;
+  if (options.bands < 0 || options.bands > kMaxSketchBands)
+    throw std::invalid_argument("sketch.bands must be in 0.." + std::to_string(kMaxSketchBands));
+  if (options.band_bins < 1 || options.bands * options.band_bins > bins)
+    throw std::invalid_argument("sketch.band_bins must be >= 1 and bands * band_bins <= " + std::to_string(bins) +
+                                " (the bins of a " + std::to_string(options.bits) + "-bit sketch)");
+  if (!(options.threshold > 0.0 && options.threshold <= 1.0))
+    throw std::invalid_argument("sketch.threshold must be in (0, 1]");
+}
+
+double estimate_jaccard(const Sketch& a, const Sketch& b, int bits) {
+  int differing = 0;
+  for (std::size_t w = 0; w < a.words.size(); ++w) {
+    std::uint64_t x = a.words[w] ^ b.words[w];
+    // Fold every bin's bits into its lowest bit, then count the non-zero bins.
+    std::uint64_t lowest = 0xffffffffffffffffULL;
+    if (bits >= 2) {
+      x |= x >> 1;
+      lowest = 0x5555555555555555ULL;
+    }
+    if (bits >= 4) {
+      x |= x >> 2;
+      lowest = 0x1111111111111111ULL;
+    }
+    if (bits >= 8) {
+      x |= x >> 4;
+      lowest = 0x0101010101010101ULL;
+    }
+    differing += std::popcount(x & lowest);
+  }
+  const int bins = kSketchBits / bits;
+  const double agree = static_cast<double>(bins - differing) / bins;
+  const double chance = 1.0 / static_cast<double>(1U << bits);
+  return std::clamp((agree - chance) / (1.0 - chance), 0.0, 1.0);
+}
+
+Sketcher::Sketcher(const SketchOptions& options)
+    : options_(options), bins_(kSketchBits / std::max(options.bits, 1)), bin_shift_(0) {
+  validate(options_);
+  bin_shift_ = 64 - std::countr_zero(static_cast<unsigned>(bins_));
+}
+
+template <class Sink>
+void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
+  // Decide the shingle kind: mostly CJK -> 2-grams without spaces, else 5-grams.
+  std::uint32_t chars = 0, cjk_chars = 0;
+  for (std::size_t i = 0; i < text.token_count; ++i) {
+    const Token& t = text.tokens[i];
+    if (t.kind == TokenKind::symbol) continue;
+    const std::uint32_t n = code_points(text.text.substr(t.offset, t.size));
+    chars += n;
+    if (t.kind == TokenKind::cjk) cjk_chars += n;
+  }
+  if (chars == 0) return;
+  const bool cjk = cjk_chars * 2 > chars;
+  const std::size_t n = cjk ? 2 : 5;
+
+  buffer_.clear();
+  unsigned char high = 0;
+  for (std::size_t i = 0; i < text.token_count; ++i) {
+    const Token& t = text.tokens[i];
+    if (t.kind == TokenKind::symbol) continue;
+    if (!cjk && !buffer_.empty()) buffer_.push_back(' ');
+    const std::string_view bytes = text.text.substr(t.offset, t.size);
+    for (const char c : bytes) high |= static_cast<unsigned char>(c);
+    buffer_.append(bytes);
+  }
+  const std::size_t size = buffer_.size();
+  buffer_.append(kPadding, '\0');
+  const char* data = buffer_.data();
+
+  if (high < 0x80) {  // ASCII: a character is a byte
+    if (size <= n) {
+      sink(shingle_hash(data, size));
+      return;
+    }
+    for (std::size_t i = 0; i + n <= size; ++i)
+      sink(mix64(low_bytes(data + i, n) + n * 0x9e3779b97f4a7c15ULL + kShingleSeed));
+    return;
+  }
+  starts_.clear();
+  for (std::size_t i = 0; i < size; ++i)
+    if ((static_cast<unsigned char>(data[i]) & 0xC0) != 0x80) starts_.push_back(static_cast<std::uint32_t>(i));
+  starts_.push_back(static_cast<std::uint32_t>(size));
+  const std::size_t count = starts_.size() - 1;
+  if (count <= n) {
+    sink(shingle_hash(data, size));
+    return;
+  }
+  for (std::size_t i = 0; i + n <= count; ++i) sink(shingle_hash(data + starts_[i], starts_[i + n] - starts_[i]));
+}
+
+SketchResult Sketcher::run(const NormalizedText& text) {
+  SketchResult result;
+  constexpr std::uint32_t kEmpty = 0xffffffffU;
+  std::array<std::uint64_t, kSketchBits / 64> filled{};
+  std::fill_n(minima_.begin(), bins_, kEmpty);
+  std::uint32_t shingles = 0;
+  for_each_shingle(text, [&](std::uint64_t h) {
+    const auto bin = static_cast<std::size_t>(h >> bin_shift_);
+    const auto value = static_cast<std::uint32_t>(h);
+    minima_[bin] = std::min(minima_[bin], value);
+    filled[bin >> 6] |= std::uint64_t{1} << (bin & 63);
+    ++shingles;
+  });
+  result.shingles = shingles;
+  if (shingles == 0) return result;
+
+  // Densify: an empty bin takes the next filled bin to its right (circularly),
+  // plus kRotationStep per step, so two texts fill the same empty bins alike.
+  const auto is_filled = [&](int bin) { return (filled[bin >> 6] >> (bin & 63)) & 1; };
+  int next = -1;
+  for (int i = 2 * bins_ - 1; i >= 0; --i) {
+    const int bin = i % bins_;
+    if (is_filled(bin)) {
+      next = i;
+    } else if (i < bins_ && next >= 0) {
+      minima_[bin] = minima_[next % bins_] + static_cast<std::uint32_t>(next - i) * kRotationStep;
+    }
+  }
+
+  const int bits = options_.bits;
+  for (int bin = 0; bin < bins_; ++bin) {
+    // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
+    const std::uint32_t code = (minima_[bin] * 0x2545f491U) >> (32 - bits);
+    const int at = bin * bits;
+    result.sketch.words[at >> 6] |= std::uint64_t{code} << (at & 63);
+  }
+
+  const int stride = bins_ / options_.band_bins;
+  for (int band = 0; band < options_.bands; ++band) {
+    std::uint64_t key = mix64(kShingleSeed + static_cast<std::uint64_t>(band));
+    for (int r = 0; r < options_.band_bins; ++r) key = mix64(key ^ minima_[(band + r * stride) % bins_]);
+    result.band_keys[static_cast<std::size_t>(band)] = key;
+  }
+  return result;
+}
+
+std::vector<std::uint64_t> Sketcher::shingle_hashes(const NormalizedText& text) {
+  std::vector<std::uint64_t> out;
+  for_each_shingle(text, [&](std::uint64_t h) { out.push_back(h); });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace neardup::dedup

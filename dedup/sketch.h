@@ -1,0 +1,82 @@
+#pragma once
+// A compact similarity sketch of a text: b-bit one-permutation MinHash over the
+// text's character shingles, plus LSH band keys derived from the same minima.
+//
+// Shingles are exactly the ones of the quality evaluation's ground truth
+// (bench/quality/ground_truth.py): the normalized tokens joined by single
+// spaces, cut into character 5-grams; when more than half of the characters
+// are CJK, the tokens concatenated without spaces and cut into 2-grams. A text
+// shorter than n characters is one shingle. Symbol tokens (emoji) are left out.
+//
+// One-permutation MinHash (Li, Owen, Zhang 2012): every shingle hash falls in
+// one of `bins` bins by its top bits and the bin keeps the smallest low 32 bits;
+// empty bins are filled by rotation (Shrivastava, Li 2014: the next non-empty
+// bin to the right, plus an offset per step). Each bin then keeps `bits` bits
+// (b-bit MinHash, Li, Koenig 2010); bins * bits = 128, so a sketch is 16 bytes
+// whatever the setting. Two bins agree with probability J + (1 - J) 2^-bits.
+//
+// Band keys: band j hashes the full 32-bit minima of `band_bins` bins spread
+// over the sketch (j, j + bins/band_bins, ...); two texts share band j with
+// probability ~J^band_bins.
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dedup/normalize.h"
+#include "dedup/options.h"
+
+namespace neardup::dedup {
+
+inline constexpr int kSketchBits = 128;
+inline constexpr int kMaxSketchBands = 8;
+
+/// 128 bits: `bins` codes of `bits` bits, bin i at bits [i*bits, (i+1)*bits).
+struct Sketch {
+  std::array<std::uint64_t, 2> words{};
+  friend constexpr bool operator==(const Sketch&, const Sketch&) = default;
+};
+
+/// Throws std::invalid_argument with a reason unless bits is 1, 2, 4 or 8,
+/// 0 <= bands <= kMaxSketchBands, 1 <= band_bins, bands * band_bins <= bins and
+/// 0 < threshold <= 1. Disabled options are not checked.
+void validate(const SketchOptions& options);
+
+/// Estimated Jaccard similarity of the texts behind two sketches made with the
+/// same `bits`, in [0, 1]: (agreeing share - 2^-bits) / (1 - 2^-bits). O(1).
+double estimate_jaccard(const Sketch& a, const Sketch& b, int bits);
+
+/// What Sketcher::run computes for one text.
+struct SketchResult {
+  Sketch sketch;
+  std::array<std::uint64_t, kMaxSketchBands> band_keys{};  ///< the first `bands` are set
+  std::uint32_t shingles = 0;  ///< shingles hashed (with repeats); 0 for a text with no tokens
+};
+
+/// Reuses its buffers. Not thread-safe; one per Fingerprinter.
+class Sketcher {
+ public:
+  /// Throws std::invalid_argument (see validate()).
+  explicit Sketcher(const SketchOptions& options);
+
+  /// O(bytes + bins). Identical normalized tokens give identical results.
+  SketchResult run(const NormalizedText& text);
+
+  /// For tests and tools: the hash of each distinct shingle run() would use.
+  std::vector<std::uint64_t> shingle_hashes(const NormalizedText& text);
+
+ private:
+  template <class Sink>
+  void for_each_shingle(const NormalizedText& text, Sink&& sink);
+
+  SketchOptions options_;
+  int bins_;
+  int bin_shift_;
+  std::string buffer_;
+  std::vector<std::uint32_t> starts_;
+  std::array<std::uint32_t, kSketchBits> minima_{};
+};
+
+}  // namespace neardup::dedup
