@@ -1,5 +1,7 @@
 #include "dedup/index.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <immintrin.h>
 #include <sys/mman.h>
@@ -50,7 +52,60 @@ std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::ui
   return count;
 }
 
+std::uint32_t residue24(const std::uint8_t* p) {
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 | static_cast<std::uint32_t>(p[2]) << 16;
+}
+
+std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                                std::uint16_t* hits) {
+  std::uint32_t count = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t x = residue24(res + 3 * i) ^ residue;
+    x -= (x >> 1) & 0x55555555U;
+    x = (x & 0x33333333U) + ((x >> 2) & 0x33333333U);
+    x = (((x + (x >> 4)) & 0x0f0f0f0fU) * 0x01010101U) >> 24;
+    hits[count] = static_cast<std::uint16_t>(i);
+    count += static_cast<int>(x) <= k;
+  }
+  return count;
+}
+
 #if defined(__x86_64__)
+__attribute__((target("popcnt"))) std::uint32_t filter24_popcnt(const std::uint8_t* res, std::uint32_t n,
+                                                                std::uint32_t residue, int k, std::uint16_t* hits) {
+  std::uint32_t count = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    hits[count] = static_cast<std::uint16_t>(i);
+    count += __builtin_popcount(residue24(res + 3 * i) ^ residue) <= k;
+  }
+  return count;
+}
+
+// 16 packed residues (48 bytes) per step: a masked load (no read past the end),
+// a byte permute that widens each 3-byte residue to a 32-bit lane, one popcount.
+__attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vpopcntdq"))) std::uint32_t filter24_avx512(
+    const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k, std::uint16_t* hits) {
+  alignas(64) std::uint8_t spread[64];
+  for (int j = 0; j < 64; ++j) spread[j] = static_cast<std::uint8_t>(j % 4 == 3 ? 0 : 3 * (j / 4) + j % 4);
+  const __m512i index = _mm512_load_si512(spread);
+  const __m512i r = _mm512_set1_epi32(static_cast<int>(residue));
+  const __m512i limit = _mm512_set1_epi32(k);
+  std::uint32_t count = 0;
+  for (std::uint32_t i = 0; i < n; i += 16) {
+    const std::uint32_t m = n - i >= 16 ? 16 : n - i;
+    const __mmask64 bytes = (std::uint64_t{1} << (3 * m)) - 1;
+    const __mmask16 lanes = static_cast<__mmask16>((1U << m) - 1);
+    const __m512i packed = _mm512_maskz_loadu_epi8(bytes, res + 3 * i);
+    const __m512i wide = _mm512_maskz_permutexvar_epi8(0x7777777777777777ULL, index, packed);
+    unsigned mask = _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(_mm512_xor_si512(wide, r)), limit);
+    while (mask != 0) {
+      hits[count++] = static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
+      mask &= mask - 1;
+    }
+  }
+  return count;
+}
+
 __attribute__((target("popcnt"))) std::uint32_t filter_popcnt(const std::uint32_t* res, std::uint32_t n,
                                                               std::uint32_t residue, int k, std::uint16_t* hits) {
   std::uint32_t count = 0;
@@ -98,6 +153,25 @@ FilterFn chosen_filter() {
   return filter;
 }
 
+using Filter24Fn = std::uint32_t (*)(const std::uint8_t*, std::uint32_t, std::uint32_t, int, std::uint16_t*);
+
+Filter24Fn pick_filter24() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vpopcntdq")) {
+    return &filter24_avx512;
+  }
+  if (__builtin_cpu_supports("popcnt")) return &filter24_popcnt;
+#endif
+  return &filter24_portable;
+}
+
+Filter24Fn chosen_filter24() {
+  static const Filter24Fn filter = pick_filter24();
+  return filter;
+}
+
 }  // namespace
 
 std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
@@ -105,10 +179,15 @@ std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std
   return chosen_filter()(res, n, residue, k, hits);
 }
 
+std::uint32_t CellTables::filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                                    std::uint16_t* hits) {
+  return chosen_filter24()(res, n, residue, k, hits);
+}
+
 const char* CellTables::filter_name() {
 #if defined(__x86_64__)
-  if (chosen_filter() == &filter_avx512) return "avx512";
-  if (chosen_filter() == &filter_popcnt) return "popcnt";
+  if (chosen_filter24() == &filter24_avx512) return "avx512";
+  if (chosen_filter24() == &filter24_popcnt) return "popcnt";
 #endif
   return "portable";
 }
@@ -186,63 +265,193 @@ PigeonholeLayout::PigeonholeLayout(int blocks, int max_distance, std::size_t cap
   }
 }
 
-CellTables::CellTables(const PigeonholeLayout& layout) {
-  std::size_t total = 0;
+std::uint32_t CellTables::slot_cells_for(int bucket_bits, std::size_t entries) {
+  // The expected load plus 2.5 standard deviations (Poisson): ~1% of buckets spill.
+  const double mean = std::ldexp(static_cast<double>(entries), -bucket_bits);
+  const double cells = std::ceil(mean + 2.5 * std::sqrt(mean)) + 1;
+  if (cells < 4) return 4;
+  if (cells > kMaxSlotCells) return kMaxSlotCells;
+  return static_cast<std::uint32_t>(cells);
+}
+
+std::size_t CellTables::slot_bytes_for(std::uint32_t cells) {
+  // header, residues (+1 byte: scalar filters may read 4 bytes at the last), sequences
+  const std::size_t residues = (3 * std::size_t{cells} + 1 + 3) & ~std::size_t{3};
+  return (sizeof(Bucket) + residues + 4 * std::size_t{cells} + 7) & ~std::size_t{7};
+}
+
+CellTables::CellTables(const PigeonholeLayout& layout, std::size_t expected_entries) : layout_(&layout) {
   offsets_.reserve(layout.tables());
   for (std::size_t t = 0; t < layout.tables(); ++t) {
-    offsets_.push_back(total);
-    total += std::size_t{1} << layout.bucket_bits(t);
+    offsets_.push_back(buckets_);
+    buckets_ += std::size_t{1} << layout.bucket_bits(t);
   }
-  buckets_ = HugeArray<Bucket>(total);
+  layout_slots(expected_entries);
 }
 
-CellTables::~CellTables() {
-  for (Bucket& b : buckets_) std::free(b.cells);
+void CellTables::layout_slots(std::size_t expected_entries) {
+  // One slot size for all tables: the one with the fewest buckets (the most cells each) decides.
+  int fewest_bits = 64;
+  for (std::size_t t = 0; t < layout_->tables(); ++t) fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
+  slot_cells_ = slot_cells_for(fewest_bits, expected_entries);
+  stride_ = slot_bytes_for(slot_cells_);
+  sequence_offset_ = sizeof(Bucket) + ((3 * std::size_t{slot_cells_} + 1 + 3) & ~std::size_t{3});
+  const double mean = std::ldexp(static_cast<double>(expected_entries), -fewest_bits);
+  prefetch_lines_ = static_cast<std::uint32_t>(std::min(16.0, (sizeof(Bucket) + 3 * mean) / 64 + 1));
+  slots_ = HugeArray<std::uint64_t>(buckets_ * stride_ / sizeof(std::uint64_t));
 }
+
+CellTables::~CellTables() { free_all_spills(); }
 
 CellTables::CellTables(CellTables&& other) noexcept
-    : buckets_(std::move(other.buckets_)),
+    : layout_(other.layout_),
+      slots_(std::move(other.slots_)),
       offsets_(std::move(other.offsets_)),
+      buckets_(std::exchange(other.buckets_, 0)),
+      stride_(other.stride_),
+      sequence_offset_(other.sequence_offset_),
+      slot_cells_(other.slot_cells_),
+      prefetch_lines_(other.prefetch_lines_),
+      spills_(std::move(other.spills_)),
+      free_spills_(std::move(other.free_spills_)),
       cells_(std::exchange(other.cells_, 0)),
-      allocated_bytes_(std::exchange(other.allocated_bytes_, 0)) {
+      spill_bytes_(std::exchange(other.spill_bytes_, 0)) {
+  other.spills_.clear();
 }
 
 CellTables& CellTables::operator=(CellTables&& other) noexcept {
   if (this != &other) {
-    for (Bucket& b : buckets_) std::free(b.cells);
-    buckets_ = std::move(other.buckets_);
+    free_all_spills();
+    layout_ = other.layout_;
+    slots_ = std::move(other.slots_);
     offsets_ = std::move(other.offsets_);
+    buckets_ = std::exchange(other.buckets_, 0);
+    stride_ = other.stride_;
+    sequence_offset_ = other.sequence_offset_;
+    slot_cells_ = other.slot_cells_;
+    prefetch_lines_ = other.prefetch_lines_;
+    spills_ = std::move(other.spills_);
+    other.spills_.clear();
+    free_spills_ = std::move(other.free_spills_);
     cells_ = std::exchange(other.cells_, 0);
-    allocated_bytes_ = std::exchange(other.allocated_bytes_, 0);
+    spill_bytes_ = std::exchange(other.spill_bytes_, 0);
   }
   return *this;
 }
 
-void CellTables::resize(Bucket& b, std::uint32_t cap) {
+void CellTables::free_all_spills() {
+  for (Spill& s : spills_) std::free(s.cells);
+  spills_.clear();
+  free_spills_.clear();
+  spill_bytes_ = 0;
+}
+
+void CellTables::reserve(std::size_t expected_entries, std::uint32_t oldest, std::uint32_t live) {
+  int fewest_bits = 64;
+  for (std::size_t t = 0; t < layout_->tables(); ++t) fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
+  if (slot_cells_for(fewest_bits, expected_entries) <= slot_cells_) return;
+  CellTables next(*layout_, expected_entries);
+  for (std::size_t i = 0; i < buckets_; ++i) {
+    Bucket& from = bucket_at(i);
+    Bucket& to = next.bucket_at(i);
+    // Front to back, so the new bucket keeps FIFO order.
+    auto move = [&](std::uint32_t residue, std::uint32_t sequence) {
+      if (static_cast<std::uint32_t>(sequence - oldest) < live) next.push(to, residue, sequence);
+    };
+    if (from.spill != 0) {
+      const Spill& s = spills_[from.spill - 1];
+      for (std::uint32_t j = 0, pos = s.head; j < s.size; ++j, pos = pos + 1 == s.cap ? 0 : pos + 1) {
+        move(s.cells[pos], s.cells[s.cap + pos]);
+      }
+    } else {
+      const std::uint8_t* res = residues(from);
+      const std::uint32_t* seq = sequences(from);
+      for (std::uint32_t j = 0, pos = from.head; j < from.size; ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
+        move(residue24(res + 3 * pos), seq[pos]);
+      }
+    }
+  }
+  *this = std::move(next);
+}
+
+void CellTables::spill_out(Bucket& b) {
+  std::uint32_t index;
+  if (!free_spills_.empty()) {
+    index = free_spills_.back();
+    free_spills_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(spills_.size());
+    spills_.emplace_back();
+  }
+  Spill& s = spills_[index];
+  resize(s, slot_cells_ + spill_step(slot_cells_));
+  const std::uint8_t* res = residues(b);
+  const std::uint32_t* seq = sequences(b);
+  for (std::uint32_t j = 0, pos = b.head; j < b.size; ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
+    s.cells[j] = residue24(res + 3 * pos);
+    s.cells[s.cap + j] = seq[pos];
+  }
+  s.head = 0;
+  s.size = b.size;
+  b.head = 0;
+  b.size = 0;
+  b.spill = index + 1;
+}
+
+void CellTables::spill_pop(Bucket& b, std::uint32_t oldest, std::uint32_t live) {
+  Spill& s = spills_[b.spill - 1];
+  const std::uint32_t before = s.size;
+  while (s.size != 0 && static_cast<std::uint32_t>(s.cells[s.cap + s.head] - oldest) >= live) {
+    if (++s.head == s.cap) s.head = 0;
+    --s.size;
+  }
+  if (s.size == before) return;
+  cells_ -= before - s.size;
+  if (s.size <= slot_cells_ / 2) {  // back into the slot, front at 0
+    std::uint8_t* res = residues(b);
+    std::uint32_t* seq = sequences(b);
+    for (std::uint32_t j = 0, pos = s.head; j < s.size; ++j, pos = pos + 1 == s.cap ? 0 : pos + 1) {
+      const std::uint32_t r = s.cells[pos];
+      res[3 * j] = static_cast<std::uint8_t>(r);
+      res[3 * j + 1] = static_cast<std::uint8_t>(r >> 8);
+      res[3 * j + 2] = static_cast<std::uint8_t>(r >> 16);
+      seq[j] = s.cells[s.cap + pos];
+    }
+    b.head = 0;
+    b.size = static_cast<std::uint16_t>(s.size);
+    release(s);
+    free_spills_.push_back(b.spill - 1);
+    b.spill = 0;
+  } else if (s.cap - s.size > 3 * spill_step(s.cap)) {
+    resize(s, s.size + spill_step(s.size));
+  }
+}
+
+void CellTables::resize(Spill& s, std::uint32_t cap) {
   auto* cells = static_cast<std::uint32_t*>(std::malloc(std::size_t{cap} * 2 * sizeof(std::uint32_t)));
   if (cells == nullptr) throw std::bad_alloc();
   // Unwrap the ring into the new arrays: front at 0.
-  const std::uint32_t first = b.cap - b.head < b.size ? b.cap - b.head : b.size;
-  if (b.size != 0) {
-    std::memcpy(cells, b.cells + b.head, first * sizeof(std::uint32_t));
-    std::memcpy(cells + first, b.cells, (b.size - first) * sizeof(std::uint32_t));
-    std::memcpy(cells + cap, b.cells + b.cap + b.head, first * sizeof(std::uint32_t));
-    std::memcpy(cells + cap + first, b.cells + b.cap, (b.size - first) * sizeof(std::uint32_t));
+  const std::uint32_t first = s.cap - s.head < s.size ? s.cap - s.head : s.size;
+  if (s.size != 0) {
+    std::memcpy(cells, s.cells + s.head, first * sizeof(std::uint32_t));
+    std::memcpy(cells + first, s.cells, (s.size - first) * sizeof(std::uint32_t));
+    std::memcpy(cells + cap, s.cells + s.cap + s.head, first * sizeof(std::uint32_t));
+    std::memcpy(cells + cap + first, s.cells + s.cap, (s.size - first) * sizeof(std::uint32_t));
   }
-  release(b);
-  b.cells = cells;
-  b.cap = cap;
-  allocated_bytes_ += chunk_bytes(std::size_t{cap} * 2 * sizeof(std::uint32_t));
+  const std::uint32_t size = s.size;
+  release(s);
+  s.cells = cells;
+  s.cap = cap;
+  s.size = size;
+  spill_bytes_ += chunk_bytes(std::size_t{cap} * 2 * sizeof(std::uint32_t));
 }
 
-void CellTables::release(Bucket& b) {
-  if (b.cells != nullptr) {
-    allocated_bytes_ -= chunk_bytes(std::size_t{b.cap} * 2 * sizeof(std::uint32_t));
-    std::free(b.cells);
+void CellTables::release(Spill& s) {
+  if (s.cells != nullptr) {
+    spill_bytes_ -= chunk_bytes(std::size_t{s.cap} * 2 * sizeof(std::uint32_t));
+    std::free(s.cells);
   }
-  b.cells = nullptr;
-  b.cap = 0;
-  b.head = 0;
+  s = Spill{};
 }
 
 }  // namespace neardup::dedup

@@ -42,15 +42,18 @@ const WindowOptions& checked(const IndexOptions& index, const WindowOptions& win
   if (!PigeonholeLayout::supported(blocks, index.max_distance)) return window;  // the layout explains it
   // Bucket headers are allocated up front: refuse layouts whose headers alone are absurd.
   const PigeonholeLayout layout(blocks, index.max_distance, window.max_entries);
+  // Bucket slots are allocated up front (at their smallest, for an empty window):
+  // refuse layouts whose slots alone are absurd.
   double header_bytes = 0;
+  const double slot_bytes = static_cast<double>(CellTables::slot_bytes_for(CellTables::slot_cells_for(0, 0)));
   for (std::size_t t = 0; t < layout.tables(); ++t) {
-    header_bytes += static_cast<double>(sizeof(CellTables::Bucket)) * static_cast<double>(1ULL << layout.bucket_bits(t));
+    header_bytes += slot_bytes * static_cast<double>(1ULL << layout.bucket_bits(t));
   }
   if (header_bytes > 4.0 * (1ULL << 30)) {
     throw std::invalid_argument("index layout blocks " + std::to_string(blocks) + " with max_distance " +
                                 std::to_string(index.max_distance) + " needs " + std::to_string(layout.tables()) +
                                 " tables; for " + std::to_string(window.max_entries) +
-                                " entries their bucket headers alone exceed 4 GiB (see `neardup plan`)");
+                                " entries their bucket slots alone exceed 4 GiB (see `neardup plan`)");
   }
   return window;
 }
@@ -135,6 +138,9 @@ struct Window::Impl {
     ring = std::move(next);
     ring_cap = cap;
     head_pos = 0;
+    // Bucket slots sized for the new capacity: buckets rarely spill, and a probe
+    // finds a bucket's cells at a position computed from the fingerprint.
+    cells.reserve(cap, static_cast<std::uint32_t>(head_seq), static_cast<std::uint32_t>(live()));
   }
 
   void sweep() {
@@ -186,9 +192,9 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
     for (std::size_t i = 0; i < n; ++i) {
       buckets[i] = &w.cells.bucket(group + i, w.layout.bucket(group + i, fp.bits));
       residues[i] = w.layout.residue(group + i, fp.bits);
-      CellTables::prefetch_header(*buckets[i]);
+      w.cells.prefetch_header(*buckets[i]);
     }
-    for (std::size_t i = 0; i < n; ++i) CellTables::prefetch_cells(*buckets[i]);
+    for (std::size_t i = 0; i < n; ++i) w.cells.prefetch_cells(*buckets[i]);
     for (std::size_t i = 0; i < n && !done; ++i) {
       // Expired cells are not popped here (that would read the sequence array
       // up front, a cache miss per table): the rare filter survivors are checked
@@ -222,14 +228,14 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
 void Window::prefetch(Fingerprint fp) const {
   Impl& w = *impl_;
   for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    CellTables::prefetch_header(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
+    w.cells.prefetch_header(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
   }
 }
 
 void Window::prefetch_cells(Fingerprint fp) const {
   Impl& w = *impl_;
   for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    CellTables::prefetch_cells(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
+    w.cells.prefetch_cells(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
   }
 }
 
