@@ -49,7 +49,7 @@ struct SketchOptions {
   int bits = 2;             ///< bits per MinHash bin: 1, 2, 4 or 8 (bins = 128 / bits)
   double threshold = 0.7;   ///< estimated shingle Jaccard needed to call a duplicate
   int bands = 3;            ///< LSH bands (0 = SimHash candidates only), at most 8
-  int band_bins = 3;        ///< MinHash bins hashed into one band key
+  int band_bins = 4;        ///< MinHash bins hashed into one band key
 };
 
 struct DedupOptions {

@@ -118,19 +118,24 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
   const bool cjk = cjk_chars * 2 > chars;
   const std::size_t n = cjk ? 2 : 5;
 
-  buffer_.clear();
+  // Tokens are short: a byte loop into a buffer sized once beats a memcpy call each.
+  if (buffer_.size() < text.text.size() + text.token_count + kPadding)
+    buffer_.resize(text.text.size() + text.token_count + kPadding);
+  char* out = buffer_.data();
+  std::size_t size = 0;
   unsigned char high = 0;
   for (std::size_t i = 0; i < text.token_count; ++i) {
     const Token& t = text.tokens[i];
     if (t.kind == TokenKind::symbol) continue;
-    if (!cjk && !buffer_.empty()) buffer_.push_back(' ');
-    const std::string_view bytes = text.text.substr(t.offset, t.size);
-    for (const char c : bytes) high |= static_cast<unsigned char>(c);
-    buffer_.append(bytes);
+    if (!cjk && size != 0) out[size++] = ' ';
+    const char* bytes = text.text.data() + t.offset;
+    for (std::uint32_t j = 0; j < t.size; ++j) {
+      high |= static_cast<unsigned char>(bytes[j]);
+      out[size++] = bytes[j];
+    }
   }
-  const std::size_t size = buffer_.size();
-  buffer_.append(kPadding, '\0');
-  const char* data = buffer_.data();
+  std::memset(out + size, 0, kPadding);
+  const char* data = out;
 
   if (high < 0x80) {  // ASCII: a character is a byte
     if (size <= n) {
@@ -155,15 +160,19 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
 
 SketchResult Sketcher::run(const NormalizedText& text) {
   SketchResult result;
+  // kEmpty doubles as "no shingle yet": a true minimum of 0xffffffff is as
+  // good as an empty bin (it is replaced by densification, the same for all).
   constexpr std::uint32_t kEmpty = 0xffffffffU;
-  std::array<std::uint64_t, kSketchBits / 64> filled{};
-  std::fill_n(minima_.begin(), bins_, kEmpty);
+  const int bins = bins_;
+  const int shift = bin_shift_;
+  std::uint32_t* minima = minima_.data();
+  std::fill_n(minima, bins, kEmpty);
   std::uint32_t shingles = 0;
   for_each_shingle(text, [&](std::uint64_t h) {
-    const auto bin = static_cast<std::size_t>(h >> bin_shift_);
+    const auto bin = static_cast<std::size_t>(h >> shift);
     const auto value = static_cast<std::uint32_t>(h);
-    minima_[bin] = std::min(minima_[bin], value);
-    filled[bin >> 6] |= std::uint64_t{1} << (bin & 63);
+    const std::uint32_t old = minima[bin];
+    minima[bin] = value < old ? value : old;  // a select, not a branch: the outcome is a coin flip
     ++shingles;
   });
   result.shingles = shingles;
@@ -171,29 +180,34 @@ SketchResult Sketcher::run(const NormalizedText& text) {
 
   // Densify: an empty bin takes the next filled bin to its right (circularly),
   // plus kRotationStep per step, so two texts fill the same empty bins alike.
-  const auto is_filled = [&](int bin) { return (filled[bin >> 6] >> (bin & 63)) & 1; };
-  int next = -1;
-  for (int i = 2 * bins_ - 1; i >= 0; --i) {
-    const int bin = i % bins_;
-    if (is_filled(bin)) {
+  int first = 0;
+  while (first < bins && minima[first] == kEmpty) ++first;
+  if (first == bins) first = 0;  // every minimum was 0xffffffff: nothing to copy from
+  int next = first + bins;  // index into the circular continuation
+  for (int i = bins - 1; i >= 0; --i) {
+    if (minima[i] != kEmpty) {
       next = i;
-    } else if (i < bins_ && next >= 0) {
-      minima_[bin] = minima_[next % bins_] + static_cast<std::uint32_t>(next - i) * kRotationStep;
+    } else {
+      minima[i] = minima[next >= bins ? next - bins : next] + static_cast<std::uint32_t>(next - i) * kRotationStep;
     }
   }
 
   const int bits = options_.bits;
-  for (int bin = 0; bin < bins_; ++bin) {
-    // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
-    const std::uint32_t code = (minima_[bin] * 0x2545f491U) >> (32 - bits);
-    const int at = bin * bits;
-    result.sketch.words[at >> 6] |= std::uint64_t{code} << (at & 63);
+  const int per_word = 64 / bits;
+  for (int w = 0; w < 2; ++w) {
+    std::uint64_t word = 0;
+    for (int j = per_word - 1; j >= 0; --j) {
+      // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
+      const std::uint32_t code = (minima[w * per_word + j] * 0x2545f491U) >> (32 - bits);
+      word = (word << bits) | code;
+    }
+    result.sketch.words[static_cast<std::size_t>(w)] = word;
   }
 
-  const int stride = bins_ / options_.band_bins;
+  const int stride = bins / options_.band_bins;
   for (int band = 0; band < options_.bands; ++band) {
     std::uint64_t key = mix64(kShingleSeed + static_cast<std::uint64_t>(band));
-    for (int r = 0; r < options_.band_bins; ++r) key = mix64(key ^ minima_[(band + r * stride) % bins_]);
+    for (int r = 0; r < options_.band_bins; ++r) key = mix64(key ^ minima[band + r * stride]);
     result.band_keys[static_cast<std::size_t>(band)] = key;
   }
   return result;

@@ -65,7 +65,10 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
 void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, const SketchResult* sketch) {
   if (max_entries_ == 0 || sequence < oldest_live) return;  // the window keeps nothing
   if (!empty_ && sequence < next_sequence_) return;         // not newer: a caller bug, ignore it
-  if (empty_) next_sequence_ = sequence;
+  if (empty_) {
+    next_sequence_ = sequence;
+    base_ = sequence - 1;  // the first entry is stored as 1: an empty cell (0) is no entry
+  }
   // Live entries after this insert: [max(oldest_live, ...), sequence]; the ring must hold them all.
   while (sequence + 1 - oldest_live > capacity_ && capacity_ < max_entries_) grow(oldest_live);
   next_sequence_ = sequence + 1;
@@ -86,7 +89,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
     std::uint32_t& head = heads_[static_cast<std::size_t>(band) * heads_per_band_ +
                                  bucket(sketch->band_keys[static_cast<std::size_t>(band)])];
     s[4 + band] = head;
-    head = static_cast<std::uint32_t>(sequence);
+    head = static_cast<std::uint32_t>(sequence - base_);
   }
 }
 

@@ -12,8 +12,9 @@
 // max_entries; per band a table of bucket heads (32-bit sequence of the newest
 // entry whose band key falls in the bucket). A bucket is a chain through the
 // slots from newest to oldest, so a probe walks it until the first dead entry:
-// expiry costs nothing. Sequences are stored as their low 32 bits and rebuilt
-// relative to a newer sequence; the window holds at most 2^30 entries, so a
+// expiry costs nothing. Sequences are stored as the low 32 bits of their offset
+// from the first one (0 = no entry) and rebuilt relative to a newer sequence;
+// the window holds at most 2^30 entries, so a
 // live entry is always rebuilt exactly (a stale bucket can alias to some other
 // live entry, which is only an extra candidate: callers verify every candidate
 // with its sketch).
@@ -66,7 +67,9 @@ class SketchIndex {
   /// Calls visit(sequence, const Sketch&) for every live entry (>= oldest_live)
   /// that shares a band key bucket with `probe` (newest first per band, at most
   /// kMaxChain per band; an entry that shares several bands is visited once per band).
-  /// O(bands + visited).
+  /// It may visit a few more live entries (after 2^32 inserts an empty bucket can
+  /// read as a live entry, and a bucket untouched for 2^32 inserts can alias):
+  /// callers verify every candidate by its sketch. O(bands + visited).
   template <class Visit>
   void for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit);
 
@@ -96,6 +99,7 @@ class SketchIndex {
   std::size_t heads_per_band_ = 0;
   std::unique_ptr<std::uint32_t[], FreeDeleter> heads_;  // [band * heads_per_band_ + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
+  std::uint64_t base_ = 0;           // first sequence - 1: cells hold uint32(sequence - base_), 0 = none
   bool empty_ = true;
   SketchIndexStats stats_;
 };
@@ -109,7 +113,7 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
                                   bucket(probe.band_keys[static_cast<std::size_t>(band)])];
     std::uint64_t newer = next_sequence_;  // every chain element is older than this
     for (std::size_t steps = 0; steps < kMaxChain; ++steps) {
-      const std::uint32_t back = static_cast<std::uint32_t>(newer) - stored;
+      const std::uint32_t back = static_cast<std::uint32_t>(newer - base_) - stored;
       if (back == 0 || back > newer - oldest_live) break;  // dead, or not older than `newer`
       const std::uint64_t sequence = newer - back;
       const std::uint32_t* s = slot(sequence);

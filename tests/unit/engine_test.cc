@@ -1,0 +1,144 @@
+#include "dedup/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace neardup::dedup {
+namespace {
+
+DedupOptions defaults() { return DedupOptions{}; }
+
+DedupOptions classic() {
+  DedupOptions o;
+  o.sketch.enabled = false;
+  return o;
+}
+
+struct Feed {
+  Engine engine;
+  std::uint64_t next_ref = 1;
+  std::int64_t now = 1'700'000'000'000;
+
+  explicit Feed(const DedupOptions& options) : engine(options) {}
+  Verdict operator()(std::string_view text, std::int64_t advance_ms = 1000) {
+    now += advance_ms;
+    return engine.process(text, EventTime{now}, RecordRef{next_ref++});
+  }
+};
+
+constexpr std::string_view kPost = "Just finished my first marathon in under four hours, legs are gone but so happy";
+constexpr std::string_view kOtherPost =
+    "Training for my first marathon, four hours of running this weekend and my legs are gone";
+
+TEST(Engine, ShortPostWithOneChangedWordIsADuplicate) {
+  Feed feed(defaults());
+  ASSERT_EQ(feed(kPost).kind, VerdictKind::unique);
+  const Verdict v = feed("Just finished my first marathon in under four hours, legs are dead but so happy");
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_EQ(v.match->of, RecordRef{1});
+  ASSERT_TRUE(v.similarity.has_value());
+  EXPECT_GE(*v.similarity, 0.7);
+  EXPECT_EQ(v.match->distance, hamming_distance(v.fingerprint, v.match->fingerprint));
+}
+
+TEST(Engine, ShortPostWithAppendedUrlIsADuplicate) {
+  Feed feed(defaults());
+  ASSERT_EQ(feed(kPost).kind, VerdictKind::unique);
+  EXPECT_EQ(feed(std::string(kPost) + " https://t.co/x7Kq2").kind, VerdictKind::duplicate);
+}
+
+TEST(Engine, SameTopicDifferentPostIsNotADuplicate) {
+  Feed feed(defaults());
+  ASSERT_EQ(feed(kPost).kind, VerdictKind::unique);
+  EXPECT_EQ(feed(kOtherPost).kind, VerdictKind::unique);
+  EXPECT_EQ(feed.engine.stats().unique, 2U);
+}
+
+TEST(Engine, ChineseTraditionalVariantIsADuplicate) {
+  Feed feed(defaults());
+  ASSERT_EQ(feed("春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。").kind, VerdictKind::unique);
+  // 觉 -> 覺 (traditional), full-width punctuation -> ASCII.
+  const Verdict v = feed("春眠不覺晓,处处闻啼鸟. 夜来风雨声,花落知多少. 床前明月光,疑是地上霜.");
+  EXPECT_EQ(v.kind, VerdictKind::duplicate);
+  // A different poem by the same author is not.
+  EXPECT_EQ(feed("举头望明月，低头思故乡。白日依山尽，黄河入海流。欲穷千里目，更上一层楼。").kind, VerdictKind::unique);
+}
+
+TEST(Engine, ExactCopyIsADuplicateWithSimilarityOne) {
+  Feed feed(defaults());
+  feed(kOtherPost);
+  const Verdict v = feed(kOtherPost);
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_EQ(v.match->distance, 0);
+  EXPECT_DOUBLE_EQ(*v.similarity, 1.0);
+}
+
+TEST(Engine, SketchFindsMatchesBeyondTheSimHashRadius) {
+  // One changed word in a short text moves the SimHash by several bits: the
+  // match comes from a band and is reported with its true distance.
+  Feed feed(defaults());
+  int beyond = 0;
+  const std::string base = "the night train to the coast was late again and nobody told us why";
+  feed(base);
+  for (const char* word : {"bus", "ferry", "tram", "plane", "boat", "coach"}) {
+    std::string text = base;
+    text.replace(text.find("train"), 5, word);
+    const Verdict v = feed(text);
+    if (v.kind == VerdictKind::duplicate && v.match->distance > feed.engine.options().index.max_distance) ++beyond;
+  }
+  EXPECT_GT(beyond, 0);
+  EXPECT_GT(feed.engine.stats().sketch_matches, 0U);
+}
+
+TEST(Engine, ClassicModeHasNoSimilarityAndStaysWithinK) {
+  Feed feed(classic());
+  feed(kPost);
+  const Verdict v = feed(kPost);
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_FALSE(v.similarity.has_value());
+  EXPECT_EQ(feed.engine.stats().sketch.bytes, 0U);
+}
+
+TEST(Engine, ExpiredEntriesAreNeverMatched) {
+  DedupOptions o = defaults();
+  o.window.duration = std::chrono::minutes(1);
+  Feed feed(o);
+  feed(kPost);
+  EXPECT_EQ(feed(std::string(kPost) + " #running", 61'000).kind, VerdictKind::unique);
+
+  DedupOptions small = defaults();
+  small.window.max_entries = 1;
+  Feed bounded(small);
+  bounded(kPost);
+  bounded(kOtherPost);  // evicts kPost
+  EXPECT_EQ(bounded(std::string(kPost) + " #running").kind, VerdictKind::unique);
+}
+
+TEST(Engine, ReplayOfTheSameRecordIsNotItsOwnDuplicate) {
+  Engine engine(defaults());
+  EXPECT_EQ(engine.process(kPost, EventTime{1}, RecordRef{5}).kind, VerdictKind::unique);
+  EXPECT_EQ(engine.process(kPost, EventTime{2}, RecordRef{5}).kind, VerdictKind::unique);
+  EXPECT_EQ(engine.process(kPost, EventTime{3}, RecordRef{6}).kind, VerdictKind::duplicate);
+}
+
+TEST(Engine, RememberedFingerprintsMatchBySimHashAlone) {
+  Engine source(classic());
+  const Verdict kept = source.process(kPost, EventTime{1}, RecordRef{1});
+  Engine engine(defaults());
+  engine.remember(kept.fingerprint, EventTime{1}, RecordRef{1});
+  const Verdict v = engine.process(kPost, EventTime{2}, RecordRef{2});
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_EQ(v.match->of, RecordRef{1});
+  EXPECT_FALSE(v.similarity.has_value());
+}
+
+TEST(Engine, InvalidSketchOptionsThrow) {
+  DedupOptions o;
+  o.sketch.bits = 3;
+  EXPECT_THROW(Engine{o}, std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace neardup::dedup
