@@ -32,8 +32,10 @@ struct WindowStats {
 /// exactly newest - duration stays; one millisecond older goes. The clock only moves
 /// forward (an out-of-order `now` does not turn it back). max_entries == 0 keeps nothing.
 ///
-/// Memory: about 24 bytes per entry (fingerprint, time, ref in a ring) plus 8 bytes
-/// per entry per table and ~6% slack; `neardup plan` estimates a layout.
+/// Memory: about 24 bytes per entry (fingerprint, time, ref in a ring) plus, per
+/// table, a fixed slot per bucket sized for the ring's capacity (7 bytes per cell,
+/// expected load + 2.5 sigma: ~35 bytes per entry over 4 tables at 10M entries),
+/// re-sized as the ring grows; stats().bytes counts what is mapped and allocated.
 class Window {
  public:
   /// Throws std::invalid_argument when (blocks, max_distance) is unsupported

@@ -160,5 +160,98 @@ TEST(CellTables, ScanFiltersByResidueDistanceAndStopsWhenAsked) {
   EXPECT_EQ(examined, 321U);
 }
 
+TEST(CellTables, SpillsAFullSlotAndMovesBackWhenItHasShrunk) {
+  const PigeonholeLayout layout(4, 3, 1 << 10);
+  CellTables cells(layout, 1 << 10);
+  const std::uint32_t slot = cells.slot_cells();
+  ASSERT_GE(slot, 4U);
+  CellTables::Bucket& b = cells.bucket(1, 7);
+  const std::size_t empty_bytes = cells.bytes();
+  auto contents = [&] {
+    std::vector<std::uint32_t> seen;
+    cells.scan(b, 0, 32, [&](std::uint32_t seq) {
+      seen.push_back(seq);
+      return false;
+    });
+    return seen;
+  };
+  // Wrap the inline ring first (head moves), then overflow it.
+  for (std::uint32_t s = 0; s < slot; ++s) cells.push(b, s, s);
+  cells.pop_expired(b, 3, 1000);
+  std::uint32_t next = slot;
+  while (next < 3 * slot + 3) cells.push(b, next, next), ++next;
+  EXPECT_NE(b.spill, 0U);
+  const std::size_t spilled_bytes = cells.bytes();
+  EXPECT_GE(spilled_bytes, empty_bytes + 8 * (3 * slot + 3 - 3));  // the ring's cells, counted
+  std::vector<std::uint32_t> want;
+  for (std::uint32_t s = 3; s < next; ++s) want.push_back(s);
+  EXPECT_EQ(contents(), want);
+  // Expire all but a quarter of a slot: the bucket returns to its slot, in order.
+  const std::uint32_t oldest = next - slot / 4;
+  cells.pop_expired(b, oldest, 1000);
+  EXPECT_EQ(b.spill, 0U);
+  EXPECT_LE(cells.bytes(), empty_bytes + 64) << "the ring is freed; only its directory entry remains";
+  want.assign({});
+  for (std::uint32_t s = oldest; s < next; ++s) want.push_back(s);
+  EXPECT_EQ(contents(), want);
+  EXPECT_EQ(cells.cells(), want.size());
+  // And it keeps working inline: push, pop everything.
+  cells.push(b, next, next);
+  ++next;
+  cells.pop_expired(b, next, 0);
+  EXPECT_TRUE(contents().empty());
+  EXPECT_EQ(cells.cells(), 0U);
+}
+
+TEST(CellTables, ReserveGrowsSlotsKeepingLiveCellsInOrder) {
+  const PigeonholeLayout layout(4, 3, 1 << 14);
+  CellTables cells(layout);
+  const std::uint32_t small = cells.slot_cells();
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<std::uint32_t>> pushed(64);
+  for (std::uint32_t seq = 0; seq < 4000; ++seq) {
+    const std::uint32_t index = static_cast<std::uint32_t>(rng() % 64);
+    cells.push(cells.bucket(2, index), static_cast<std::uint32_t>(rng()), seq);
+    pushed[index].push_back(seq);
+  }
+  const std::size_t small_bytes = cells.bytes();
+  cells.reserve(std::size_t{1} << 22, 1000, 3000);  // live: 1000..3999
+  EXPECT_GT(cells.slot_cells(), small);
+  EXPECT_GT(cells.bytes(), small_bytes);
+  EXPECT_EQ(cells.cells(), 3000U);
+  for (std::uint32_t index = 0; index < 64; ++index) {
+    std::vector<std::uint32_t> seen;
+    cells.scan(cells.bucket(2, index), 0, 32, [&](std::uint32_t seq) {
+      seen.push_back(seq);
+      return false;
+    });
+    std::vector<std::uint32_t> want;
+    for (std::uint32_t seq : pushed[index]) {
+      if (seq >= 1000) want.push_back(seq);
+    }
+    ASSERT_EQ(seen, want) << "bucket " << index;
+  }
+  const std::uint32_t grown = cells.slot_cells();
+  cells.reserve(16, 1000, 3000);  // never shrinks
+  EXPECT_EQ(cells.slot_cells(), grown);
+}
+
+TEST(CellTables, FiltersOnTheLow24ResidueBits) {
+  const PigeonholeLayout layout(1, 0, 64);
+  CellTables cells(layout, 64);
+  CellTables::Bucket& b = cells.bucket(0, 0);
+  // Residues differing from the probe only above bit 24 all pass at k=0; the rest fail or pass by low bits.
+  const std::uint32_t probe = 0x00a5c3f1U;
+  for (std::uint32_t i = 0; i < 40; ++i) cells.push(b, (i << 24) | (i % 2 == 0 ? probe : probe ^ (1U << (i % 24))), i);
+  std::vector<std::uint32_t> hits;
+  cells.scan(b, probe | 0xff000000U, 0, [&](std::uint32_t seq) {
+    hits.push_back(seq);
+    return false;
+  });
+  std::vector<std::uint32_t> want;
+  for (std::uint32_t i = 0; i < 40; i += 2) want.push_back(i);
+  EXPECT_EQ(hits, want) << CellTables::filter_name();
+}
+
 }  // namespace
 }  // namespace neardup::dedup

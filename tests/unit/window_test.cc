@@ -339,6 +339,33 @@ TEST(Window, ReclaimsCellsOfExpiredEntriesInUntouchedBuckets) {
   EXPECT_EQ(s.cells, s.entries * s.tables);
 }
 
+TEST(Window, MatchesBruteForceWhileItsBucketSlotsGrowAndSpill) {
+  // A long duration: the window fills to max_entries, so the ring grows several
+  // times and every growth re-sizes the bucket slots with live cells in them.
+  // Clustered fingerprints overflow slots (spill) and drain back (unspill).
+  for (int blocks : {4, 5}) {
+    WindowOptions options = small_window(5000, std::chrono::hours(1));
+    Window window(IndexOptions{3, blocks}, options);
+    OracleWindow oracle(3, options);
+    const PigeonholeLayout layout(blocks, 3, options.max_entries);
+    Generator gen(static_cast<std::uint64_t>(blocks), layout);
+    for (std::uint64_t i = 1; i <= 12'000; ++i) {
+      // Phases: mostly clustered (spills), then mostly random (the clusters drain out).
+      const int mode = (i / 3000) % 2 == 0 ? static_cast<int>(gen() % 4) : (gen() % 8 == 0 ? 1 : 0);
+      const Fingerprint fp = gen.next(mode);
+      const EventTime at{static_cast<std::int64_t>(i)};
+      expect_same(window.probe(fp, at, RecordRef{i}), oracle.probe(fp, at, RecordRef{i}),
+                  "m=" + std::to_string(blocks) + " op " + std::to_string(i));
+      if (HasFailure()) return;
+      window.insert(fp, at, RecordRef{i});
+      oracle.insert(fp, at, RecordRef{i});
+    }
+    const WindowStats s = window.stats();
+    EXPECT_EQ(s.entries, 5000U);
+    EXPECT_GE(s.cells, s.entries * s.tables);  // expired cells may wait for a pop
+  }
+}
+
 TEST(Window, RejectsUnsupportedLayouts) {
   const WindowOptions options = small_window(100, std::chrono::hours(1));
   EXPECT_THROW(Window(IndexOptions{9, 0}, options), std::invalid_argument);
