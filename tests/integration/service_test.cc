@@ -1,5 +1,6 @@
 // The service against the embedded broker, in process: actions, headers,
 // offsets, restarts, broker outages and injected produce errors.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -258,8 +259,10 @@ TEST_F(ServiceTest, CommitsOffsetsAndARestartContinuesWithoutLossOrRepeat) {
     ASSERT_TRUE(eventually([&] { return running->committed.load() >= 200; }));
     ASSERT_EQ(running->stop(), 0);
   }
-  auto offsets = committed_offsets();
-  EXPECT_EQ(offsets[0] + offsets[1], 200);
+  // A partition that received nothing has no committed offset (negative).
+  std::int64_t committed = 0;
+  for (const auto& [partition, offset] : committed_offsets()) committed += std::max<std::int64_t>(offset, 0);
+  EXPECT_EQ(committed, 200);
   produce(second);
   auto running = start(config::Action::tag);
   ASSERT_TRUE(eventually([&] { return running->committed.load() >= 200; }));
