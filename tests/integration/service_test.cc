@@ -1,8 +1,8 @@
 // The service against the embedded broker, in process: actions, headers,
 // offsets, restarts, broker outages and injected produce errors.
-#include <algorithm>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
