@@ -105,6 +105,7 @@ Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
     ++counts_.duplicate;
   } else {
     insert(summary, time, ref);
+    last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }
   return verdict;
@@ -115,6 +116,13 @@ void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) {
   next_sequence_ = sequence + 1;
   inserted_ = true;
   if (sketches_) sketches_->insert(sequence, oldest_live(), nullptr);
+}
+
+void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch) {
+  const std::uint64_t sequence = window_.insert(fp, time, ref);
+  next_sequence_ = sequence + 1;
+  inserted_ = true;
+  if (sketches_) sketches_->insert(sequence, oldest_live(), sketch.shingles ? &sketch : nullptr);
 }
 
 EngineStats Engine::stats() const {

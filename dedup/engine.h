@@ -61,6 +61,18 @@ class Engine {
   /// Inserts a fingerprint that was kept elsewhere (window changelog replay).
   void remember(Fingerprint fp, EventTime time, RecordRef ref);
 
+  /// Inserts an entry kept elsewhere together with its sketch and band keys
+  /// (window changelog replay): indexed exactly as process() indexed it when it
+  /// was judged unique. `sketch` must come from the same SketchOptions (bits,
+  /// bands, band_bins); it is ignored when the sketch stage is off or
+  /// sketch.shingles == 0 (then this is remember(fp, time, ref)). O(tables + bands).
+  void remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch);
+
+  /// The sketch and band keys of the text that the last process() call judged
+  /// unique (all zero with the sketch stage off), for the window changelog.
+  /// Valid until the next process() that keeps a text.
+  const SketchResult& last_kept_sketch() const { return last_kept_sketch_; }
+
   EngineStats stats() const;
   const DedupOptions& options() const { return options_; }
 
@@ -78,6 +90,7 @@ class Engine {
   std::uint64_t next_sequence_ = 0;      // one past the window's newest insert
   bool inserted_ = false;
   EngineStats counts_;
+  SketchResult last_kept_sketch_{};
 };
 
 }  // namespace neardup::dedup
