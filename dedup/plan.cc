@@ -12,10 +12,7 @@ namespace neardup::dedup {
 namespace {
 // Measured by bench/window_bench.cc at 10M entries, k=3: buckets carry ~6% spare
 // cells (grown by 1/16, shrunk past 3/16).
-constexpr double kCellSlack = 1.06;
 constexpr double kEntryBytes = 24;  // fingerprint, event time, ref
-constexpr double kCellBytes = 8;    // residue + sequence
-constexpr double kMallocOverhead = 16;
 }  // namespace
 
 std::uint64_t binomial(int n, int r) {
@@ -54,8 +51,7 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
   const double n = static_cast<double>(window_entries);
   double cells = 0;
   double candidates = 0;
-  double header_bytes = 0;
-  double occupied_buckets = 0;
+  double slot_bytes = 0;
   for (int w = wide_in_min; w <= wide_in_max; ++w) {
     const double count = static_cast<double>(binomial(wide_blocks, w)) *
                          static_cast<double>(binomial(m - wide_blocks, key_blocks - w));
@@ -64,14 +60,14 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
     const double buckets = std::ldexp(1.0, bucket_bits);
     cells += count * n / buckets;
     candidates += count * n / std::ldexp(1.0, key_bits);
-    header_bytes += count * buckets * static_cast<double>(sizeof(CellTables::Bucket));
-    occupied_buckets += count * buckets * (1.0 - std::exp(-n / buckets));
+    // Every bucket has a fixed slot sized for its expected load (index.h);
+    // the ~1% of buckets that overflow their slot are left out of the estimate.
+    slot_bytes += count * buckets *
+                  static_cast<double>(CellTables::slot_bytes_for(CellTables::slot_cells_for(bucket_bits, window_entries)));
   }
   plan.cells_per_probe = cells;
   plan.candidates_per_probe = candidates;
-  const double tables = static_cast<double>(plan.tables);
-  plan.bytes_per_entry =
-      kEntryBytes + tables * kCellBytes * kCellSlack + (header_bytes + occupied_buckets * kMallocOverhead) / n;
+  plan.bytes_per_entry = kEntryBytes + slot_bytes / n;
   return plan;
 }
 
