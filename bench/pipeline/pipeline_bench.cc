@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bench/feed.h"
 #include "metrics/metrics.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
@@ -41,38 +42,8 @@ namespace {
 using namespace neardup;
 using Clock = std::chrono::steady_clock;
 
-/// Deterministic news-like feed: unique texts of ~30 words; ~20% are reposts of
-/// an earlier text with a case/punctuation edit (distance 0 after normalization).
-std::vector<std::string> make_feed(std::size_t n) {
-  static const char* kWords[] = {
-      "market", "city", "council", "storm", "river", "election", "minister", "report", "energy", "prices",
-      "football", "season", "school", "hospital", "railway", "strike", "budget", "festival", "museum", "court",
-      "police", "weather", "harbour", "airport", "company", "profits", "science", "study", "climate", "water",
-      "farmers", "harvest", "bridge", "traffic", "housing", "rents", "students", "teachers", "doctors", "nurses",
-      "village", "mayor", "parliament", "vote", "tax", "bank", "rates", "inflation", "exports", "factory"};
-  constexpr std::size_t kVocabulary = sizeof kWords / sizeof kWords[0];
-  std::mt19937_64 rng(42);
-  std::vector<std::string> feed;
-  feed.reserve(n);
-  std::vector<std::size_t> originals;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!originals.empty() && rng() % 5 == 0) {
-      std::string copy = feed[originals[rng() % originals.size()]];
-      for (std::size_t c = 0; c < copy.size(); c += 7) copy[c] = static_cast<char>(std::toupper(copy[c]));
-      copy += (rng() % 2) ? "!" : " ...";
-      feed.push_back(std::move(copy));
-      continue;
-    }
-    std::string text = "item " + std::to_string(i) + ":";
-    while (text.size() < 190) {
-      text += ' ';
-      text += kWords[rng() % kVocabulary];
-    }
-    originals.push_back(feed.size());
-    feed.push_back(std::move(text));
-  }
-  return feed;
-}
+/// ~200-byte news-like messages, ~20% edited reposts (bench/feed.h).
+std::vector<std::string> make_feed(std::size_t n) { return bench::FeedGenerator().feed(n, 190); }
 
 struct Result {
   double rate = 0;
