@@ -182,6 +182,7 @@ NormalizedText Normalizer::run(std::string_view utf8) {
   const std::uint64_t* high = non_ascii_bits_.data();
   const std::size_t chunks = mirror / 64;
   std::size_t pos = 0;
+  bool ascii = true;
   for (;;) {
     // Next segment start: the next set bit at or after pos.
     std::size_t w = pos >> 6;
@@ -215,6 +216,7 @@ NormalizedText Normalizer::run(std::string_view utf8) {
       // A combining mark can change the ASCII letter before it: the whole
       // segment goes through utf8proc.
       slow_segment(in + start, in + end);
+      ascii = false;  // conservative: NFKC may have produced ASCII only
     } else {
       tokens_.push_back(Token{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end - start), TokenKind::word});
       chars_ += static_cast<std::uint32_t>(end - start);
@@ -222,8 +224,10 @@ NormalizedText Normalizer::run(std::string_view utf8) {
     pos = end;
   }
 
+  reserve_out(kNormalizedPadding);
   NormalizedText result;
   result.text = std::string_view(out_.data(), out_len_);
+  result.ascii = ascii;
   result.tokens = tokens_.data();
   result.token_count = tokens_.size();
   result.chars = chars_;

@@ -27,13 +27,19 @@ struct Token {
   TokenKind kind = TokenKind::word;
 };
 
+/// Bytes after the end of NormalizedText::text that are always readable (their
+/// values are unspecified), so consumers may copy tokens in whole words.
+inline constexpr std::size_t kNormalizedPadding = 16;
+
 /// The result of Normalizer::run. Views stay valid until the next run().
 struct NormalizedText {
-  std::string_view text;          ///< holds the tokens (bytes between them are unspecified)
+  std::string_view text;          ///< holds the tokens (bytes between them are unspecified);
+                                  ///< kNormalizedPadding readable bytes follow it
   const Token* tokens = nullptr;  ///< `token_count` tokens pointing into `text`
   std::size_t token_count = 0;
   std::uint32_t chars = 0;          ///< code points inside tokens (separators not counted)
   std::uint32_t invalid_bytes = 0;  ///< input bytes that were not valid UTF-8
+  bool ascii = true;  ///< every token is ASCII letters and digits (so every token is a word)
 };
 
 /// True for the code points neardup cuts into character n-grams: Han (CJK

@@ -13,9 +13,10 @@ namespace {
 
 constexpr std::uint64_t kShingleSeed = 0x6e64736b65746368ULL;  // "ndsketch"
 constexpr std::uint32_t kRotationStep = 0x9e3779b9U;            // offset per densification step
-constexpr std::size_t kPadding = 8;                              // zero bytes after the buffer
+constexpr std::size_t kPadding = 16;                             // bytes after the buffer
+static_assert(kNormalizedPadding >= 16, "copy_token reads 16 bytes at a time");
 
-std::uint64_t mix64(std::uint64_t x) {
+constexpr std::uint64_t mix64(std::uint64_t x) {
   // splitmix64's finalizer: every input bit reaches every output bit.
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
@@ -26,27 +27,37 @@ std::uint64_t mix64(std::uint64_t x) {
 }
 
 // One hash for every shingle, so an ASCII 5-gram hashes the same whether the
-// text around it is ASCII or not. Shingles of up to 8 bytes (all ASCII 5-grams,
-// CJK 2-grams) are one load and a mix; longer ones go to xxh3.
+// text around it is ASCII or not. A shingle of up to 8 bytes (every ASCII
+// 5-gram, every CJK 2-gram) is its bytes packed little-endian into a word,
+// mixed by one 64x64->128-bit multiply folded onto itself (every input bit
+// reaches the bin bits at the top and the 32 value bits at the bottom); longer
+// ones go to xxh3. The size enters the seed, so "ab" and "ab\0" differ.
+inline std::uint64_t mix_word(std::uint64_t word, std::size_t size) {
+  return mix64(word + size * 0x9e3779b97f4a7c15ULL + kShingleSeed);
+}
+
+std::uint64_t load_word(const char* bytes) {
+  std::uint64_t word;
+  std::memcpy(&word, bytes, 8);
+  if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+  return word;
+}
+
+// The first `size` (<= 8) bytes, little-endian; the buffer is padded, so 8 bytes are readable.
+std::uint64_t low_bytes(const char* bytes, std::size_t size) {
+  const std::uint64_t word = load_word(bytes);
+  return size >= 8 ? word : word & ((std::uint64_t{1} << (8 * size)) - 1);
+}
+
 std::uint64_t shingle_hash(const char* bytes, std::size_t size) {
-  if (size <= 8) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, bytes, size);
-    return mix64(word + size * 0x9e3779b97f4a7c15ULL + kShingleSeed);
-  }
+  if (size <= 8) return mix_word(low_bytes(bytes, size), size);
   return XXH3_64bits_withSeed(bytes, size, kShingleSeed);
 }
 
-std::uint64_t low_bytes(const char* bytes, std::size_t size) {
-  std::uint64_t word = 0;
-  std::memcpy(&word, bytes, 8);  // the buffer is padded: 8 bytes are always readable
-  if constexpr (std::endian::native == std::endian::little) {
-    return size >= 8 ? word : word & ((std::uint64_t{1} << (8 * size)) - 1);
-  } else {
-    word = 0;
-    std::memcpy(&word, bytes, size);
-    return word;
-  }
+// Copies a token in 16-byte steps: the source has kNormalizedPadding readable
+// bytes after the text, the destination kPadding after its end.
+inline void copy_token(char* out, const char* bytes, std::uint32_t size) {
+  for (std::uint32_t k = 0; k < size; k += 16) std::memcpy(out + k, bytes + k, 16);
 }
 
 std::uint32_t code_points(std::string_view bytes) {
@@ -105,47 +116,55 @@ Sketcher::Sketcher(const SketchOptions& options)
 
 template <class Sink>
 void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
+  if (buffer_.size() < text.text.size() + text.token_count + 2 * kPadding)
+    buffer_.resize(text.text.size() + text.token_count + 2 * kPadding);
+  char* out = buffer_.data();
+  const char* base = text.text.data();
+  std::size_t size = 0;
+
+  if (text.ascii) {
+    // Every token is an ASCII word: 5-grams over the tokens joined by spaces.
+    constexpr std::size_t n = 5;
+    if (text.token_count == 0) return;
+    for (std::size_t i = 0; i < text.token_count; ++i) {
+      const Token& t = text.tokens[i];
+      if (size != 0) out[size++] = ' ';
+      copy_token(out + size, base + t.offset, t.size);
+      size += t.size;
+    }
+    std::memset(out + size, 0, kPadding);
+    if (size <= n) {
+      sink(shingle_hash(out, size));
+      return;
+    }
+    constexpr std::uint64_t kMask = (std::uint64_t{1} << (8 * n)) - 1;
+    for (std::size_t i = 0; i + n <= size; ++i) sink(mix_word(load_word(out + i) & kMask, n));
+    return;
+  }
+
   // Decide the shingle kind: mostly CJK -> 2-grams without spaces, else 5-grams.
   std::uint32_t chars = 0, cjk_chars = 0;
   for (std::size_t i = 0; i < text.token_count; ++i) {
     const Token& t = text.tokens[i];
     if (t.kind == TokenKind::symbol) continue;
-    const std::uint32_t n = code_points(text.text.substr(t.offset, t.size));
-    chars += n;
-    if (t.kind == TokenKind::cjk) cjk_chars += n;
+    const std::uint32_t count = code_points(text.text.substr(t.offset, t.size));
+    chars += count;
+    if (t.kind == TokenKind::cjk) cjk_chars += count;
   }
   if (chars == 0) return;
   const bool cjk = cjk_chars * 2 > chars;
   const std::size_t n = cjk ? 2 : 5;
 
-  // Tokens are short: a byte loop into a buffer sized once beats a memcpy call each.
-  if (buffer_.size() < text.text.size() + text.token_count + kPadding)
-    buffer_.resize(text.text.size() + text.token_count + kPadding);
-  char* out = buffer_.data();
-  std::size_t size = 0;
-  unsigned char high = 0;
   for (std::size_t i = 0; i < text.token_count; ++i) {
     const Token& t = text.tokens[i];
     if (t.kind == TokenKind::symbol) continue;
     if (!cjk && size != 0) out[size++] = ' ';
-    const char* bytes = text.text.data() + t.offset;
-    for (std::uint32_t j = 0; j < t.size; ++j) {
-      high |= static_cast<unsigned char>(bytes[j]);
-      out[size++] = bytes[j];
-    }
+    copy_token(out + size, base + t.offset, t.size);
+    size += t.size;
   }
   std::memset(out + size, 0, kPadding);
   const char* data = out;
 
-  if (high < 0x80) {  // ASCII: a character is a byte
-    if (size <= n) {
-      sink(shingle_hash(data, size));
-      return;
-    }
-    for (std::size_t i = 0; i + n <= size; ++i)
-      sink(mix64(low_bytes(data + i, n) + n * 0x9e3779b97f4a7c15ULL + kShingleSeed));
-    return;
-  }
   starts_.clear();
   for (std::size_t i = 0; i < size; ++i)
     if ((static_cast<unsigned char>(data[i]) & 0xC0) != 0x80) starts_.push_back(static_cast<std::uint32_t>(i));

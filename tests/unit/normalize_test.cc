@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,27 @@ TEST(Normalize, TokensAcrossSimdBlockBoundaries) {
       const std::string text = std::string(pad, ' ') + word + "," + word + "é";
       EXPECT_EQ(normalize(text), std::string(len, 'q') + " " + std::string(len, 'q') + "é") << pad << " " << len;
     }
+  }
+}
+
+TEST(Normalize, AsciiFlagOnlyForTextsWhoseTokensAreAllAscii) {
+  Normalizer normalizer;
+  EXPECT_TRUE(normalizer.run("Plain, ASCII text!").ascii);
+  EXPECT_TRUE(normalizer.run("").ascii);
+  EXPECT_FALSE(normalizer.run("caf\xc3\xa9 au lait").ascii);
+  EXPECT_FALSE(normalizer.run("\xe5\xba\x8a\xe5\x89\x8d").ascii);  // 床前
+  EXPECT_FALSE(normalizer.run("ok \xF0\x9F\x98\x80").ascii);           // an emoji is a symbol token
+  EXPECT_TRUE(normalizer.run("again ascii").ascii);  // a reused normalizer resets the flag
+}
+
+TEST(Normalize, PaddingAfterTheTextIsReadable) {
+  // Consumers copy tokens 16 bytes at a time; under ASan a missing pad is a crash.
+  Normalizer normalizer;
+  for (const std::string& text : {std::string("a"), std::string(64, 'z'), std::string("x\xc3\xa9")}) {
+    const NormalizedText norm = normalizer.run(text);
+    char copy[kNormalizedPadding];
+    std::memcpy(copy, norm.text.data() + norm.text.size(), sizeof copy);
+    EXPECT_GE(norm.token_count, 1U);
   }
 }
 
