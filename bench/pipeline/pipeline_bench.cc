@@ -96,6 +96,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   cfg.kafka.duplicates_topic = name + "-dup";
   cfg.kafka.dead_letter_topic = name + "-dead";
   cfg.action = action;
+  config::apply_env_overrides(cfg);  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
 
   std::atomic<std::uint64_t> consumed{0};
   std::atomic<bool> assigned{false};
