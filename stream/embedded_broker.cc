@@ -49,7 +49,7 @@ void EmbeddedBroker::push_request_errors(int api_key, const std::vector<rd_kafka
 
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {
   std::vector<std::string> topics = kafka.input_topics;
-  for (const auto* t : {&kafka.output_topic, &kafka.duplicates_topic, &kafka.dead_letter_topic}) {
+  for (const auto* t : {&kafka.output_topic, &kafka.duplicates_topic, &kafka.dead_letter_topic, &kafka.changelog_topic}) {
     if (!t->empty() && std::find(topics.begin(), topics.end(), *t) == topics.end()) topics.push_back(*t);
   }
   return topics;

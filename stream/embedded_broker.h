@@ -52,7 +52,8 @@ class EmbeddedBroker {
   rd_kafka_mock_cluster_t* cluster_ = nullptr;
 };
 
-/// The topics `neardup run` uses: inputs, output, duplicates, dead letters.
+/// The topics `neardup run` uses: inputs, output, duplicates, dead letters and
+/// the window changelog (when kafka.changelog_topic is not "").
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka);
 
 /// Writes "host:port[,...]\n" to `path` atomically (temp file + rename), so a

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <csignal>
 #include <deque>
+#include <random>
 #include <unordered_map>
 
 #include "stream/pipeline.h"
 #include "metrics/log.h"
 #include "metrics/progress.h"
+#include "stream/changelog.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
 
@@ -143,7 +145,11 @@ struct Service::Impl {
   std::map<std::string, int> topic_partitions;                  // cached partition counts
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> consumer;
+  kafka::Properties consumer_properties;
   std::string delivery_fatal;  // set in the delivery handler, raised on the pipeline thread
+  std::unique_ptr<ChangelogReader> changelog;  // set while the changelog is on and read
+  std::uint64_t instance_id = 0;               // marks this process's changelog records
+  std::uint64_t corrupt_logged = 0;
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       : options(std::move(opts)), cfg(options.config), stop(stop_flag), classifier(cfg) {
@@ -152,6 +158,10 @@ struct Service::Impl {
     for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
     auto consumer_props = default_consumer_properties(options.brokers, cfg.kafka.group_id);
     for (const auto& [k, v] : cfg.kafka.consumer) consumer_props[k] = v;
+    consumer_properties = consumer_props;
+    std::random_device entropy;
+    instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
+                  static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
     producer = std::make_unique<kafka::Producer>(producer_props,
                                                  [this](const rd_kafka_message_t& m) { on_delivery(m); });
     consumer = std::make_unique<kafka::Consumer>(
@@ -214,8 +224,13 @@ struct Service::Impl {
       }
       return;
     }
-    ++stats.produced;
-    if (std::string_view(rd_kafka_topic_name(m.rkt)) == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
+    const std::string_view topic = rd_kafka_topic_name(m.rkt);
+    if (!cfg.kafka.changelog_topic.empty() && topic == cfg.kafka.changelog_topic) {
+      ++stats.changelog_written;
+    } else {
+      ++stats.produced;
+      if (topic == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
+    }
     if (index >= sources.size()) return;
     auto& pending = sources[index].pending;
     auto it = std::lower_bound(pending.begin(), pending.end(), offset,
@@ -406,6 +421,7 @@ struct Service::Impl {
       case dedup::VerdictKind::unique:
         ++stats.unique;
         send(cfg.kafka.output_topic, output_partition(src, cfg.kafka.output_topic), in, copy_headers(in), index, entry);
+        if (changelog) append_changelog(src, index, in.offset, time, verdict.fingerprint, entry);
         return;
       case dedup::VerdictKind::duplicate: break;
     }
@@ -434,6 +450,153 @@ struct Service::Impl {
     add("neardup-fingerprint", verdict.fingerprint.hex());
     const std::string& topic = cfg.action == config::Action::tag ? cfg.kafka.output_topic : cfg.kafka.duplicates_topic;
     send(topic, output_partition(src, topic), in, hdrs, index, entry);
+  }
+
+  // ---------------------------------------------------------------- changelog
+
+  /// The kept message's fingerprint record: one more output of the input message.
+  void append_changelog(const Source& src, std::uint32_t index, std::int64_t offset, dedup::EventTime time,
+                        dedup::Fingerprint fingerprint, Pending& entry) {
+    ChangelogRecord r;
+    r.fingerprint = fingerprint;
+    r.time = time;
+    r.topic = src.topic;
+    r.partition = src.partition;
+    r.offset = offset;
+    r.instance = instance_id;
+    const dedup::SketchResult& sketch = classifier.engine().last_kept_sketch();
+    if (cfg.dedup.sketch.enabled && sketch.shingles != 0) {
+      r.has_sketch = true;
+      r.bits = cfg.dedup.sketch.bits;
+      r.band_bins = cfg.dedup.sketch.band_bins;
+      r.bands = cfg.dedup.sketch.bands;
+      r.sketch = sketch;
+    }
+    const std::string key = changelog_key(fingerprint);
+    const std::string value = encode_changelog_value(r);
+    kafka::Producer::Record rec;
+    rec.topic = cfg.kafka.changelog_topic;
+    rec.key = key;
+    rec.has_key = true;
+    rec.value = value;
+    rec.timestamp_ms = time.ms > 0 ? time.ms : 0;
+    rec.opaque = to_opaque(index, offset);
+    ++entry.outstanding;
+    if (rd_kafka_resp_err_t err = producer->produce(rec)) {
+      --entry.outstanding;
+      ++stats.produce_errors;
+      throw KafkaError("cannot append to the window changelog '" + cfg.kafka.changelog_topic + "': " +
+                           rd_kafka_err2str(err),
+                       err, kafka::Severity::fatal);
+    }
+  }
+
+  /// The sketch of a changelog record, if this engine can use it (same sketch options).
+  const dedup::SketchResult& usable_sketch(const ChangelogRecord& r) {
+    static const dedup::SketchResult kNone{};
+    const auto& so = cfg.dedup.sketch;
+    if (!r.has_sketch || !so.enabled) return kNone;
+    if (r.bits != so.bits || r.band_bins != so.band_bins || r.bands != so.bands) {
+      if (!sketch_mismatch_logged) {
+        sketch_mismatch_logged = true;
+        log(config::LogLevel::warn, "window changelog: records made with other dedup.sketch options (bits/bands/"
+                                    "band_bins) are remembered by their fingerprint only");
+      }
+      return kNone;
+    }
+    return r.sketch;
+  }
+  bool sketch_mismatch_logged = false;
+
+  void on_corrupt_changelog(std::int32_t partition, std::int64_t offset, const std::string& reason) {
+    ++stats.changelog_corrupt;
+    // The first few are logged one by one; the rebuild's summary line gives the total.
+    if (++corrupt_logged <= 10) {
+      log(config::LogLevel::warn, "window changelog '" + cfg.kafka.changelog_topic + "' partition " +
+                                      std::to_string(partition) + " offset " + std::to_string(offset) +
+                                      ": unreadable record skipped (" + reason + ")");
+    }
+  }
+
+  /// Reads the whole changelog and replays it into the engine. Returns false if
+  /// a stop was requested first. Throws KafkaError (missing topic, fatal errors).
+  bool rebuild_window() {
+    const std::string& topic = cfg.kafka.changelog_topic;
+    if (topic.empty() || options.bypass_dedup) {
+      stats.window_ready = true;
+      return true;
+    }
+    const auto started = Clock::now();
+    changelog = std::make_unique<ChangelogReader>(consumer_properties, topic, std::chrono::seconds(10));
+    log(config::LogLevel::info, "rebuilding the window from changelog '" + topic + "' (" +
+                                    std::to_string(changelog->partitions()) + " partition(s))");
+    struct Replayed {
+      dedup::EventTime time;
+      dedup::RecordRef ref;
+      dedup::Fingerprint fingerprint;
+      dedup::SketchResult sketch;
+    };
+    std::vector<Replayed> entries;
+    auto last_progress = Clock::now();
+    const bool complete = changelog->catch_up(
+        [&](const ChangelogRecord& r) {
+          entries.push_back(Replayed{r.time, pack_ref(intern(r.topic, r.partition), r.offset), r.fingerprint,
+                                     usable_sketch(r)});
+          if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= options.progress_interval) {
+            last_progress = Clock::now();
+            publish();
+          }
+        },
+        [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); },
+        [this] { return stop.load(std::memory_order_relaxed) || stop_signalled(); });
+    if (!complete) return false;
+    // Event-time order; the same message written twice (reprocessed after a
+    // crash) is remembered once.
+    std::stable_sort(entries.begin(), entries.end(), [](const Replayed& a, const Replayed& b) {
+      return a.time != b.time ? a.time < b.time : a.ref.value < b.ref.value;
+    });
+    entries.erase(std::unique(entries.begin(), entries.end(),
+                              [](const Replayed& a, const Replayed& b) {
+                                return a.time == b.time && a.ref == b.ref && a.fingerprint == b.fingerprint;
+                              }),
+                  entries.end());
+    std::size_t first = 0;
+    if (!entries.empty()) {
+      // Only what the window would still hold: the newest max_entries, within the duration.
+      const std::int64_t horizon = entries.back().time.ms - cfg.dedup.window.duration.count();
+      if (entries.size() > cfg.dedup.window.max_entries) first = entries.size() - cfg.dedup.window.max_entries;
+      while (first < entries.size() && entries[first].time.ms < horizon) ++first;
+    }
+    dedup::Engine& engine = classifier.engine();
+    for (std::size_t i = first; i < entries.size(); ++i) {
+      const Replayed& e = entries[i];
+      engine.remember(e.fingerprint, e.time, e.ref, e.sketch);
+    }
+    stats.changelog_replayed = entries.size() - first;
+    stats.window_ready = true;
+    stats.changelog_rebuild_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", stats.changelog_rebuild_seconds);
+    std::string line = "window rebuilt from changelog: " + std::to_string(stats.changelog_replayed) + " entries in " +
+                       seconds + " s";
+    if (stats.changelog_corrupt) line += " (" + std::to_string(stats.changelog_corrupt) + " unreadable record(s) skipped)";
+    log(config::LogLevel::info, line);
+    return true;
+  }
+
+  /// Remembers what other instances kept since the last call (this process's own
+  /// records are in the window already).
+  void follow_changelog() {
+    if (!changelog) return;
+    changelog->poll(
+        [this](const ChangelogRecord& r) {
+          if (r.instance == instance_id) return;
+          classifier.engine().remember(r.fingerprint, r.time, pack_ref(intern(r.topic, r.partition), r.offset),
+                                       usable_sketch(r));
+          ++stats.changelog_followed;
+        },
+        [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); },
+        2000);
   }
 
   void fill_lag() {
@@ -465,6 +628,12 @@ struct Service::Impl {
 
   int run() {
     try {
+      publish();
+      if (!rebuild_window()) {
+        log(config::LogLevel::info, "stopped while rebuilding the window; nothing was consumed");
+        publish();
+        return 0;
+      }
       consumer->subscribe(cfg.kafka.input_topics);
       std::vector<kafka::MessagePtr> batch;
       batch.reserve(2000);
@@ -473,6 +642,7 @@ struct Service::Impl {
         batch.clear();
         consumer->poll_batch(batch, 2000, std::chrono::milliseconds(50));
         for (const auto& m : batch) handle(*m);
+        follow_changelog();
         producer->poll(std::chrono::milliseconds(0));
         raise_if_fatal();
         auto now = Clock::now();
@@ -600,7 +770,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
     metrics::ServiceStats m = to_metrics(snapshot, k);
     if (exporter) {
       exporter->publish(m);
-      exporter->set_ready(snapshot.assigned);
+      exporter->set_ready(snapshot.assigned && snapshot.window_ready);
     }
     progress.update(m, std::chrono::steady_clock::now());
     if (host.done && self && host.done(snapshot)) self->request_stop();

@@ -9,6 +9,14 @@
 // replays (never loses) what was in flight. A record that librdkafka cannot
 // deliver after its own retries stops the service (non-zero exit) before its
 // offset is committed.
+//
+// Window changelog (kafka.changelog_topic, "" = off; stream/changelog.h): every
+// kept message also appends a fingerprint record there, and that record counts
+// as one of the message's outputs (its offset commits only after both are
+// acknowledged). run() first reads the whole changelog (every partition, to the
+// high watermark as of the start) and replays it into the Engine in event-time
+// order, then subscribes to the input; afterwards it keeps following the
+// changelog and remembers the records other instances write.
 
 #include <atomic>
 #include <chrono>
@@ -76,6 +84,12 @@ struct ServiceSnapshot {
   std::uint64_t produce_errors = 0;
   std::uint64_t committed = 0;     ///< input messages whose offsets are committed
   bool assigned = false;           ///< the consumer holds partitions
+  bool window_ready = false;       ///< the window is rebuilt from the changelog (or there is none)
+  std::uint64_t changelog_replayed = 0;  ///< entries remembered by the rebuild at start
+  std::uint64_t changelog_followed = 0;  ///< other instances' records remembered while running
+  std::uint64_t changelog_corrupt = 0;   ///< changelog records skipped as unreadable
+  std::uint64_t changelog_written = 0;   ///< changelog records acknowledged (not in `produced`)
+  double changelog_rebuild_seconds = 0;
   std::vector<std::uint64_t> match_distance;  ///< duplicates per distance 0..k
   LatencyHistogram end_to_end;     ///< message timestamp -> output acknowledged
   std::uint64_t processing_ns = 0; ///< time inside decode + engine, summed

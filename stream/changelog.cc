@@ -1,0 +1,266 @@
+#include "stream/changelog.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace neardup::stream {
+
+namespace {
+
+constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 48) - 1;  // what a RecordRef can carry
+constexpr std::size_t kMaxTopicName = 249;                        // Kafka's own limit
+
+void append_hex64(std::string& out, std::uint64_t value) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
+  out.append(buf, 16);
+}
+
+std::optional<std::uint64_t> parse_hex64(std::string_view text) {
+  auto fp = dedup::Fingerprint::from_hex(text);
+  if (!fp) return std::nullopt;
+  return fp->bits;
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20) {
+      char buf[7];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+/// The int64 member `name`, if present and an integer in [lo, hi].
+std::optional<std::int64_t> int_member(simdjson::dom::object obj, const char* name, std::int64_t lo, std::int64_t hi) {
+  std::int64_t value = 0;
+  if (obj[name].get_int64().get(value) != simdjson::SUCCESS) return std::nullopt;
+  if (value < lo || value > hi) return std::nullopt;
+  return value;
+}
+
+std::optional<std::string_view> string_member(simdjson::dom::object obj, const char* name) {
+  std::string_view value;
+  if (obj[name].get_string().get(value) != simdjson::SUCCESS) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string changelog_key(dedup::Fingerprint fingerprint) { return fingerprint.hex(); }
+
+std::string encode_changelog_value(const ChangelogRecord& r) {
+  std::string out;
+  out.reserve(200 + r.topic.size() + 19 * static_cast<std::size_t>(r.bands));
+  out += "{\"v\":";
+  out += std::to_string(kChangelogVersion);
+  out += ",\"fp\":\"";
+  append_hex64(out, r.fingerprint.bits);
+  out += "\",\"t\":";
+  out += std::to_string(r.time.ms);
+  out += ",\"topic\":";
+  append_json_string(out, r.topic);
+  out += ",\"partition\":";
+  out += std::to_string(r.partition);
+  out += ",\"offset\":";
+  out += std::to_string(r.offset);
+  out += ",\"instance\":\"";
+  append_hex64(out, r.instance);
+  out += '"';
+  if (r.has_sketch) {
+    out += ",\"sketch\":{\"bits\":";
+    out += std::to_string(r.bits);
+    out += ",\"band_bins\":";
+    out += std::to_string(r.band_bins);
+    out += ",\"minhash\":\"";
+    append_hex64(out, r.sketch.sketch.words[0]);
+    append_hex64(out, r.sketch.sketch.words[1]);
+    out += "\",\"bands\":[";
+    const int bands = std::clamp(r.bands, 0, dedup::kMaxSketchBands);
+    for (int b = 0; b < bands; ++b) {
+      if (b) out += ',';
+      out += '"';
+      append_hex64(out, r.sketch.band_keys[static_cast<std::size_t>(b)]);
+      out += '"';
+    }
+    out += "]}";
+  }
+  out += '}';
+  return out;
+}
+
+std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, std::string* error) {
+  auto fail = [error](const char* reason) -> std::optional<ChangelogRecord> {
+    if (error) *error = reason;
+    return std::nullopt;
+  };
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(value.data(), value.size(), true).get(root) != simdjson::SUCCESS) return fail("not JSON");
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj) != simdjson::SUCCESS) return fail("not a JSON object");
+  auto version = int_member(obj, "v", 0, std::numeric_limits<std::int64_t>::max());
+  if (!version) return fail("no format version \"v\"");
+  if (*version != kChangelogVersion) return fail("unsupported format version");
+
+  ChangelogRecord r;
+  auto fp_text = string_member(obj, "fp");
+  auto fp = fp_text ? parse_hex64(*fp_text) : std::nullopt;
+  if (!fp) return fail("\"fp\" is not 16 hex digits");
+  r.fingerprint.bits = *fp;
+  auto t = int_member(obj, "t", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  if (!t) return fail("\"t\" is not an integer");
+  r.time.ms = *t;
+  auto topic = string_member(obj, "topic");
+  if (!topic || topic->empty() || topic->size() > kMaxTopicName) return fail("\"topic\" is not a topic name");
+  r.topic = std::string(*topic);
+  auto partition = int_member(obj, "partition", 0, std::numeric_limits<std::int32_t>::max());
+  if (!partition) return fail("\"partition\" is not a partition number");
+  r.partition = static_cast<std::int32_t>(*partition);
+  auto offset = int_member(obj, "offset", 0, kMaxOffset);
+  if (!offset) return fail("\"offset\" is not an offset below 2^48");
+  r.offset = *offset;
+  auto instance_text = string_member(obj, "instance");
+  auto instance = instance_text ? parse_hex64(*instance_text) : std::nullopt;
+  if (!instance) return fail("\"instance\" is not 16 hex digits");
+  r.instance = *instance;
+
+  simdjson::dom::element sketch_element;
+  if (obj["sketch"].get(sketch_element) == simdjson::SUCCESS) {
+    simdjson::dom::object sketch;
+    if (sketch_element.get_object().get(sketch) != simdjson::SUCCESS) return fail("\"sketch\" is not an object");
+    auto bits = int_member(sketch, "bits", 1, 8);
+    if (!bits || (*bits != 1 && *bits != 2 && *bits != 4 && *bits != 8)) return fail("\"sketch.bits\" is not 1, 2, 4 or 8");
+    r.bits = static_cast<int>(*bits);
+    auto band_bins = int_member(sketch, "band_bins", 1, dedup::kSketchBits);
+    if (!band_bins) return fail("\"sketch.band_bins\" is out of range");
+    r.band_bins = static_cast<int>(*band_bins);
+    auto minhash = string_member(sketch, "minhash");
+    if (!minhash || minhash->size() != 32) return fail("\"sketch.minhash\" is not 32 hex digits");
+    auto w0 = parse_hex64(minhash->substr(0, 16)), w1 = parse_hex64(minhash->substr(16));
+    if (!w0 || !w1) return fail("\"sketch.minhash\" is not 32 hex digits");
+    r.sketch.sketch.words = {*w0, *w1};
+    simdjson::dom::array bands;
+    if (sketch["bands"].get_array().get(bands) != simdjson::SUCCESS) return fail("\"sketch.bands\" is not an array");
+    int n = 0;
+    for (simdjson::dom::element band : bands) {
+      if (n >= dedup::kMaxSketchBands) return fail("\"sketch.bands\" has more than 8 keys");
+      std::string_view text;
+      auto key = band.get_string().get(text) == simdjson::SUCCESS ? parse_hex64(text) : std::nullopt;
+      if (!key) return fail("\"sketch.bands\" holds a key that is not 16 hex digits");
+      r.sketch.band_keys[static_cast<std::size_t>(n++)] = *key;
+    }
+    r.bands = n;
+    r.has_sketch = true;
+    r.sketch.shingles = 1;
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------ reader
+
+ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string& topic,
+                                 std::chrono::milliseconds metadata_timeout)
+    : topic_(topic) {
+  // Assigned partitions only: the group id is never joined nor committed to.
+  properties["group.id"] = properties["group.id"] + ".changelog-reader";
+  properties["enable.auto.commit"] = "false";
+  properties["enable.partition.eof"] = "true";
+  properties["auto.offset.reset"] = "earliest";
+  properties["allow.auto.create.topics"] = "false";
+  consumer_ = std::make_unique<kafka::Consumer>(properties, nullptr);
+  const int n = kafka::partition_count(consumer_->handle(), topic, metadata_timeout);
+  if (n <= 0) {
+    throw kafka::KafkaError("window changelog topic '" + topic +
+                                "' does not exist: create it (cleanup.policy=compact, or retention.ms >= "
+                                "window.duration) or set kafka.changelog_topic: \"\" to run without one",
+                            RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, kafka::Severity::fatal);
+  }
+  high_.assign(static_cast<std::size_t>(n), 0);
+  position_.assign(static_cast<std::size_t>(n), -1);
+  kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(n));
+  for (int p = 0; p < n; ++p) {
+    std::int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(consumer_->handle(), topic.c_str(), p, &lo, &hi,
+                                                                static_cast<int>(metadata_timeout.count()));
+    if (err) {
+      throw kafka::KafkaError("window changelog '" + topic + "' partition " + std::to_string(p) +
+                                  ": cannot read its offsets: " + rd_kafka_err2str(err),
+                              err, kafka::Severity::fatal);
+    }
+    high_[static_cast<std::size_t>(p)] = hi;
+    if (hi <= lo) position_[static_cast<std::size_t>(p)] = hi;  // empty: nothing to catch up on
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
+  if (rd_kafka_resp_err_t err = rd_kafka_assign(consumer_->handle(), list.get())) {
+    throw kafka::KafkaError("window changelog '" + topic + "': assign: " + rd_kafka_err2str(err), err,
+                            kafka::Severity::fatal);
+  }
+}
+
+ChangelogReader::~ChangelogReader() = default;
+
+void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt) {
+  const auto p = static_cast<std::size_t>(m.partition);
+  if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    if (p < position_.size()) position_[p] = std::max(position_[p], m.offset);
+    return;
+  }
+  if (m.err) {
+    if (m.err == RD_KAFKA_RESP_ERR__FATAL) {
+      throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(), m.err, kafka::Severity::fatal);
+    }
+    return;  // transient (broker down, leader change): librdkafka retries
+  }
+  ++read_;
+  if (p < position_.size()) position_[p] = std::max(position_[p], m.offset + 1);
+  std::string reason;
+  auto record = decode_changelog_value(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
+                                       &reason);
+  if (record) {
+    visit(*record);
+  } else {
+    corrupt(m.partition, m.offset, reason);
+  }
+}
+
+bool ChangelogReader::catch_up(const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped) {
+  std::vector<kafka::MessagePtr> batch;
+  auto behind = [this] {
+    for (std::size_t p = 0; p < high_.size(); ++p) {
+      if (position_[p] < high_[p]) return true;
+    }
+    return false;
+  };
+  while (behind()) {
+    if (stopped()) return false;
+    if (consumer_->fatal()) {
+      throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+                              kafka::Severity::fatal);
+    }
+    batch.clear();
+    consumer_->poll_batch(batch, 5000, std::chrono::milliseconds(100));
+    for (const auto& m : batch) consume(*m, visit, corrupt);
+  }
+  return true;
+}
+
+void ChangelogReader::poll(const Visit& visit, const Corrupt& corrupt, std::size_t max) {
+  std::vector<kafka::MessagePtr> batch;
+  consumer_->poll_batch(batch, max, std::chrono::milliseconds(0));
+  for (const auto& m : batch) consume(*m, visit, corrupt);
+}
+
+}  // namespace neardup::stream

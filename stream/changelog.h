@@ -1,0 +1,106 @@
+#pragma once
+// The window changelog: one record per kept (unique) message, appended to a
+// Kafka topic (kafka.changelog_topic), so that a restarted instance, or another
+// instance of the same group, can rebuild the window exactly as if it had
+// processed those messages itself.
+//
+// Record (format version 1, documented in docs/KAFKA.md):
+//   key    the fingerprint, 16 lower-case hex digits
+//   value  one JSON object (kcat-readable):
+//          {"v":1,"fp":"<16 hex>","t":<event time, ms>,"topic":"<source topic>",
+//           "partition":<int>,"offset":<int>,"instance":"<16 hex>",
+//           "sketch":{"bits":2,"band_bins":4,"minhash":"<32 hex>","bands":["<16 hex>",...]}}
+//          "sketch" is absent when the writer's sketch stage was off or the text
+//          had no shingles. "instance" is a random id per service process: an
+//          instance skips its own records while it follows the topic live.
+//   timestamp  the event time
+// Readers refuse (and count) any value that is not exactly this shape; unknown
+// extra members are ignored, so a later version may add some without a bump.
+//
+// Reading: ChangelogReader assigns every partition of the topic (no consumer
+// group, nothing committed), reads each from its beginning to the high
+// watermark as of the start (the rebuild), and can keep following it afterwards.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dedup/sketch.h"
+#include "dedup/types.h"
+#include "stream/kafka.h"
+
+namespace neardup::stream {
+
+inline constexpr int kChangelogVersion = 1;
+
+/// One kept message, as the changelog carries it.
+struct ChangelogRecord {
+  dedup::Fingerprint fingerprint;
+  dedup::EventTime time;
+  std::string topic;           ///< where the kept message was read
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::uint64_t instance = 0;  ///< the writing process's random id
+  bool has_sketch = false;
+  int bits = 0;                ///< SketchOptions the sketch was made with
+  int band_bins = 0;
+  int bands = 0;               ///< band keys carried (the writer's sketch.bands)
+  dedup::SketchResult sketch;  ///< shingles is 1 when has_sketch (the engine indexes it), else 0
+};
+
+/// The record key: the fingerprint's 16 hex digits.
+std::string changelog_key(dedup::Fingerprint fingerprint);
+
+/// The record value (format above). Never throws except std::bad_alloc.
+std::string encode_changelog_value(const ChangelogRecord& record);
+
+/// Parses a record value. On anything malformed (not JSON, wrong version, a
+/// missing or out-of-range member) returns nullopt and sets `*error` to a short
+/// reason. Never throws on any input bytes. O(size).
+std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, std::string* error);
+
+/// Reads the changelog topic without a consumer group. Not thread-safe: one thread.
+class ChangelogReader {
+ public:
+  using Visit = std::function<void(const ChangelogRecord&)>;
+  using Corrupt = std::function<void(std::int32_t partition, std::int64_t offset, const std::string& reason)>;
+
+  /// `properties`: the service's consumer properties (bootstrap, security...);
+  /// group.id, auto commit and partition EOF are overridden. Throws
+  /// kafka::KafkaError (fatal) when the topic does not exist, naming the fix.
+  ChangelogReader(kafka::Properties properties, const std::string& topic, std::chrono::milliseconds metadata_timeout);
+  ~ChangelogReader();
+  ChangelogReader(const ChangelogReader&) = delete;
+  ChangelogReader& operator=(const ChangelogReader&) = delete;
+
+  /// Reads every partition from its beginning (the log start offset: retention
+  /// or compaction may have moved it) up to the high watermark it had when this
+  /// reader was constructed, calling `visit` for every valid record and
+  /// `corrupt` for every other. Returns false if `stopped()` turned true first.
+  /// Transient broker errors are retried (librdkafka); fatal ones throw kafka::KafkaError.
+  bool catch_up(const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped);
+
+  /// Afterwards: whatever newer records have arrived, up to `max`, without waiting.
+  void poll(const Visit& visit, const Corrupt& corrupt, std::size_t max);
+
+  int partitions() const { return static_cast<int>(high_.size()); }
+  /// Records read so far (valid or not).
+  std::uint64_t records_read() const { return read_; }
+
+ private:
+  void consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt);
+
+  std::string topic_;
+  std::unique_ptr<kafka::Consumer> consumer_;
+  std::vector<std::int64_t> high_;      ///< per partition: the high watermark at construction
+  std::vector<std::int64_t> position_;  ///< per partition: next offset to read (-1 unknown)
+  std::uint64_t read_ = 0;
+};
+
+}  // namespace neardup::stream
