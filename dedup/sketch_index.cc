@@ -1,8 +1,9 @@
 #include "dedup/sketch_index.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 #include <new>
 #include <stdexcept>
 
@@ -11,33 +12,52 @@ namespace {
 
 constexpr std::size_t kMaxEntries = std::size_t{1} << 30;
 constexpr std::size_t kFirstCapacity = 1024;
-
-// calloc: large blocks come straight from mmap as zero pages, so heads that no
-// bucket ever touches cost address space only.
-void* zeroed_bytes(std::size_t count, std::size_t size) {
-  void* p = std::calloc(count == 0 ? 1 : count, size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 
 }  // namespace
 
-void SketchIndex::FreeDeleter::operator()(void* p) const { std::free(p); }
+// Anonymous mappings are zero pages until written, so heads that no bucket ever
+// touches cost address space only.
+SketchIndex::Block::Block(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 1)) {
+  data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data_ == MAP_FAILED) {
+    data_ = nullptr;
+    throw std::bad_alloc();
+  }
+#ifdef MADV_HUGEPAGE
+  if (bytes_ >= kHugePage) madvise(data_, bytes_, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
+}
+
+SketchIndex::Block::~Block() {
+  if (data_ != nullptr) munmap(data_, bytes_);
+}
+
+SketchIndex::Block& SketchIndex::Block::operator=(Block&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) munmap(data_, bytes_);
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
 
 SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
     : bands_(options.bands), max_entries_(max_entries) {
   validate(options);
   if (max_entries > kMaxEntries) throw std::invalid_argument("sketch index: max_entries above 2^30");
-  stride_ = 4 + static_cast<std::size_t>(bands_);
+  const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   capacity_ = std::max<std::size_t>(1, std::min(max_entries_, kFirstCapacity));
-  ring_.reset(static_cast<std::uint32_t*>(zeroed_bytes(capacity_ * stride_, sizeof(std::uint32_t))));
-  has_sketch_.reset(static_cast<std::uint64_t*>(zeroed_bytes(words_for_bits(capacity_), sizeof(std::uint64_t))));
+  sketches_ = Block(capacity_ * sizeof(Sketch));
+  has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t));
+  next_ = Block(capacity_ * bands * sizeof(std::uint32_t));
   heads_per_band_ = std::max<std::size_t>(1024, std::bit_ceil(std::max<std::size_t>(max_entries_, 1)) / 4);
   head_shift_ = 64 - std::countr_zero(heads_per_band_);
-  heads_.reset(static_cast<std::uint32_t*>(
-      zeroed_bytes(heads_per_band_ * static_cast<std::size_t>(std::max(bands_, 0)), sizeof(std::uint32_t))));
+  heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t));
 }
 
 SketchIndex::~SketchIndex() = default;
@@ -46,19 +66,22 @@ SketchIndex& SketchIndex::operator=(SketchIndex&&) noexcept = default;
 
 void SketchIndex::grow(std::uint64_t oldest_live) {
   const std::size_t capacity = std::min(max_entries_, capacity_ * 2);
-  std::unique_ptr<std::uint32_t[], FreeDeleter> ring(
-      static_cast<std::uint32_t*>(zeroed_bytes(capacity * stride_, sizeof(std::uint32_t))));
-  std::unique_ptr<std::uint64_t[], FreeDeleter> has(
-      static_cast<std::uint64_t*>(zeroed_bytes(words_for_bits(capacity), sizeof(std::uint64_t))));
+  const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
+  Block sketches(capacity * sizeof(Sketch));
+  Block has(words_for_bits(capacity) * sizeof(std::uint64_t));
+  Block next(capacity * bands * sizeof(std::uint32_t));
   for (std::uint64_t seq = std::max(oldest_live, next_sequence_ - std::min<std::uint64_t>(next_sequence_, capacity_));
        seq < next_sequence_; ++seq) {
     const std::size_t from = slot_of(seq);
     const std::size_t to = static_cast<std::size_t>(seq % capacity);
-    std::copy_n(ring_.get() + from * stride_, stride_, ring.get() + to * stride_);
-    if ((has_sketch_[from >> 6] >> (from & 63)) & 1) has[to >> 6] |= std::uint64_t{1} << (to & 63);
+    sketches.as<Sketch>()[to] = sketches_.as<Sketch>()[from];
+    if (has_sketch(from)) has.as<std::uint64_t>()[to >> 6] |= std::uint64_t{1} << (to & 63);
+    for (std::size_t band = 0; band < bands; ++band)
+      next.as<std::uint32_t>()[band * capacity + to] = next_.as<std::uint32_t>()[band * capacity_ + from];
   }
-  ring_ = std::move(ring);
+  sketches_ = std::move(sketches);
   has_sketch_ = std::move(has);
+  next_ = std::move(next);
   capacity_ = capacity;
 }
 
@@ -69,26 +92,28 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
     next_sequence_ = sequence;
     base_ = sequence - 1;  // the first entry is stored as 1: an empty cell (0) is no entry
   }
-  // Live entries after this insert: [max(oldest_live, ...), sequence]; the ring must hold them all.
+  // Live entries after this insert: [max(oldest_live, ...), sequence]; the rings must hold them all.
   while (sequence + 1 - oldest_live > capacity_ && capacity_ < max_entries_) grow(oldest_live);
   next_sequence_ = sequence + 1;
   empty_ = false;
 
   const std::size_t at = slot_of(sequence);
-  std::uint32_t* s = ring_.get() + at * stride_;
-  std::uint64_t& has_word = has_sketch_[at >> 6];
+  std::uint64_t& has_word = has_sketch_.as<std::uint64_t>()[at >> 6];
   const std::uint64_t bit = std::uint64_t{1} << (at & 63);
+  std::uint32_t* next = next_.as<std::uint32_t>();
   if (sketch == nullptr || sketch->shingles == 0) {
     has_word &= ~bit;
-    std::fill_n(s, stride_, 0U);
+    sketches_.as<Sketch>()[at] = Sketch{};
+    for (int band = 0; band < bands_; ++band) next[static_cast<std::size_t>(band) * capacity_ + at] = 0;
     return;
   }
   has_word |= bit;
-  std::memcpy(s, sketch->sketch.words.data(), sizeof sketch->sketch.words);
+  sketches_.as<Sketch>()[at] = sketch->sketch;
+  std::uint32_t* heads = heads_.as<std::uint32_t>();
   for (int band = 0; band < bands_; ++band) {
-    std::uint32_t& head = heads_[static_cast<std::size_t>(band) * heads_per_band_ +
-                                 bucket(sketch->band_keys[static_cast<std::size_t>(band)])];
-    s[4 + band] = head;
+    const auto b = static_cast<std::size_t>(band);
+    std::uint32_t& head = heads[b * heads_per_band_ + bucket(sketch->band_keys[b])];
+    next[b * capacity_ + at] = head;
     head = static_cast<std::uint32_t>(sequence - base_);
   }
 }
@@ -97,22 +122,24 @@ std::optional<Sketch> SketchIndex::sketch(std::uint64_t sequence, std::uint64_t 
   if (empty_ || sequence < oldest_live || sequence >= next_sequence_ || next_sequence_ - sequence > capacity_)
     return std::nullopt;
   const std::size_t at = slot_of(sequence);
-  if (((has_sketch_[at >> 6] >> (at & 63)) & 1) == 0) return std::nullopt;
-  Sketch out;
-  std::memcpy(out.words.data(), slot(sequence), sizeof out.words);
-  return out;
+  if (!has_sketch(at)) return std::nullopt;
+  return sketches_.as<Sketch>()[at];
 }
 
 void SketchIndex::prefetch(const SketchResult& probe) const {
-  for (int band = 0; band < bands_; ++band)
-    __builtin_prefetch(heads_.get() + static_cast<std::size_t>(band) * heads_per_band_ +
-                       bucket(probe.band_keys[static_cast<std::size_t>(band)]));
+  const std::uint32_t* heads = heads_.as<std::uint32_t>();
+  for (int band = 0; band < bands_; ++band) {
+    const auto b = static_cast<std::size_t>(band);
+    __builtin_prefetch(heads + b * heads_per_band_ + bucket(probe.band_keys[b]));
+  }
 }
 
 SketchIndexStats SketchIndex::stats() const {
+  const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;
-  s.bytes = capacity_ * stride_ * sizeof(std::uint32_t) + words_for_bits(capacity_) * sizeof(std::uint64_t) +
-            heads_per_band_ * static_cast<std::size_t>(bands_) * sizeof(std::uint32_t) + sizeof(*this);
+  s.bytes = capacity_ * (sizeof(Sketch) + bands * sizeof(std::uint32_t)) +
+            words_for_bits(capacity_) * sizeof(std::uint64_t) + heads_per_band_ * bands * sizeof(std::uint32_t) +
+            sizeof(*this);
   return s;
 }
 

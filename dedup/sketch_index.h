@@ -7,26 +7,31 @@
 // is ever deleted here: the caller passes the oldest live sequence, and
 // everything older is dead (its slot is reused by later entries).
 //
-// Layout: a ring of slots, one per live entry ({16-byte sketch, one 32-bit
-// "next older entry in my bucket" per band}), grown by doubling up to
-// max_entries; per band a table of bucket heads (32-bit sequence of the newest
-// entry whose band key falls in the bucket). A bucket is a chain through the
-// slots from newest to oldest, so a probe walks it until the first dead entry:
-// expiry costs nothing. Sequences are stored as the low 32 bits of their offset
-// from the first one (0 = no entry) and rebuilt relative to a newer sequence;
-// the window holds at most 2^30 entries, so a
-// live entry is always rebuilt exactly (a stale bucket can alias to some other
-// live entry, which is only an extra candidate: callers verify every candidate
-// with its sketch).
+// Layout: rings parallel to the window, one slot per live entry, grown by
+// doubling up to max_entries: the 16-byte sketches, a 1-bit "has a sketch" map,
+// and per band a dense array of 32-bit "next older entry in my bucket" cells;
+// per band a table of bucket heads (32-bit sequence of the newest entry whose
+// band key falls in the bucket). A bucket is a chain through the cells from
+// newest to oldest, so a probe walks it until the first dead entry: expiry
+// costs nothing. The chains of all bands are walked in lockstep with the next
+// cell and sketch prefetched, so their cache misses overlap; the cells are apart
+// from the sketches, so a chain step touches 4 bytes, not a 28-byte slot.
+// Sequences are stored as the low 32 bits of their offset from the first one
+// (0 = no entry) and rebuilt relative to a newer sequence; the window holds at
+// most 2^30 entries, so a live entry is always rebuilt exactly (a stale bucket
+// can alias to some other live entry, which is only an extra candidate: callers
+// verify every candidate with its sketch).
 //
-// Memory: (16 + 4 * bands) bytes per slot plus 4 bytes per bucket head per band;
-// heads = bit_ceil(max_entries) / 4 per band (chains of ~2.5 random entries at a
-// full window of a power-of-two size). Zero pages are mapped lazily.
+// Memory: (16 + 4 * bands) bytes + 1 bit per slot plus 4 bytes per bucket head
+// per band; heads = bit_ceil(max_entries) / 4 per band (chains of ~2.5 random
+// entries at a full window of a power-of-two size). Blocks of 2 MiB and more
+// are mapped lazily (zero pages) and advised for transparent huge pages: the
+// heads are read at random, and a TLB miss per band per probe is most of the cost.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <span>
 
@@ -79,25 +84,36 @@ class SketchIndex {
   SketchIndexStats stats() const;
 
  private:
+  /// Zeroed, page-mapped memory; blocks >= 2 MiB are advised for huge pages.
+  class Block {
+   public:
+    Block() = default;
+    explicit Block(std::size_t bytes);
+    ~Block();
+    Block(Block&& other) noexcept : data_(other.data_), bytes_(other.bytes_) { other.data_ = nullptr, other.bytes_ = 0; }
+    Block& operator=(Block&& other) noexcept;
+    template <class T>
+    T* as() const { return static_cast<T*>(data_); }
+
+   private:
+    void* data_ = nullptr;
+    std::size_t bytes_ = 0;
+  };
+
   std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
-  const std::uint32_t* slot(std::uint64_t sequence) const { return ring_.get() + slot_of(sequence) * stride_; }
-  std::uint32_t* slot(std::uint64_t sequence) { return ring_.get() + slot_of(sequence) * stride_; }
+  bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> head_shift_); }
   void grow(std::uint64_t oldest_live);
 
-  struct FreeDeleter {
-    void operator()(void* p) const;
-  };
-
   int bands_ = 0;
   std::size_t max_entries_ = 0;
-  std::size_t stride_ = 0;    // 32-bit words per slot: 4 (sketch) + bands
-  std::size_t capacity_ = 0;  // slots in the ring
-  std::unique_ptr<std::uint32_t[], FreeDeleter> ring_;
-  std::unique_ptr<std::uint64_t[], FreeDeleter> has_sketch_;  // 1 bit per slot
+  std::size_t capacity_ = 0;  // slots in the rings
+  Block sketches_;            // Sketch per slot
+  Block has_sketch_;          // 1 bit per slot
+  Block next_;                // uint32 per band per slot: [band * capacity_ + slot]
   int head_shift_ = 64;
   std::size_t heads_per_band_ = 0;
-  std::unique_ptr<std::uint32_t[], FreeDeleter> heads_;  // [band * heads_per_band_ + bucket]
+  Block heads_;  // uint32 [band * heads_per_band_ + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
   std::uint64_t base_ = 0;           // first sequence - 1: cells hold uint32(sequence - base_), 0 = none
   bool empty_ = true;
@@ -108,24 +124,43 @@ template <class Visit>
 void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit) {
   ++stats_.probes;
   if (empty_ || probe.shingles == 0) return;
+  const std::uint32_t* heads = heads_.as<std::uint32_t>();
+  const std::uint32_t* next = next_.as<std::uint32_t>();
+  const Sketch* sketches = sketches_.as<Sketch>();
+  // One chain per band, walked in lockstep: follow() decodes a cell relative to
+  // the newer entry that holds it and, when it names a live older entry, queues
+  // it and prefetches its cell and sketch for the next round.
+  struct Cursor {
+    std::uint64_t sequence;
+    std::size_t band;
+  };
+  std::array<Cursor, kMaxSketchBands> cursors;
+  std::size_t live = 0;
+  auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t band) {
+    const std::uint32_t back = static_cast<std::uint32_t>(newer - base_) - stored;
+    if (back == 0 || back > newer - oldest_live) return false;  // empty, dead, or not older than `newer`
+    const std::uint64_t sequence = newer - back;
+    const std::size_t at = slot_of(sequence);
+    __builtin_prefetch(next + band * capacity_ + at);
+    __builtin_prefetch(sketches + at);
+    cursors[live++] = Cursor{sequence, band};
+    return true;
+  };
   for (int band = 0; band < bands_; ++band) {
-    std::uint32_t stored = heads_[static_cast<std::size_t>(band) * heads_per_band_ +
-                                  bucket(probe.band_keys[static_cast<std::size_t>(band)])];
-    std::uint64_t newer = next_sequence_;  // every chain element is older than this
-    for (std::size_t steps = 0; steps < kMaxChain; ++steps) {
-      const std::uint32_t back = static_cast<std::uint32_t>(newer - base_) - stored;
-      if (back == 0 || back > newer - oldest_live) break;  // dead, or not older than `newer`
-      const std::uint64_t sequence = newer - back;
-      const std::uint32_t* s = slot(sequence);
-      const bool has = (has_sketch_[slot_of(sequence) >> 6] >> (slot_of(sequence) & 63)) & 1;
-      if (has) {
-        Sketch sketch;
-        std::memcpy(sketch.words.data(), s, sizeof sketch.words);
+    const auto b = static_cast<std::size_t>(band);
+    follow(heads[b * heads_per_band_ + bucket(probe.band_keys[b])], next_sequence_, b);
+  }
+  for (std::size_t steps = 0; steps < kMaxChain && live != 0; ++steps) {
+    const std::size_t round = live;
+    live = 0;
+    for (std::size_t i = 0; i < round; ++i) {
+      const Cursor c = cursors[i];  // live <= i: follow() may overwrite cursors[live] only
+      const std::size_t at = slot_of(c.sequence);
+      if (has_sketch(at)) {
         ++stats_.candidates;
-        visit(sequence, static_cast<const Sketch&>(sketch));
+        visit(c.sequence, sketches[at]);
       }
-      stored = s[4 + band];
-      newer = sequence;
+      follow(next[c.band * capacity_ + at], c.sequence, c.band);
     }
   }
 }
