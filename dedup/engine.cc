@@ -74,10 +74,13 @@ Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
     double best = simhash_similarity.value_or(-1.0);
     std::optional<std::uint64_t> best_sequence;
     int best_distance = 65;
-    sketches_->for_each_candidate(summary.sketch, oldest, [&](std::uint64_t sequence, const Sketch& theirs) {
+    // A band candidate replaces the SimHash match only with a strictly higher
+    // estimate: after a perfect one (every bin agrees) the walk cannot change the verdict.
+    const bool settled = simhash_similarity && *simhash_similarity >= 1.0;
+    auto visit = [&](std::uint64_t sequence, const Sketch& theirs) {
+      if (verdict.match && sequence == verdict.match->sequence) return;  // verified above
       const double j = estimate_jaccard(mine, theirs, so.bits);
       if (j < so.threshold || j < best) return;
-      if (verdict.match && sequence == verdict.match->sequence) return;
       const auto e = window_.entry(sequence);
       if (!e || e->of == ref) return;
       const int distance = hamming_distance(summary.fingerprint, e->fingerprint);
@@ -87,7 +90,8 @@ Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
       best = j;
       best_distance = distance;
       best_sequence = sequence;
-    });
+    };
+    if (!settled) sketches_->for_each_candidate(summary.sketch, oldest, visit);
     if (best_sequence) {
       const bool beats_simhash = !verdict.match || !simhash_similarity || best > *simhash_similarity;
       if (beats_simhash) {

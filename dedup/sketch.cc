@@ -8,6 +8,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define NEARDUP_SKETCH_AVX512 1
+#endif
+
 namespace neardup::dedup {
 namespace {
 
@@ -19,9 +24,9 @@ static_assert(kNormalizedPadding >= 16, "copy_token reads 16 bytes at a time");
 constexpr std::uint64_t mix64(std::uint64_t x) {
   // splitmix64's finalizer: every input bit reaches every output bit.
   x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
+  x *= 0xbf58476d1ce4e5b9ULL;  // kMix1
   x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
+  x *= 0x94d049bb133111ebULL;  // kMix2
   x ^= x >> 31;
   return x;
 }
@@ -59,6 +64,52 @@ std::uint64_t shingle_hash(const char* bytes, std::size_t size) {
 inline void copy_token(char* out, const char* bytes, std::uint32_t size) {
   for (std::uint32_t k = 0; k < size; k += 16) std::memcpy(out + k, bytes + k, 16);
 }
+
+constexpr std::uint64_t kMix1 = 0xbf58476d1ce4e5b9ULL;
+constexpr std::uint64_t kMix2 = 0x94d049bb133111ebULL;
+
+// The hashes of the 5-byte windows at data[0], data[1], ... data[count - 1]
+// into out[0, count): shingle_hash() of each, portable.
+void hash_windows(const char* data, std::size_t count, std::uint64_t* out) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << 40) - 1;
+  for (std::size_t i = 0; i < count; ++i) out[i] = mix_word(load_word(data + i) & kMask, 5);
+}
+
+#ifdef NEARDUP_SKETCH_AVX512
+// GCC 12's _mm512_srli_epi64 passes an intentionally undefined vector as its
+// (fully masked-off) merge source, which -Wuninitialized reports.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// The same, 8 windows per step: one byte permutation cuts 8 overlapping 5-byte
+// windows out of a 16-byte load, then splitmix64's finalizer runs on 8 lanes.
+// Writes out[0, count rounded up to 8); reads data[0, count + 15).
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_windows_avx512(const char* data,
+                                                                                       std::size_t count,
+                                                                                       std::uint64_t* out) {
+  alignas(64) std::uint8_t order[64];
+  for (int lane = 0; lane < 8; ++lane)
+    for (int k = 0; k < 8; ++k) order[8 * lane + k] = static_cast<std::uint8_t>(lane + (k < 5 ? k : 0));
+  const __m512i index = _mm512_load_si512(order);
+  const __mmask64 keep = 0x1f1f1f1f1f1f1f1fULL;  // 5 bytes of every lane, the rest zero
+  const __m512i offset = _mm512_set1_epi64(static_cast<long long>(5 * 0x9e3779b97f4a7c15ULL + kShingleSeed));
+  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
+  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
+  for (std::size_t i = 0; i < count; i += 8) {
+    const __m512i bytes = _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
+    __m512i x = _mm512_add_epi64(_mm512_maskz_permutexvar_epi8(keep, index, bytes), offset);
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+    x = _mm512_mullo_epi64(x, m1);
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+    x = _mm512_mullo_epi64(x, m2);
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+    _mm512_storeu_si512(out + i, x);
+  }
+}
+#pragma GCC diagnostic pop
+
+const bool kHaveAvx512Vbmi = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+#endif
 
 std::uint32_t code_points(std::string_view bytes) {
   std::uint32_t n = 0;
@@ -137,8 +188,16 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
       sink(shingle_hash(out, size));
       return;
     }
-    constexpr std::uint64_t kMask = (std::uint64_t{1} << (8 * n)) - 1;
-    for (std::size_t i = 0; i + n <= size; ++i) sink(mix_word(load_word(out + i) & kMask, n));
+    const std::size_t count = size - n + 1;
+    if (hashes_.size() < count + 8) hashes_.resize(count + 8);
+    std::uint64_t* hashes = hashes_.data();
+#ifdef NEARDUP_SKETCH_AVX512
+    if (kHaveAvx512Vbmi) hash_windows_avx512(out, count, hashes);
+    else hash_windows(out, count, hashes);
+#else
+    hash_windows(out, count, hashes);
+#endif
+    for (std::size_t i = 0; i < count; ++i) sink(hashes[i]);
     return;
   }
 

@@ -76,6 +76,7 @@ class Sketcher {
   int bin_shift_;
   std::string buffer_;
   std::vector<std::uint32_t> starts_;
+  std::vector<std::uint64_t> hashes_;  // shingle hashes of one ASCII text
   std::array<std::uint32_t, kSketchBits> minima_{};
 };
 

@@ -72,6 +72,21 @@ TEST(Sketch, AsciiShinglesHashAlikeNextToNonAscii) {
   EXPECT_GT(mixed.size(), ascii.size());
 }
 
+TEST(Sketch, AsciiFastPathAgreesWithGeneralPathAtEveryLength) {
+  // The ASCII path hashes 8 windows per step (SIMD where the CPU has it); the
+  // general path hashes one shingle at a time. Every length exercises a
+  // different tail of the last step.
+  std::mt19937_64 rng(5);
+  for (std::size_t words = 1; words < 40; ++words) {
+    std::string text;
+    for (std::size_t i = 0; i < words; ++i) text += random_word(rng) + (i % 3 ? " " : ", ");
+    const auto ascii = shingles_of(text);
+    const auto general = shingles_of(text + " \xc3\xa9t\xc3\xa9");
+    EXPECT_TRUE(std::includes(general.begin(), general.end(), ascii.begin(), ascii.end())) << text;
+    EXPECT_EQ(general.size(), ascii.size() + 4) << text;  // " été" adds 4 characters: 4 new 5-grams
+  }
+}
+
 TEST(Sketch, MostlyCjkTextUsesCharacterBigramsWithoutSpaces) {
   // 10 distinct Han characters -> 9 bigrams; the spaces and punctuation vanish.
   EXPECT_EQ(shingles_of("床前明月光，疑是地上霜").size(), 9U);
