@@ -119,6 +119,19 @@ std::uint32_t code_points(std::string_view bytes) {
 
 }  // namespace
 
+namespace {
+
+// The build targets baseline x86-64 (no POPCNT), where std::popcount becomes a
+// call into libgcc; this is a handful of inline operations.
+inline int popcount64(std::uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ULL;
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+}
+
+}  // namespace
+
 void validate(const SketchOptions& options) {
   if (!options.enabled) return;
   if (options.bits != 1 && options.bits != 2 && options.bits != 4 && options.bits != 8)
@@ -151,13 +164,35 @@ double estimate_jaccard(const Sketch& a, const Sketch& b, int bits) {
       x |= x >> 4;
       lowest = 0x0101010101010101ULL;
     }
-    differing += std::popcount(x & lowest);
+    differing += popcount64(x & lowest);
   }
   const int bins = kSketchBits / bits;
   const double agree = static_cast<double>(bins - differing) / bins;
   const double chance = 1.0 / static_cast<double>(1U << bits);
   return std::clamp((agree - chance) / (1.0 - chance), 0.0, 1.0);
 }
+
+namespace {
+
+// Keeps `kBits` bits of every minimum, bin i at bits [i*kBits, (i+1)*kBits).
+// A constant width lets the compiler unroll and vectorize the loop.
+template <int kBits>
+Sketch pack(const std::uint32_t* minima) {
+  constexpr int kPerWord = 64 / kBits;
+  Sketch sketch;
+  for (int w = 0; w < 2; ++w) {
+    std::uint64_t word = 0;
+    for (int j = 0; j < kPerWord; ++j) {
+      // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
+      const std::uint32_t code = (minima[w * kPerWord + j] * 0x2545f491U) >> (32 - kBits);
+      word |= static_cast<std::uint64_t>(code) << (j * kBits);
+    }
+    sketch.words[static_cast<std::size_t>(w)] = word;
+  }
+  return sketch;
+}
+
+}  // namespace
 
 Sketcher::Sketcher(const SketchOptions& options)
     : options_(options), bins_(kSketchBits / std::max(options.bits, 1)), bin_shift_(0) {
@@ -258,28 +293,28 @@ SketchResult Sketcher::run(const NormalizedText& text) {
 
   // Densify: an empty bin takes the next filled bin to its right (circularly),
   // plus kRotationStep per step, so two texts fill the same empty bins alike.
-  int first = 0;
-  while (first < bins && minima[first] == kEmpty) ++first;
-  if (first == bins) first = 0;  // every minimum was 0xffffffff: nothing to copy from
-  int next = first + bins;  // index into the circular continuation
-  for (int i = bins - 1; i >= 0; --i) {
-    if (minima[i] != kEmpty) {
-      next = i;
-    } else {
-      minima[i] = minima[next >= bins ? next - bins : next] + static_cast<std::uint32_t>(next - i) * kRotationStep;
+  // Most texts fill every bin: a branch-free count (vectorized) skips the walk.
+  int empty = 0;
+  for (int i = 0; i < bins; ++i) empty += minima[i] == kEmpty;
+  if (empty != 0) {
+    int first = 0;
+    while (first < bins && minima[first] == kEmpty) ++first;
+    if (first == bins) first = 0;  // every minimum was 0xffffffff: nothing to copy from
+    int next = first + bins;  // index into the circular continuation
+    for (int i = bins - 1; i >= 0; --i) {
+      if (minima[i] != kEmpty) {
+        next = i;
+      } else {
+        minima[i] = minima[next >= bins ? next - bins : next] + static_cast<std::uint32_t>(next - i) * kRotationStep;
+      }
     }
   }
 
-  const int bits = options_.bits;
-  const int per_word = 64 / bits;
-  for (int w = 0; w < 2; ++w) {
-    std::uint64_t word = 0;
-    for (int j = per_word - 1; j >= 0; --j) {
-      // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
-      const std::uint32_t code = (minima[w * per_word + j] * 0x2545f491U) >> (32 - bits);
-      word = (word << bits) | code;
-    }
-    result.sketch.words[static_cast<std::size_t>(w)] = word;
+  switch (options_.bits) {
+    case 1: result.sketch = pack<1>(minima); break;
+    case 2: result.sketch = pack<2>(minima); break;
+    case 4: result.sketch = pack<4>(minima); break;
+    default: result.sketch = pack<8>(minima); break;
   }
 
   const int stride = bins / options_.band_bins;
