@@ -537,7 +537,7 @@ struct Service::Impl {
       dedup::SketchResult sketch;
     };
     std::vector<Replayed> entries;
-    auto last_progress = Clock::now();
+    auto last_progress = Clock::now(), last_log = Clock::now();
     const bool complete = changelog->catch_up(
         [&](const ChangelogRecord& r) {
           entries.push_back(Replayed{r.time, pack_ref(intern(r.topic, r.partition), r.offset), r.fingerprint,
@@ -545,6 +545,11 @@ struct Service::Impl {
           if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= options.progress_interval) {
             last_progress = Clock::now();
             publish();
+            if (last_progress - last_log >= std::chrono::seconds(10)) {
+              last_log = last_progress;
+              log(config::LogLevel::info, "rebuilding the window: " + std::to_string(changelog->records_read()) +
+                                              " changelog records read");
+            }
           }
         },
         [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); },
