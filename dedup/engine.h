@@ -9,7 +9,8 @@
 // (dedup/sketch_index.h). Verification: a candidate is a duplicate only when the
 // two sketches estimate a shingle Jaccard >= sketch.threshold; the best estimate
 // wins (ties: the smaller SimHash distance, then the oldest). Entries without a
-// sketch (remember(): changelog replay) are judged by SimHash distance alone.
+// sketch (remember() without one: a changelog record written with the sketch
+// off) are judged by SimHash distance alone.
 // With the sketch off, the classic rule: the nearest entry within max_distance.
 
 #include <cstdint>
