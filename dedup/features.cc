@@ -28,18 +28,20 @@ std::uint64_t shingle_hash(std::span<const std::uint64_t> word_hashes) {
   return XXH3_64bits_withSeed(word_hashes.data(), word_hashes.size_bytes(), kShingleSeed);
 }
 
-FeatureCounter::FeatureCounter() : slots_(256), mask_(255) {}
+FeatureCounter::FeatureCounter() : slots_(1024), mask_(1023), keys_(257), counts_(257) {}
 
 void FeatureCounter::grow() {
   std::vector<Slot> bigger(slots_.size() * 2);
   const std::size_t mask = bigger.size() - 1;
-  for (std::size_t index = 0; index < keys_.size(); ++index) {
+  for (std::uint32_t index = 0; index < size_; ++index) {
     std::size_t i = static_cast<std::size_t>(keys_[index]) & mask;
     while (bigger[i].stamp == stamp_) i = (i + 1) & mask;
-    bigger[i] = Slot{keys_[index], stamp_, static_cast<std::uint32_t>(index)};
+    bigger[i] = Slot{keys_[index], stamp_, index};
   }
   slots_ = std::move(bigger);
   mask_ = mask;
+  keys_.resize(slots_.size() / 4 + 1);
+  counts_.resize(slots_.size() / 4 + 1);
 }
 
 void FeatureCounter::reset_stamps() {

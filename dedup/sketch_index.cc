@@ -20,14 +20,14 @@ std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 
 // Anonymous mappings are zero pages until written, so heads that no bucket ever
 // touches cost address space only.
-SketchIndex::Block::Block(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 1)) {
+SketchIndex::Block::Block(std::size_t bytes, bool huge) : bytes_(std::max<std::size_t>(bytes, 1)) {
   data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (data_ == MAP_FAILED) {
     data_ = nullptr;
     throw std::bad_alloc();
   }
 #ifdef MADV_HUGEPAGE
-  if (bytes_ >= kHugePage) madvise(data_, bytes_, MADV_HUGEPAGE);  // a hint: failure is harmless
+  if (huge && bytes_ >= kHugePage) madvise(data_, bytes_, MADV_HUGEPAGE);  // a hint: failure is harmless
 #endif
 }
 
@@ -52,12 +52,12 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   if (max_entries > kMaxEntries) throw std::invalid_argument("sketch index: max_entries above 2^30");
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   capacity_ = std::max<std::size_t>(1, std::min(max_entries_, kFirstCapacity));
-  sketches_ = Block(capacity_ * sizeof(Sketch));
-  has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t));
-  next_ = Block(capacity_ * bands * sizeof(std::uint32_t));
+  sketches_ = Block(capacity_ * sizeof(Sketch), true);
+  has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t), true);
+  next_ = Block(capacity_ * bands * sizeof(std::uint32_t), true);
   heads_per_band_ = std::max<std::size_t>(1024, std::bit_ceil(std::max<std::size_t>(max_entries_, 1)) / 4);
   head_shift_ = 64 - std::countr_zero(heads_per_band_);
-  heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t));
+  heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t), true);
 }
 
 SketchIndex::~SketchIndex() = default;
@@ -67,9 +67,9 @@ SketchIndex& SketchIndex::operator=(SketchIndex&&) noexcept = default;
 void SketchIndex::grow(std::uint64_t oldest_live) {
   const std::size_t capacity = std::min(max_entries_, capacity_ * 2);
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
-  Block sketches(capacity * sizeof(Sketch));
-  Block has(words_for_bits(capacity) * sizeof(std::uint64_t));
-  Block next(capacity * bands * sizeof(std::uint32_t));
+  Block sketches(capacity * sizeof(Sketch), true);
+  Block has(words_for_bits(capacity) * sizeof(std::uint64_t), true);
+  Block next(capacity * bands * sizeof(std::uint32_t), true);
   for (std::uint64_t seq = std::max(oldest_live, next_sequence_ - std::min<std::uint64_t>(next_sequence_, capacity_));
        seq < next_sequence_; ++seq) {
     const std::size_t from = slot_of(seq);

@@ -84,11 +84,11 @@ class SketchIndex {
   SketchIndexStats stats() const;
 
  private:
-  /// Zeroed, page-mapped memory; blocks >= 2 MiB are advised for huge pages.
+  /// Zeroed, page-mapped memory; with `huge`, blocks >= 2 MiB are advised for huge pages.
   class Block {
    public:
     Block() = default;
-    explicit Block(std::size_t bytes);
+    Block(std::size_t bytes, bool huge);
     ~Block();
     Block(Block&& other) noexcept : data_(other.data_), bytes_(other.bytes_) { other.data_ = nullptr, other.bytes_ = 0; }
     Block& operator=(Block&& other) noexcept;
