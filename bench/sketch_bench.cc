@@ -3,9 +3,12 @@
 //   beside it (random fingerprints, sketches and band keys), probe + verify +
 //   insert per item; reports bytes_per_entry of window + sketch index together,
 //   and sketch_candidates_per_probe (random band-bucket collisions).
-// - ScanSketch/0 and /1: `neardup scan` of the same ~200-byte JSON Lines feed
-//   as ScanJsonl200Bytes with the sketch stage off (0, the classic engine)
-//   and on (1, the default).
+// - ScanSketch/S/F: `neardup scan` of ~200-byte JSON Lines records with the
+//   sketch stage off (S = 0, the classic engine) or on (S = 1, the default).
+//   F = 0: the news-like feed of ScanJsonl200Bytes (bench/feed.h: Zipf words over
+//   a 20k vocabulary, same records); F = 1: the old feed over a 76-word
+//   vocabulary, where most texts share their common shingles: the band index's
+//   worst case (long chains of true band matches that all fail verification).
 // - Sketcher: the sketch of one text (ASCII ~200 bytes, Chinese ~60 characters).
 //
 //   build/accuracy/bench/neardup_bench --benchmark_filter='Sketch|Scan'
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/feed.h"
 #include "dedup/engine.h"
 #include "dedup/normalize.h"
 #include "dedup/sketch.h"
@@ -133,9 +137,24 @@ void BM_Sketcher(benchmark::State& state) {
 }
 BENCHMARK(BM_Sketcher)->Arg(0)->Arg(1);
 
-// The feed of bench/scan_bench.cc (same generator, same seed), so ScanSketch/1
-// and ScanJsonl200Bytes measure the same work.
-std::string make_feed(std::size_t records) {
+std::string to_jsonl(const std::vector<std::string>& texts) {
+  std::string feed, line;
+  std::size_t i = 0;
+  for (const auto& text : texts) {
+    line = "{\"id\":" + std::to_string(++i) + ",\"text\":";
+    neardup::stream::append_json_string(line, text);
+    line += "}\n";
+    feed += line;
+  }
+  return feed;
+}
+
+// feed 0: the records of bench/scan_bench.cc (same generator, same seed), so
+// ScanSketch/1/0 and ScanJsonl200Bytes measure the same work. feed 1: the
+// small-vocabulary worst case below.
+std::string make_feed(std::size_t records, int feed);
+
+std::string make_small_vocabulary_feed(std::size_t records) {
   static const char* kWords[] = {
       "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
       "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had",
@@ -169,13 +188,22 @@ std::string make_feed(std::size_t records) {
   return feed;
 }
 
+std::string make_feed(std::size_t records, int feed) {
+  if (feed == 1) return make_small_vocabulary_feed(records);
+  neardup::bench::FeedGenerator generator;
+  return to_jsonl(generator.feed(records, 170));
+}
+
 // The engine alone over the feed's texts (no JSON): candidates per probe of
 // the band index and the share of duplicates found only through it.
 void BM_EngineSketch(benchmark::State& state) {
   constexpr std::size_t kRecords = 200000;
-  static const std::vector<std::string> texts = [] {
+  static const std::vector<std::string> texts_by_feed[2] = {[] {
+    neardup::bench::FeedGenerator generator;
+    return generator.feed(kRecords, 170);
+  }(), [] {
     std::vector<std::string> out;
-    const std::string feed = make_feed(kRecords);
+    const std::string feed = make_small_vocabulary_feed(kRecords);
     std::size_t at = 0;
     while (at < feed.size()) {
       const std::size_t end = feed.find('\n', at);
@@ -184,7 +212,8 @@ void BM_EngineSketch(benchmark::State& state) {
       at = end + 1;
     }
     return out;
-  }();
+  }()};
+  const std::vector<std::string>& texts = texts_by_feed[state.range(1)];
   DedupOptions options;
   options.sketch.enabled = state.range(0) != 0;
   EngineStats stats;
@@ -200,11 +229,12 @@ void BM_EngineSketch(benchmark::State& state) {
   state.counters["sketch_candidates_per_probe"] =
       stats.sketch.probes ? static_cast<double>(stats.sketch.candidates) / static_cast<double>(stats.sketch.probes) : 0;
 }
-BENCHMARK(BM_EngineSketch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EngineSketch)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"sketch", "feed"})->Unit(benchmark::kMillisecond);
 
 void BM_ScanSketch(benchmark::State& state) {
   constexpr std::size_t kRecords = 200000;
-  static const std::string feed = make_feed(kRecords);
+  static const std::string feeds[2] = {make_feed(kRecords, 0), make_feed(kRecords, 1)};
+  const std::string& feed = feeds[state.range(1)];
   neardup::config::Config config;
   config.input.format = neardup::config::InputFormat::json;
   config.dedup.sketch.enabled = state.range(0) != 0;
@@ -218,7 +248,7 @@ void BM_ScanSketch(benchmark::State& state) {
   std::fclose(sink);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kRecords));
 }
-BENCHMARK(BM_ScanSketch)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScanSketch)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"sketch", "feed"})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace neardup::dedup
