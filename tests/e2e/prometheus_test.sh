@@ -141,17 +141,28 @@ fi
 echo "ok    Prometheus: neardup_messages_total by verdict = fed counts ($n_unique unique, $n_duplicate duplicate, $n_invalid invalid)"
 
 # Other series arrived through Prometheus too, with values implied by the feed.
-[ "$(query 'sum(neardup_dead_letters_total{job="neardup"})' | cut -d' ' -f2)" = "$n_invalid" ] ||
-  die "neardup_dead_letters_total != $n_invalid"
-[ "$(query 'sum(neardup_match_distance_count{job="neardup"})' | cut -d' ' -f2)" = "$n_duplicate" ] ||
-  die "neardup_match_distance_count != $n_duplicate"
-[ "$(query 'sum(neardup_match_distance_bucket{job="neardup",le="0"})' | cut -d' ' -f2)" = "$n_duplicate" ] ||
-  die "exact copies should all match at distance 0"
-[ "$(query 'sum(neardup_window_entries{job="neardup"})' | cut -d' ' -f2)" = "$n_unique" ] ||
-  die "neardup_window_entries != $n_unique"
-[ "$(query 'sum(neardup_ready{job="neardup"})' | cut -d' ' -f2)" = 1 ] || die "neardup_ready != 1"
-[ "$(query 'count(neardup_build_info{job="neardup",version!=""})' | cut -d' ' -f2)" = 1 ] ||
-  die "neardup_build_info{version} missing"
+# Dead letters are counted when the broker acknowledges them, which may be a
+# scrape after the verdict counts: poll until every series agrees.
+series_agree() {
+  [ "$(query 'sum(neardup_dead_letters_total{job="neardup"})' | cut -d' ' -f2)" = "$n_invalid" ] &&
+  [ "$(query 'sum(neardup_match_distance_count{job="neardup"})' | cut -d' ' -f2)" = "$n_duplicate" ] &&
+  [ "$(query 'sum(neardup_match_distance_bucket{job="neardup",le="0"})' | cut -d' ' -f2)" = "$n_duplicate" ] &&
+  [ "$(query 'sum(neardup_window_entries{job="neardup"})' | cut -d' ' -f2)" = "$n_unique" ] &&
+  [ "$(query 'sum(neardup_ready{job="neardup"})' | cut -d' ' -f2)" = 1 ] &&
+  [ "$(query 'count(neardup_build_info{job="neardup",version!=""})' | cut -d' ' -f2)" = 1 ]
+}
+deadline=$((SECONDS + 30))
+until series_agree; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    for q in 'sum(neardup_dead_letters_total{job="neardup"})' 'sum(neardup_match_distance_count{job="neardup"})' \
+             'sum(neardup_match_distance_bucket{job="neardup",le="0"})' 'sum(neardup_window_entries{job="neardup"})' \
+             'sum(neardup_ready{job="neardup"})' 'count(neardup_build_info{job="neardup",version!=""})'; do
+      echo "  $q = $(query "$q")"
+    done
+    die "series disagree with the feed (expected dead letters $n_invalid, duplicates $n_duplicate, window entries $n_unique)"
+  fi
+  sleep 0.5
+done
 echo "ok    Prometheus: dead letters, match distance, window entries, ready and build_info agree with the feed"
 
 # --- clean shutdown: SIGTERM -> exit 0, endpoint gone.
