@@ -36,6 +36,12 @@ struct ServiceStats {
   Histogram end_to_end_latency_seconds;                  ///< message timestamp -> output acked
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;  ///< {topic, partition}
   std::uint64_t produce_errors = 0, dead_letters = 0;
+  /// neardup_changelog_records_total{result}: window changelog records
+  std::uint64_t changelog_written = 0;   ///< result="written": appended and acknowledged
+  std::uint64_t changelog_replayed = 0;  ///< result="replayed": remembered by the start-up rebuild
+  std::uint64_t changelog_followed = 0;  ///< result="followed": other instances' records remembered
+  std::uint64_t changelog_corrupt = 0;   ///< result="corrupt": skipped as unreadable
+  double window_rebuild_seconds = 0;     ///< neardup_window_rebuild_seconds
 
   /// Histograms with neardup's standard buckets for max distance k.
   static ServiceStats with_buckets(int max_distance);

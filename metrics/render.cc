@@ -90,6 +90,20 @@ class SnapshotCollectable final : public prometheus::Collectable {
                          MetricType::Counter, static_cast<double>(s.produce_errors)));
     out.push_back(scalar("neardup_dead_letters_total", "Messages sent to the dead-letter topic.",
                          MetricType::Counter, static_cast<double>(s.dead_letters)));
+    MetricFamily changelog{"neardup_changelog_records_total",
+                           "Window changelog records, by result (written, replayed at start, followed from "
+                           "other instances, corrupt and skipped).",
+                           MetricType::Counter, {}};
+    for (const auto& [result, value] : {std::pair<const char*, std::uint64_t>{"written", s.changelog_written},
+                                        {"replayed", s.changelog_replayed},
+                                        {"followed", s.changelog_followed},
+                                        {"corrupt", s.changelog_corrupt}}) {
+      changelog.metric.push_back(number(static_cast<double>(value), MetricType::Counter, {{"result", result}}));
+    }
+    out.push_back(std::move(changelog));
+    out.push_back(scalar("neardup_window_rebuild_seconds",
+                         "Seconds the start-up rebuild of the window from the changelog took.", MetricType::Gauge,
+                         s.window_rebuild_seconds));
     out.push_back(scalar("neardup_ready", "1 when partitions are assigned and the window is rebuilt (/readyz).",
                          MetricType::Gauge, ready_ ? 1 : 0));
 

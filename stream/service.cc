@@ -716,6 +716,11 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.consumer_lag = s.consumer_lag;
   m.produce_errors = s.produce_errors;
   m.dead_letters = s.dead_letters;
+  m.changelog_written = s.changelog_written;
+  m.changelog_replayed = s.changelog_replayed;
+  m.changelog_followed = s.changelog_followed;
+  m.changelog_corrupt = s.changelog_corrupt;
+  m.window_rebuild_seconds = s.changelog_rebuild_seconds;
   return m;
 }
 
