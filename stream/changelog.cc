@@ -14,8 +14,9 @@ constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 48) - 1;  // what a Reco
 constexpr std::size_t kMaxTopicName = 249;                        // Kafka's own limit
 
 void append_hex64(std::string& out, std::uint64_t value) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char buf[16];
+  for (int i = 15; i >= 0; --i, value >>= 4) buf[i] = kDigits[value & 15];
   out.append(buf, 16);
 }
 
@@ -61,12 +62,11 @@ std::optional<std::string_view> string_member(simdjson::dom::object obj, const c
 
 std::string changelog_key(dedup::Fingerprint fingerprint) { return fingerprint.hex(); }
 
-std::string encode_changelog_value(const ChangelogRecord& r) {
-  std::string out;
-  out.reserve(200 + r.topic.size() + 19 * static_cast<std::size_t>(r.bands));
-  out += "{\"v\":";
-  out += std::to_string(kChangelogVersion);
-  out += ",\"fp\":\"";
+namespace {
+
+/// The members of one entry, without braces: "fp":...,"t":...,... ("sketch" last, when present).
+void append_entry_members(std::string& out, const ChangelogRecord& r, bool with_instance) {
+  out += "\"fp\":\"";
   append_hex64(out, r.fingerprint.bits);
   out += "\",\"t\":";
   out += std::to_string(r.time.ms);
@@ -76,9 +76,11 @@ std::string encode_changelog_value(const ChangelogRecord& r) {
   out += std::to_string(r.partition);
   out += ",\"offset\":";
   out += std::to_string(r.offset);
-  out += ",\"instance\":\"";
-  append_hex64(out, r.instance);
-  out += '"';
+  if (with_instance) {
+    out += ",\"instance\":\"";
+    append_hex64(out, r.instance);
+    out += '"';
+  }
   if (r.has_sketch) {
     out += ",\"sketch\":{\"bits\":";
     out += std::to_string(r.bits);
@@ -97,6 +99,89 @@ std::string encode_changelog_value(const ChangelogRecord& r) {
     }
     out += "]}";
   }
+}
+
+/// Parses the members of one entry (everything but "v" and "instance") into `r`.
+/// Returns nullptr or the reason it is malformed.
+const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
+  auto fp_text = string_member(obj, "fp");
+  auto fp = fp_text ? parse_hex64(*fp_text) : std::nullopt;
+  if (!fp) return "\"fp\" is not 16 hex digits";
+  r.fingerprint.bits = *fp;
+  auto t = int_member(obj, "t", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  if (!t) return "\"t\" is not an integer";
+  r.time.ms = *t;
+  auto topic = string_member(obj, "topic");
+  if (!topic || topic->empty() || topic->size() > kMaxTopicName) return "\"topic\" is not a topic name";
+  r.topic = std::string(*topic);
+  auto partition = int_member(obj, "partition", 0, std::numeric_limits<std::int32_t>::max());
+  if (!partition) return "\"partition\" is not a partition number";
+  r.partition = static_cast<std::int32_t>(*partition);
+  auto offset = int_member(obj, "offset", 0, kMaxOffset);
+  if (!offset) return "\"offset\" is not an offset below 2^48";
+  r.offset = *offset;
+
+  simdjson::dom::element sketch_element;
+  if (obj["sketch"].get(sketch_element) == simdjson::SUCCESS) {
+    simdjson::dom::object sketch;
+    if (sketch_element.get_object().get(sketch) != simdjson::SUCCESS) return "\"sketch\" is not an object";
+    auto bits = int_member(sketch, "bits", 1, 8);
+    if (!bits || (*bits != 1 && *bits != 2 && *bits != 4 && *bits != 8)) return "\"sketch.bits\" is not 1, 2, 4 or 8";
+    r.bits = static_cast<int>(*bits);
+    auto band_bins = int_member(sketch, "band_bins", 1, dedup::kSketchBits);
+    if (!band_bins) return "\"sketch.band_bins\" is out of range";
+    r.band_bins = static_cast<int>(*band_bins);
+    auto minhash = string_member(sketch, "minhash");
+    if (!minhash || minhash->size() != 32) return "\"sketch.minhash\" is not 32 hex digits";
+    auto w0 = parse_hex64(minhash->substr(0, 16)), w1 = parse_hex64(minhash->substr(16));
+    if (!w0 || !w1) return "\"sketch.minhash\" is not 32 hex digits";
+    r.sketch.sketch.words = {*w0, *w1};
+    simdjson::dom::array bands;
+    if (sketch["bands"].get_array().get(bands) != simdjson::SUCCESS) return "\"sketch.bands\" is not an array";
+    int n = 0;
+    for (simdjson::dom::element band : bands) {
+      if (n >= dedup::kMaxSketchBands) return "\"sketch.bands\" has more than 8 keys";
+      std::string_view text;
+      auto key = band.get_string().get(text) == simdjson::SUCCESS ? parse_hex64(text) : std::nullopt;
+      if (!key) return "\"sketch.bands\" holds a key that is not 16 hex digits";
+      r.sketch.band_keys[static_cast<std::size_t>(n++)] = *key;
+    }
+    r.bands = n;
+    r.has_sketch = true;
+    r.sketch.shingles = 1;
+  }
+  return nullptr;
+}
+
+/// The parsed root object and its version, or the reason it is not one.
+const char* parse_root(simdjson::dom::parser& parser, std::string_view value, simdjson::dom::object& obj,
+                       std::int64_t& version) {
+  simdjson::dom::element root;
+  if (parser.parse(value.data(), value.size(), true).get(root) != simdjson::SUCCESS) return "not JSON";
+  if (root.get_object().get(obj) != simdjson::SUCCESS) return "not a JSON object";
+  auto v = int_member(obj, "v", 0, std::numeric_limits<std::int64_t>::max());
+  if (!v) return "no format version \"v\"";
+  version = *v;
+  return nullptr;
+}
+
+const char* parse_instance(simdjson::dom::object obj, std::uint64_t& instance) {
+  auto instance_text = string_member(obj, "instance");
+  auto parsed = instance_text ? parse_hex64(*instance_text) : std::nullopt;
+  if (!parsed) return "\"instance\" is not 16 hex digits";
+  instance = *parsed;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string encode_changelog_value(const ChangelogRecord& r) {
+  std::string out;
+  out.reserve(200 + r.topic.size() + 19 * static_cast<std::size_t>(r.bands));
+  out += "{\"v\":";
+  out += std::to_string(kChangelogVersion1);
+  out += ',';
+  append_entry_members(out, r, true);
   out += '}';
   return out;
 }
@@ -107,66 +192,89 @@ std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, st
     return std::nullopt;
   };
   thread_local simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(value.data(), value.size(), true).get(root) != simdjson::SUCCESS) return fail("not JSON");
   simdjson::dom::object obj;
-  if (root.get_object().get(obj) != simdjson::SUCCESS) return fail("not a JSON object");
-  auto version = int_member(obj, "v", 0, std::numeric_limits<std::int64_t>::max());
-  if (!version) return fail("no format version \"v\"");
-  if (*version != kChangelogVersion) return fail("unsupported format version");
-
+  std::int64_t version = 0;
+  if (const char* reason = parse_root(parser, value, obj, version)) return fail(reason);
+  if (version != kChangelogVersion1) return fail("unsupported format version");
   ChangelogRecord r;
-  auto fp_text = string_member(obj, "fp");
-  auto fp = fp_text ? parse_hex64(*fp_text) : std::nullopt;
-  if (!fp) return fail("\"fp\" is not 16 hex digits");
-  r.fingerprint.bits = *fp;
-  auto t = int_member(obj, "t", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
-  if (!t) return fail("\"t\" is not an integer");
-  r.time.ms = *t;
-  auto topic = string_member(obj, "topic");
-  if (!topic || topic->empty() || topic->size() > kMaxTopicName) return fail("\"topic\" is not a topic name");
-  r.topic = std::string(*topic);
-  auto partition = int_member(obj, "partition", 0, std::numeric_limits<std::int32_t>::max());
-  if (!partition) return fail("\"partition\" is not a partition number");
-  r.partition = static_cast<std::int32_t>(*partition);
-  auto offset = int_member(obj, "offset", 0, kMaxOffset);
-  if (!offset) return fail("\"offset\" is not an offset below 2^48");
-  r.offset = *offset;
-  auto instance_text = string_member(obj, "instance");
-  auto instance = instance_text ? parse_hex64(*instance_text) : std::nullopt;
-  if (!instance) return fail("\"instance\" is not 16 hex digits");
-  r.instance = *instance;
-
-  simdjson::dom::element sketch_element;
-  if (obj["sketch"].get(sketch_element) == simdjson::SUCCESS) {
-    simdjson::dom::object sketch;
-    if (sketch_element.get_object().get(sketch) != simdjson::SUCCESS) return fail("\"sketch\" is not an object");
-    auto bits = int_member(sketch, "bits", 1, 8);
-    if (!bits || (*bits != 1 && *bits != 2 && *bits != 4 && *bits != 8)) return fail("\"sketch.bits\" is not 1, 2, 4 or 8");
-    r.bits = static_cast<int>(*bits);
-    auto band_bins = int_member(sketch, "band_bins", 1, dedup::kSketchBits);
-    if (!band_bins) return fail("\"sketch.band_bins\" is out of range");
-    r.band_bins = static_cast<int>(*band_bins);
-    auto minhash = string_member(sketch, "minhash");
-    if (!minhash || minhash->size() != 32) return fail("\"sketch.minhash\" is not 32 hex digits");
-    auto w0 = parse_hex64(minhash->substr(0, 16)), w1 = parse_hex64(minhash->substr(16));
-    if (!w0 || !w1) return fail("\"sketch.minhash\" is not 32 hex digits");
-    r.sketch.sketch.words = {*w0, *w1};
-    simdjson::dom::array bands;
-    if (sketch["bands"].get_array().get(bands) != simdjson::SUCCESS) return fail("\"sketch.bands\" is not an array");
-    int n = 0;
-    for (simdjson::dom::element band : bands) {
-      if (n >= dedup::kMaxSketchBands) return fail("\"sketch.bands\" has more than 8 keys");
-      std::string_view text;
-      auto key = band.get_string().get(text) == simdjson::SUCCESS ? parse_hex64(text) : std::nullopt;
-      if (!key) return fail("\"sketch.bands\" holds a key that is not 16 hex digits");
-      r.sketch.band_keys[static_cast<std::size_t>(n++)] = *key;
-    }
-    r.bands = n;
-    r.has_sketch = true;
-    r.sketch.shingles = 1;
-  }
+  if (const char* reason = parse_entry(obj, r)) return fail(reason);
+  if (const char* reason = parse_instance(obj, r.instance)) return fail(reason);
   return r;
+}
+
+bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out, std::string* error) {
+  auto fail = [error](const char* reason) {
+    if (error) *error = reason;
+    return false;
+  };
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  std::int64_t version = 0;
+  if (const char* reason = parse_root(parser, value, obj, version)) return fail(reason);
+  if (version == kChangelogVersion1) {
+    ChangelogRecord r;
+    if (const char* reason = parse_entry(obj, r)) return fail(reason);
+    if (const char* reason = parse_instance(obj, r.instance)) return fail(reason);
+    out.push_back(std::move(r));
+    return true;
+  }
+  if (version != kChangelogVersion) return fail("unsupported format version");
+  std::uint64_t instance = 0;
+  if (const char* reason = parse_instance(obj, instance)) return fail(reason);
+  simdjson::dom::array entries;
+  if (obj["entries"].get_array().get(entries) != simdjson::SUCCESS) return fail("\"entries\" is not an array");
+  const std::size_t first = out.size();
+  for (simdjson::dom::element element : entries) {
+    simdjson::dom::object entry;
+    ChangelogRecord r;
+    const char* reason = element.get_object().get(entry) == simdjson::SUCCESS ? parse_entry(entry, r)
+                                                                               : "an entry is not an object";
+    if (reason) {
+      out.resize(first);
+      return fail(reason);
+    }
+    r.instance = instance;
+    out.push_back(std::move(r));
+  }
+  if (out.size() == first) return fail("\"entries\" is empty");
+  return true;
+}
+
+// ------------------------------------------------------------------ batch
+
+void ChangelogBatch::add(const ChangelogRecord& record) {
+  if (entries_ == 0) {
+    value_.clear();
+    value_ += "{\"v\":";
+    value_ += std::to_string(kChangelogVersion);
+    value_ += ",\"instance\":\"";
+    append_hex64(value_, instance_);
+    value_ += "\",\"entries\":[";
+    newest_ = record.time;
+  } else {
+    value_ += ',';
+  }
+  value_ += '{';
+  append_entry_members(value_, record, false);
+  value_ += '}';
+  newest_ = std::max(newest_, record.time);
+  ++entries_;
+}
+
+ChangelogBatch::Encoded ChangelogBatch::take() {
+  Encoded out;
+  if (entries_ == 0) return out;
+  value_ += "]}";
+  out.key.reserve(33);
+  append_hex64(out.key, instance_);
+  out.key += '-';
+  append_hex64(out.key, sequence_++);
+  out.value = std::move(value_);
+  out.newest = newest_;
+  out.entries = entries_;
+  value_ = std::string();
+  entries_ = 0;
+  return out;
 }
 
 // ------------------------------------------------------------------ reader
@@ -227,10 +335,10 @@ void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, c
   ++read_;
   if (p < position_.size()) position_[p] = std::max(position_[p], m.offset + 1);
   std::string reason;
-  auto record = decode_changelog_value(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
-                                       &reason);
-  if (record) {
-    visit(*record);
+  entries_.clear();
+  if (decode_changelog(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), entries_,
+                       &reason)) {
+    for (const auto& entry : entries_) visit(entry);
   } else {
     corrupt(m.partition, m.offset, reason);
   }

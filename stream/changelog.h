@@ -1,21 +1,29 @@
 #pragma once
-// The window changelog: one record per kept (unique) message, appended to a
-// Kafka topic (kafka.changelog_topic), so that a restarted instance, or another
-// instance of the same group, can rebuild the window exactly as if it had
-// processed those messages itself.
+// The window changelog: the fingerprint record of every kept (unique) message
+// is appended to a Kafka topic (kafka.changelog_topic), so that a restarted
+// instance, or another instance of the same group, can rebuild the window
+// exactly as if it had processed those messages itself.
 //
-// Record (format version 1, documented in docs/KAFKA.md):
+// Format version 2 (written; documented in docs/KAFKA.md): one Kafka record
+// carries the entries of many kept messages (a batch), because the cost of the
+// changelog is per Kafka record, not per byte.
+//   key    "<instance, 16 hex>-<batch sequence, 16 hex>" (unique per batch)
+//   value  {"v":2,"instance":"<16 hex>","entries":[<entry>,...]}  (1..N entries)
+//          entry: {"fp":"<16 hex>","t":<event time, ms>,"topic":"<source topic>",
+//                  "partition":<int>,"offset":<int>,
+//                  "sketch":{"bits":2,"band_bins":4,"minhash":"<32 hex>","bands":["<16 hex>",...]}}
+//   timestamp  the newest event time among the entries
+// Format version 1 (read, still written by encode_changelog_value for tests):
+// one record per kept message,
 //   key    the fingerprint, 16 lower-case hex digits
-//   value  one JSON object (kcat-readable):
-//          {"v":1,"fp":"<16 hex>","t":<event time, ms>,"topic":"<source topic>",
-//           "partition":<int>,"offset":<int>,"instance":"<16 hex>",
-//           "sketch":{"bits":2,"band_bins":4,"minhash":"<32 hex>","bands":["<16 hex>",...]}}
-//          "sketch" is absent when the writer's sketch stage was off or the text
-//          had no shingles. "instance" is a random id per service process: an
-//          instance skips its own records while it follows the topic live.
-//   timestamp  the event time
-// Readers refuse (and count) any value that is not exactly this shape; unknown
-// extra members are ignored, so a later version may add some without a bump.
+//   value  {"v":1,"fp":...,"t":...,"topic":...,"partition":...,"offset":...,
+//           "instance":"<16 hex>","sketch":{...}}
+// In both, "sketch" is absent when the writer's sketch stage was off or the
+// text had no shingles; "instance" is a random id per service process: an
+// instance skips its own records while it follows the topic live.
+// Readers refuse (and count) any value that is not exactly this shape (a batch
+// with one bad entry is refused whole); unknown extra members are ignored, so
+// a later version may add some without a bump.
 //
 // Reading: ChangelogReader assigns every partition of the topic (no consumer
 // group, nothing committed), reads each from its beginning to the high
@@ -37,7 +45,8 @@
 
 namespace neardup::stream {
 
-inline constexpr int kChangelogVersion = 1;
+inline constexpr int kChangelogVersion = 2;  ///< what ChangelogBatch writes
+inline constexpr int kChangelogVersion1 = 1;  ///< one record per entry; still read
 
 /// One kept message, as the changelog carries it.
 struct ChangelogRecord {
@@ -57,17 +66,55 @@ struct ChangelogRecord {
 /// The record key: the fingerprint's 16 hex digits.
 std::string changelog_key(dedup::Fingerprint fingerprint);
 
-/// The record value (format above). Never throws except std::bad_alloc.
+/// A version 1 record value (one entry). Never throws except std::bad_alloc.
 std::string encode_changelog_value(const ChangelogRecord& record);
 
-/// Parses a record value. On anything malformed (not JSON, wrong version, a
-/// missing or out-of-range member) returns nullopt and sets `*error` to a short
-/// reason. Never throws on any input bytes. O(size).
+/// Parses a version 1 record value. On anything malformed (not JSON, another
+/// version, a missing or out-of-range member) returns nullopt and sets `*error`
+/// to a short reason. Never throws on any input bytes. O(size).
 std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, std::string* error);
+
+/// Parses a record value of either version, appending its entries to `out`
+/// (version 1: one; version 2: every entry, each with the batch's instance).
+/// All or nothing: on anything malformed appends nothing, sets `*error` and
+/// returns false. Never throws on any input bytes except std::bad_alloc. O(size).
+bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out, std::string* error);
+
+/// Builds one version 2 record (a batch) entry by entry, encoding as it goes.
+/// Not thread-safe. O(entry size) per add().
+class ChangelogBatch {
+ public:
+  explicit ChangelogBatch(std::uint64_t instance) : instance_(instance) {}
+
+  /// Appends one kept message's entry (record.instance is ignored: the batch's is written).
+  void add(const ChangelogRecord& record);
+  std::size_t entries() const { return entries_; }
+  std::size_t bytes() const { return value_.size(); }
+  bool empty() const { return entries_ == 0; }
+  /// The newest event time added (for the record timestamp).
+  dedup::EventTime newest() const { return newest_; }
+
+  /// The finished record: key (unique per batch of this instance) and value;
+  /// the batch is empty again afterwards.
+  struct Encoded {
+    std::string key, value;
+    dedup::EventTime newest;
+    std::size_t entries = 0;
+  };
+  Encoded take();
+
+ private:
+  std::uint64_t instance_;
+  std::uint64_t sequence_ = 0;
+  std::size_t entries_ = 0;
+  dedup::EventTime newest_{0};
+  std::string value_;
+};
 
 /// Reads the changelog topic without a consumer group. Not thread-safe: one thread.
 class ChangelogReader {
  public:
+  /// Called once per entry (a version 2 record holds many).
   using Visit = std::function<void(const ChangelogRecord&)>;
   using Corrupt = std::function<void(std::int32_t partition, std::int64_t offset, const std::string& reason)>;
 
@@ -90,7 +137,7 @@ class ChangelogReader {
   void poll(const Visit& visit, const Corrupt& corrupt, std::size_t max);
 
   int partitions() const { return static_cast<int>(high_.size()); }
-  /// Records read so far (valid or not).
+  /// Kafka records read so far (valid or not; a batch counts once).
   std::uint64_t records_read() const { return read_; }
 
  private:
@@ -101,6 +148,7 @@ class ChangelogReader {
   std::vector<std::int64_t> high_;      ///< per partition: the high watermark at construction
   std::vector<std::int64_t> position_;  ///< per partition: next offset to read (-1 unknown)
   std::uint64_t read_ = 0;
+  std::vector<ChangelogRecord> entries_;  ///< scratch for one record's entries
 };
 
 }  // namespace neardup::stream

@@ -122,6 +122,15 @@ struct Source {
   std::int64_t position = -1;      ///< next offset to read (for lag)
 };
 
+/// The source index that marks a changelog batch record's opaque (its offset
+/// field is then the batch number); real sources stay below it.
+constexpr std::uint32_t kBatchSource = 0xffff;
+/// A changelog batch is sent at the end of every poll loop iteration, or
+/// earlier when it reaches this many entries or bytes (well below Kafka's
+/// default 1 MB message.max.bytes).
+constexpr std::size_t kBatchMaxEntries = 1000;
+constexpr std::size_t kBatchMaxBytes = 512 * 1024;
+
 /// Per output record: which input message it belongs to (pack_ref layout).
 void* to_opaque(std::uint32_t source, std::int64_t offset) {
   return reinterpret_cast<void*>(static_cast<std::uintptr_t>(pack_ref(source, offset).value));
@@ -150,6 +159,10 @@ struct Service::Impl {
   std::unique_ptr<ChangelogReader> changelog;  // set while the changelog is on and read
   std::uint64_t instance_id = 0;               // marks this process's changelog records
   std::uint64_t corrupt_logged = 0;
+  std::unique_ptr<ChangelogBatch> changelog_batch;       // the changelog entries not yet produced
+  std::vector<dedup::RecordRef> batch_refs;    // the input messages of those entries
+  std::unordered_map<std::uint64_t, std::vector<dedup::RecordRef>> batches_in_flight;  // by batch number
+  std::uint64_t next_batch = 0;
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       : options(std::move(opts)), cfg(options.config), stop(stop_flag), classifier(cfg) {
@@ -162,6 +175,7 @@ struct Service::Impl {
     std::random_device entropy;
     instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
                   static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+    changelog_batch = std::make_unique<ChangelogBatch>(instance_id);
     producer = std::make_unique<kafka::Producer>(producer_props,
                                                  [this](const rd_kafka_message_t& m) { on_delivery(m); });
     consumer = std::make_unique<kafka::Consumer>(
@@ -176,7 +190,7 @@ struct Service::Impl {
     key += std::to_string(partition);
     auto it = source_index.find(key);
     if (it != source_index.end()) return it->second;
-    if (sources.size() >= (1u << 16)) throw KafkaError("more than 65536 input partitions", RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    if (sources.size() >= kBatchSource) throw KafkaError("more than 65535 input partitions", RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
     auto index = static_cast<std::uint32_t>(sources.size());
     Source src;
     src.topic = std::string(topic);
@@ -222,15 +236,26 @@ struct Service::Impl {
                          rd_kafka_err2str(m.err) + " (" + std::string(kafka::to_string(kafka::classify(m.err))) +
                          " error after retries)";
       }
+      if (index == kBatchSource) batches_in_flight.erase(static_cast<std::uint64_t>(offset));
+      return;
+    }
+    if (index == kBatchSource) {
+      // A changelog batch: one more output of every input message it carries.
+      auto it = batches_in_flight.find(static_cast<std::uint64_t>(offset));
+      if (it == batches_in_flight.end()) return;
+      stats.changelog_written += it->second.size();
+      for (dedup::RecordRef r : it->second) acknowledge(ref_source(r), ref_offset(r));
+      batches_in_flight.erase(it);
       return;
     }
     const std::string_view topic = rd_kafka_topic_name(m.rkt);
-    if (!cfg.kafka.changelog_topic.empty() && topic == cfg.kafka.changelog_topic) {
-      ++stats.changelog_written;
-    } else {
-      ++stats.produced;
-      if (topic == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
-    }
+    ++stats.produced;
+    if (topic == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
+    acknowledge(index, offset);
+  }
+
+  /// One output record of input message (index, offset) is acknowledged.
+  void acknowledge(std::uint32_t index, std::int64_t offset) {
     if (index >= sources.size()) return;
     auto& pending = sources[index].pending;
     auto it = std::lower_bound(pending.begin(), pending.end(), offset,
@@ -280,6 +305,7 @@ struct Service::Impl {
 
   /// Waits until every produced record is acknowledged (or `limit` passes).
   bool drain(std::chrono::milliseconds limit) {
+    flush_changelog();
     auto deadline = Clock::now() + limit;
     while (producer->in_flight() > 0 && Clock::now() < deadline) producer->poll(std::chrono::milliseconds(50));
     producer->poll(std::chrono::milliseconds(0));
@@ -454,7 +480,8 @@ struct Service::Impl {
 
   // ---------------------------------------------------------------- changelog
 
-  /// The kept message's fingerprint record: one more output of the input message.
+  /// The kept message's fingerprint entry: one more output of the input message,
+  /// acknowledged when the batch record that carries it is.
   void append_changelog(const Source& src, std::uint32_t index, std::int64_t offset, dedup::EventTime time,
                         dedup::Fingerprint fingerprint, Pending& entry) {
     ChangelogRecord r;
@@ -472,18 +499,29 @@ struct Service::Impl {
       r.bands = cfg.dedup.sketch.bands;
       r.sketch = sketch;
     }
-    const std::string key = changelog_key(fingerprint);
-    const std::string value = encode_changelog_value(r);
+    changelog_batch->add(r);
+    batch_refs.push_back(pack_ref(index, offset));
+    ++entry.outstanding;
+    if (changelog_batch->entries() >= kBatchMaxEntries || changelog_batch->bytes() >= kBatchMaxBytes) flush_changelog();
+  }
+
+  /// Produces the pending changelog entries as one batch record.
+  void flush_changelog() {
+    if (changelog_batch->empty()) return;
+    ChangelogBatch::Encoded encoded = changelog_batch->take();
+    const std::uint64_t number = next_batch++;
     kafka::Producer::Record rec;
     rec.topic = cfg.kafka.changelog_topic;
-    rec.key = key;
+    rec.key = encoded.key;
     rec.has_key = true;
-    rec.value = value;
-    rec.timestamp_ms = time.ms > 0 ? time.ms : 0;
-    rec.opaque = to_opaque(index, offset);
-    ++entry.outstanding;
+    rec.value = encoded.value;
+    rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
+    rec.opaque = to_opaque(kBatchSource, static_cast<std::int64_t>(number));
+    batches_in_flight.emplace(number, std::move(batch_refs));
+    batch_refs = {};
     if (rd_kafka_resp_err_t err = producer->produce(rec)) {
-      --entry.outstanding;
+      // Its entries' outstanding counts stay up: none of those offsets commits.
+      batches_in_flight.erase(number);
       ++stats.produce_errors;
       throw KafkaError("cannot append to the window changelog '" + cfg.kafka.changelog_topic + "': " +
                            rd_kafka_err2str(err),
@@ -647,6 +685,7 @@ struct Service::Impl {
         batch.clear();
         consumer->poll_batch(batch, 2000, std::chrono::milliseconds(50));
         for (const auto& m : batch) handle(*m);
+        flush_changelog();
         follow_changelog();
         producer->poll(std::chrono::milliseconds(0));
         raise_if_fatal();

@@ -95,6 +95,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   cfg.kafka.output_topic = out;
   cfg.kafka.duplicates_topic = name + "-dup";
   cfg.kafka.dead_letter_topic = name + "-dead";
+  cfg.kafka.changelog_topic = name + "-window";  // one per run: a shared one would replay the other run's window
   cfg.action = action;
   config::apply_env_overrides(cfg);  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
 
@@ -225,7 +226,7 @@ int main(int argc, char** argv) {
   }
   neardup::stream::EmbeddedBroker broker;
   for (const char* name : {"passthrough", "neardup", "metrics"}) {
-    for (const char* suffix : {"-in", "-out", "-dup", "-dead"}) broker.create_topic(std::string(name) + suffix, partitions);
+    for (const char* suffix : {"-in", "-out", "-dup", "-dead", "-window"}) broker.create_topic(std::string(name) + suffix, partitions);
   }
   auto feed = make_feed(messages);
   std::size_t bytes = 0;

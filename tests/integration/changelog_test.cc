@@ -89,6 +89,8 @@ struct Running {
 
 class ChangelogTest : public ::testing::Test {
  protected:
+  explicit ChangelogTest(int brokers = 1) : broker_(brokers) {}
+
   void SetUp() override {
     cfg_.kafka.consumer["session.timeout.ms"] = "6000";
     cfg_.action = config::Action::tag;
@@ -283,7 +285,134 @@ TEST_F(ChangelogTest, InstancesOfOneGroupFollowEachOthersKeptMessages) {
   EXPECT_EQ(a->last.changelog_followed + b->last.changelog_followed, 1u);  // nobody follows its own record
 }
 
+/// Two brokers: the changelog's partitions led by broker 2, everything else by broker 1,
+/// so the changelog alone can be made unreachable.
+class ChangelogOnItsOwnBrokerTest : public ChangelogTest {
+ protected:
+  ChangelogOnItsOwnBrokerTest() : ChangelogTest(2) {}
+  void SetUp() override {
+    ChangelogTest::SetUp();
+    cfg_.action = config::Action::drop;
+    for (const auto& t : service_topics(cfg_.kafka)) {
+      const int leader = t == cfg_.kafka.changelog_topic ? 2 : 1;
+      for (int p = 0; p < kPartitions; ++p) rd_kafka_mock_partition_set_leader(broker_.cluster(), t.c_str(), p, leader);
+    }
+    rd_kafka_mock_coordinator_set(broker_.cluster(), "group", cfg_.kafka.group_id.c_str(), 1);
+  }
+};
+
+TEST_F(ChangelogOnItsOwnBrokerTest, NoOffsetCommitsBeforeTheChangelogBatchHoldingItsEntryIsAcknowledged) {
+  auto running = start();
+  ASSERT_TRUE(eventually([&] { return running->assigned.load() && running->ready.load(); }, std::chrono::seconds(90)));
+  broker_.set_down(2);
+  const auto texts = distinct_texts(20, 5);
+  produce("input", texts, 0);
+  // Their outputs (broker 1) are acknowledged; their changelog entries (broker 2) are not.
+  ASSERT_TRUE(eventually([&] { return running->service->snapshot().produced >= texts.size(); }));
+  // A duplicate on the other partition has no output at all: it commits at the
+  // next commit, which would also carry partition 0 if its outputs were enough.
+  produce("input", {texts[0]}, 1);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 1; }));
+  EXPECT_EQ(running->committed.load(), 1u);
+  EXPECT_EQ(running->written.load(), 0u);
+  broker_.set_up(2);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= texts.size() + 1; }, std::chrono::seconds(120)));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, texts.size());
+  EXPECT_EQ(running->last.duplicate, 1u);
+  EXPECT_EQ(running->last.changelog_written, texts.size());
+}
+
 // ------------------------------------------------------------ no broker
+
+ChangelogRecord sample_record(std::uint64_t fp, std::int64_t offset, bool with_sketch) {
+  ChangelogRecord r;
+  r.fingerprint.bits = fp;
+  r.time.ms = 1'700'000'000'000 + offset;
+  r.topic = "in\"put";
+  r.partition = static_cast<std::int32_t>(offset % 3);
+  r.offset = offset;
+  if (with_sketch) {
+    r.has_sketch = true;
+    r.bits = 2;
+    r.band_bins = 4;
+    r.bands = 3;
+    r.sketch.sketch.words = {fp * 3, fp * 5};
+    r.sketch.band_keys = {fp, fp + 1, fp + 2};
+  }
+  return r;
+}
+
+TEST(ChangelogFormat, ABatchRoundTripsEveryEntryWithTheBatchInstance) {
+  ChangelogBatch batch(0x00000000deadbeefULL);
+  std::vector<ChangelogRecord> written;
+  for (int i = 0; i < 5; ++i) {
+    written.push_back(sample_record(0x1000 + static_cast<std::uint64_t>(i), i, i % 2 == 0));
+    batch.add(written.back());
+  }
+  EXPECT_EQ(batch.entries(), 5u);
+  auto encoded = batch.take();
+  EXPECT_TRUE(batch.empty());
+  EXPECT_EQ(encoded.entries, 5u);
+  EXPECT_EQ(encoded.newest.ms, written.back().time.ms);
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(encoded.value, back, &error)) << error;
+  ASSERT_EQ(back.size(), written.size());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].fingerprint, written[i].fingerprint);
+    EXPECT_EQ(back[i].time, written[i].time);
+    EXPECT_EQ(back[i].topic, written[i].topic);
+    EXPECT_EQ(back[i].partition, written[i].partition);
+    EXPECT_EQ(back[i].offset, written[i].offset);
+    EXPECT_EQ(back[i].instance, 0x00000000deadbeefULL);
+    EXPECT_EQ(back[i].has_sketch, written[i].has_sketch);
+    if (written[i].has_sketch) {
+      EXPECT_EQ(back[i].sketch.sketch, written[i].sketch.sketch);
+      EXPECT_EQ(back[i].sketch.band_keys, written[i].sketch.band_keys);
+      EXPECT_EQ(back[i].bands, 3);
+    }
+  }
+  // The next batch of the same instance has another key (a compacted topic keeps both).
+  batch.add(written[0]);
+  EXPECT_NE(batch.take().key, encoded.key);
+}
+
+TEST(ChangelogFormat, VersionOneRecordsAreStillRead) {
+  const ChangelogRecord r = sample_record(0xabc, 42, true);
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(encode_changelog_value(r), back, &error)) << error;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].fingerprint, r.fingerprint);
+  EXPECT_EQ(back[0].offset, 42);
+  EXPECT_EQ(back[0].sketch.band_keys, r.sketch.band_keys);
+}
+
+TEST(ChangelogFormat, ABatchWithOneBadEntryIsRefusedWhole) {
+  const std::string good = "{\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0}";
+  const std::string instance = "\"instance\":\"0000000000000000\"";
+  const std::string bad[] = {
+      "{\"v\":2," + instance + ",\"entries\":[" + good + ",{\"fp\":\"xyz\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":1}]}",
+      "{\"v\":2," + instance + ",\"entries\":[" + good + ",7]}",
+      "{\"v\":2," + instance + ",\"entries\":[]}",
+      "{\"v\":2," + instance + ",\"entries\":{}}",
+      "{\"v\":2,\"entries\":[" + good + "]}",
+      "{\"v\":3," + instance + ",\"entries\":[" + good + "]}",
+  };
+  for (const auto& value : bad) {
+    std::vector<ChangelogRecord> out(1);  // what was there before stays, nothing is appended
+    std::string error;
+    EXPECT_FALSE(decode_changelog(value, out, &error)) << value;
+    EXPECT_EQ(out.size(), 1u) << value;
+    EXPECT_FALSE(error.empty()) << value;
+  }
+  std::vector<ChangelogRecord> out;
+  std::string error;
+  EXPECT_TRUE(decode_changelog("{\"v\":2," + instance + ",\"entries\":[" + good + "," + good + "]}", out, &error))
+      << error;
+  EXPECT_EQ(out.size(), 2u);
+}
 
 TEST(ChangelogFormat, RoundTripsEveryField) {
   ChangelogRecord r;
