@@ -1,12 +1,15 @@
 // `neardup demo`: the README's run command. The service on the embedded broker,
 // fed a demo stream (deploy/demo/feed.jsonl: news items and reposts with small
 // edits), with a progress line, metrics, and a summary at the end.
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "stream/cli.h"
@@ -74,6 +77,7 @@ int run_demo(std::span<const std::string> raw) {
   struct Pair {
     std::string kept, duplicate;
     int distance;
+    std::optional<double> similarity;
   };
   std::vector<Pair> examples;
 
@@ -107,7 +111,7 @@ int run_demo(std::span<const std::string> raw) {
     texts[{e.partition, e.offset}] = std::string(e.text);
     if (e.verdict->kind == dedup::VerdictKind::duplicate && e.verdict->match && examples.size() < 5) {
       auto it = texts.find({e.of_partition, e.of_offset});
-      if (it != texts.end()) examples.push_back({it->second, std::string(e.text), e.verdict->match->distance});
+      if (it != texts.end()) examples.push_back({it->second, std::string(e.text), e.verdict->match->distance, e.verdict->similarity});
     }
   };
   const std::uint64_t total = feed.size();
@@ -125,16 +129,28 @@ int run_demo(std::span<const std::string> raw) {
   stop_feeder = true;
   if (feeder.joinable()) feeder.join();
 
-  auto clip = [](const std::string& t) { return t.size() > 90 ? t.substr(0, 87) + "..." : t; };
+  auto clip = [](const std::string& t) {  // at most ~90 bytes, never inside a UTF-8 sequence
+    if (t.size() <= 90) return t;
+    std::size_t end = 87;
+    while (end > 0 && (static_cast<unsigned char>(t[end]) & 0xC0) == 0x80) --end;
+    return t.substr(0, end) + "...";
+  };
   std::cout << "\nneardup demo summary (action " << args.get("action").value_or("drop") << ")\n"
             << "  in:         " << last.consumed << " of " << feed.size() << " fed\n"
             << "  unique:     " << last.unique << "\n"
             << "  duplicates: " << last.duplicate << "\n"
             << "  invalid:    " << last.invalid << " (sent to the dead-letter topic)\n"
             << "  republished and acknowledged: " << last.produced << "\n";
-  if (!examples.empty()) std::cout << "example pairs (distance in bits of 64):\n";
+  const auto reposts = std::count_if(feed.begin(), feed.end(),
+                                     [](const std::string& line) { return line.find("\"repost_of\"") != std::string::npos; });
+  if (reposts > 0) std::cout << "  (the feed holds " << reposts << " deliberate reposts, marked repost_of)\n";
+  if (!examples.empty()) {
+    std::cout << "example pairs (SimHash distance in bits of 64; estimated shingle similarity when the sketch decided):\n";
+  }
   for (const auto& p : examples) {
-    std::cout << "  d=" << p.distance << "  kept: " << clip(p.kept) << "\n"
+    char similarity[32] = "";
+    if (p.similarity) std::snprintf(similarity, sizeof similarity, "  sim=%.2f", *p.similarity);
+    std::cout << "  d=" << p.distance << similarity << "\n       kept: " << clip(p.kept) << "\n"
               << "       dup:  " << clip(p.duplicate) << "\n";
   }
   return status;
