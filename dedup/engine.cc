@@ -30,20 +30,34 @@ void Engine::insert(const TextSummary& summary, EventTime time, RecordRef ref) {
   if (sketches_) sketches_->insert(sequence, oldest_live(), summary.sketch.shingles ? &summary.sketch : nullptr);
 }
 
+Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
+  Analysis analysis;
+  analysis.summary = fingerprinter.analyze(text);
+  analysis.text_bytes = text.size();
+  return analysis;
+}
+
+Analysis Engine::analyze(std::string_view text) { return dedup::analyze(fingerprinter_, text); }
+
 Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
+  return decide(analyze(text), time, ref);
+}
+
+Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) {
   Verdict verdict;
-  const TextSummary summary = fingerprinter_.analyze(text);
+  const TextSummary& summary = analysis.summary;
   verdict.fingerprint = summary.fingerprint;
   verdict.features = summary.features;
   if (summary.features == 0) {
     verdict.kind = VerdictKind::invalid;
-    verdict.error = text.empty() ? "empty text" : "no words or characters to compare (only punctuation or spaces)";
+    verdict.error = analysis.text_bytes == 0 ? "empty text"
+                                             : "no words or characters to compare (only punctuation or spaces)";
     ++counts_.invalid;
     return verdict;
   }
   // Replacement characters are tolerated in real text; a text that is mostly
   // undecodable bytes is binary data, and comparing it would be noise.
-  if (summary.invalid_bytes * 4 > text.size()) {
+  if (summary.invalid_bytes * 4 > analysis.text_bytes) {
     verdict.kind = VerdictKind::invalid;
     verdict.error = "not text: mostly invalid UTF-8";
     ++counts_.invalid;

@@ -39,6 +39,20 @@ struct Verdict {
   std::uint32_t features = 0;
 };
 
+/// What a decision needs to know about one text: the pure, window-independent
+/// part of process(). Made by Engine::analyze or analyze(Fingerprinter&, text)
+/// on any thread (with that thread's own Fingerprinter); judged by Engine::decide.
+struct Analysis {
+  TextSummary summary;
+  std::size_t text_bytes = 0;  ///< the text's size (the invalid-UTF-8 share is relative to it)
+};
+
+/// The analysis step with a caller-owned Fingerprinter (e.g. on a worker thread).
+/// `fingerprinter` must be made from the deciding Engine's options().text and
+/// options().sketch, and see the texts in the order they are decided (a learned
+/// IDF depends on the history). O(bytes); never throws.
+Analysis analyze(Fingerprinter& fingerprinter, std::string_view text);
+
 struct EngineStats {
   std::uint64_t unique = 0;
   std::uint64_t duplicate = 0;
@@ -57,7 +71,14 @@ class Engine {
   /// Judges one text against the window. Unique texts are inserted into the
   /// window (duplicates are not: the window holds kept messages only).
   /// Text with no features (empty, only punctuation) or mostly invalid UTF-8 is invalid.
+  /// Same as decide(analyze(text), time, ref).
   Verdict process(std::string_view text, EventTime time, RecordRef ref);
+
+  /// The analysis step with this Engine's own Fingerprinter. O(bytes).
+  Analysis analyze(std::string_view text);
+  /// The decision step: window probe (and sketch verification), insert if
+  /// unique, counters. O(tables + candidates).
+  Verdict decide(const Analysis& analysis, EventTime time, RecordRef ref);
 
   /// Inserts a fingerprint that was kept elsewhere (window changelog replay).
   void remember(Fingerprint fp, EventTime time, RecordRef ref);

@@ -2,6 +2,32 @@
 
 namespace neardup::stream {
 
+Analyzer::Analyzer(const config::Config& config)
+    : decoder_(config.input), fingerprinter_(config.dedup.text, config.dedup.sketch) {}
+
+void Analyzer::prepare(std::string_view raw, Prepared& out) {
+  Decoded decoded = decoder_.decode(raw);
+  out.ok = decoded.ok;
+  out.owned = false;
+  out.raw_text = {};
+  out.error.clear();
+  if (!decoded.ok) {
+    out.error = std::move(decoded.error);
+    return;
+  }
+  // The decoded text lives in the Decoder until the next decode() unless it is
+  // a slice of the raw record (format text): copy only in the first case.
+  const bool inside_raw = !decoded.text.empty() && decoded.text.data() >= raw.data() &&
+                          decoded.text.data() + decoded.text.size() <= raw.data() + raw.size();
+  if (inside_raw || decoded.text.empty()) {
+    out.raw_text = decoded.text;
+  } else {
+    out.owned_text.assign(decoded.text);
+    out.owned = true;
+  }
+  out.analysis = dedup::analyze(fingerprinter_, out.text());
+}
+
 Classifier::Classifier(const config::Config& config) : decoder_(config.input), engine_(config.dedup) {}
 
 Judgement Classifier::classify(std::string_view raw, dedup::EventTime time, dedup::RecordRef ref) {
@@ -16,6 +42,19 @@ Judgement Classifier::classify(std::string_view raw, dedup::EventTime time, dedu
   judgement.verdict = engine_.process(decoded_.text, time, ref);
   if (judgement.verdict.kind == dedup::VerdictKind::invalid) judgement.error = judgement.verdict.error;
   return judgement;
+}
+
+dedup::Verdict Classifier::judge(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
+                                 std::string_view* error) {
+  dedup::Verdict verdict;
+  if (!prepared.ok) {
+    verdict.kind = dedup::VerdictKind::invalid;
+    if (error) *error = prepared.error;
+    return verdict;
+  }
+  verdict = engine_.decide(prepared.analysis, time, ref);
+  if (verdict.kind == dedup::VerdictKind::invalid && error) *error = verdict.error;
+  return verdict;
 }
 
 }  // namespace neardup::stream

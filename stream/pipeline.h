@@ -3,15 +3,49 @@
 // raw record -> decode -> text -> fingerprint -> window -> verdict.
 // `neardup scan` (file in, JSON Lines out) and `neardup run` (Kafka in, Kafka
 // out) wrap it with their own source and sink.
+//
+// Two steps: Analyzer::prepare (decode + text analysis: pure, no window; can
+// run on another thread, ahead) and Classifier::judge (the window decision).
+// Classifier::classify does both on the calling thread.
 
 #include <string>
 #include <string_view>
 
 #include "config/config.h"
 #include "dedup/engine.h"
+#include "dedup/fingerprinter.h"
 #include "stream/decode.h"
 
 namespace neardup::stream {
+
+/// One raw record, decoded and analyzed. Self-contained except text(), which
+/// views the raw record (valid as long as it is) unless the decoded text had
+/// to be copied (format json).
+struct Prepared {
+  bool ok = false;            ///< decoded; false: `error` says why (the record is invalid)
+  std::string error;
+  dedup::Analysis analysis;   ///< valid when ok
+  std::string_view text() const { return owned ? std::string_view(owned_text) : raw_text; }
+
+  std::string_view raw_text;  ///< when !owned: a slice of the raw record
+  std::string owned_text;     ///< when owned: a copy of the decoded text
+  bool owned = false;
+};
+
+/// Decode + analysis with its own Decoder and Fingerprinter. Not thread-safe:
+/// one per thread. Feed it records in the order they are judged (a learned IDF
+/// depends on the history). prepare() never throws except std::bad_alloc.
+class Analyzer {
+ public:
+  /// Throws config::ConfigError / std::invalid_argument for unusable options.
+  explicit Analyzer(const config::Config& config);
+  /// Fills `out` (reusing its buffers). O(bytes).
+  void prepare(std::string_view raw, Prepared& out);
+
+ private:
+  Decoder decoder_;
+  dedup::Fingerprinter fingerprinter_;
+};
 
 struct Judgement {
   dedup::Verdict verdict;
@@ -19,13 +53,18 @@ struct Judgement {
   std::string_view error;            ///< for invalid: the decode error or the engine's reason
 };
 
-/// Not thread-safe: one per pipeline thread. classify() never throws.
+/// Not thread-safe: one per pipeline thread. classify() and judge() never throw.
 class Classifier {
  public:
   /// Throws config::ConfigError / std::invalid_argument for unusable options.
   explicit Classifier(const config::Config& config);
 
   Judgement classify(std::string_view raw, dedup::EventTime time, dedup::RecordRef ref);
+
+  /// The decision for a record prepared by an Analyzer (of the same config).
+  /// The returned error views `prepared` or a static string. O(tables + candidates).
+  dedup::Verdict judge(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
+                       std::string_view* error);
 
   dedup::Engine& engine() { return engine_; }
   const dedup::Engine& engine() const { return engine_; }

@@ -1,9 +1,14 @@
 #include "stream/service.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <csignal>
+#include <pthread.h>
 #include <deque>
+#include <exception>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include "stream/pipeline.h"
@@ -139,6 +144,90 @@ dedup::RecordRef from_opaque(void* opaque) {
   return dedup::RecordRef{static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(opaque))};
 }
 
+/// Polled messages and what the analysis worker made of them (index by index).
+struct Slot {
+  std::vector<kafka::MessagePtr> messages;
+  std::vector<Prepared> prepared;
+  std::vector<std::uint64_t> prepare_ns;  ///< time spent decoding and analyzing each
+};
+
+/// Decodes and analyzes one batch of polled messages at a time on its own
+/// thread (its own Decoder and Fingerprinter, messages strictly in order, so a
+/// learned IDF sees the same history as without it), while the pipeline thread
+/// judges and produces the previous batch. submit() and wait() alternate, from
+/// one thread; the slot is the worker's between them.
+class AnalysisWorker {
+ public:
+  explicit AnalysisWorker(const config::Config& config) : analyzer_(config), thread_([this] { loop(); }) {}
+  ~AnalysisWorker() {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  AnalysisWorker(const AnalysisWorker&) = delete;
+  AnalysisWorker& operator=(const AnalysisWorker&) = delete;
+
+  void submit(Slot& slot) {
+    {
+      std::lock_guard lock(mutex_);
+      job_ = &slot;
+    }
+    wake_.notify_all();
+  }
+  /// Until the submitted slot is prepared; rethrows what the worker threw (std::bad_alloc).
+  void wait() {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [this] { return job_ == nullptr; });
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+
+ private:
+  void loop() {
+    pthread_setname_np(pthread_self(), "neardup-analyze");  // (15 characters at most)
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return quit_ || job_ != nullptr; });
+      if (job_ == nullptr) return;  // quit with nothing to do
+      Slot& slot = *job_;
+      lock.unlock();
+      try {
+        prepare(slot);
+      } catch (...) {
+        lock.lock();
+        failure_ = std::current_exception();
+        lock.unlock();
+      }
+      lock.lock();
+      job_ = nullptr;
+      done_.notify_all();
+    }
+  }
+
+  void prepare(Slot& slot) {
+    const std::size_t n = slot.messages.size();
+    if (slot.prepared.size() < n) slot.prepared.resize(n);
+    slot.prepare_ns.assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const rd_kafka_message_t& m = *slot.messages[i];
+      if (m.err) continue;  // the pipeline thread handles consumer errors itself
+      const auto started = Clock::now();
+      analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), slot.prepared[i]);
+      slot.prepare_ns[i] = static_cast<std::uint64_t>((Clock::now() - started).count());
+    }
+  }
+
+  Analyzer analyzer_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  Slot* job_ = nullptr;
+  bool quit_ = false;
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: starts after everything it uses
+};
+
 }  // namespace
 
 struct Service::Impl {
@@ -163,6 +252,10 @@ struct Service::Impl {
   std::vector<dedup::RecordRef> batch_refs;    // the input messages of those entries
   std::unordered_map<std::uint64_t, std::vector<dedup::RecordRef>> batches_in_flight;  // by batch number
   std::uint64_t next_batch = 0;
+  Slot slots[2];                               // (their messages go before the consumer does)
+  std::unique_ptr<AnalysisWorker> worker;      // null in bypass mode; after slots: joined before they go
+  int inflight = -1;                           // the slot with the worker (polled, not yet handled), or -1
+  std::string rebalance_fatal;                 // an error while finishing a batch inside a revoke
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       : options(std::move(opts)), cfg(options.config), stop(stop_flag), classifier(cfg) {
@@ -176,6 +269,7 @@ struct Service::Impl {
     instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
                   static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
     changelog_batch = std::make_unique<ChangelogBatch>(instance_id);
+    if (!options.bypass_dedup) worker = std::make_unique<AnalysisWorker>(cfg);
     producer = std::make_unique<kafka::Producer>(producer_props,
                                                  [this](const rd_kafka_message_t& m) { on_delivery(m); });
     consumer = std::make_unique<kafka::Consumer>(
@@ -325,6 +419,12 @@ struct Service::Impl {
       return;
     }
     // Revoked: finish what was read, commit it, then let the partitions go.
+    try {
+      finish_inflight();
+    } catch (const KafkaError& e) {
+      // Raised on the pipeline thread after the poll (not through librdkafka's frames).
+      if (rebalance_fatal.empty()) rebalance_fatal = e.what();
+    }
     if (!drain(std::chrono::seconds(60))) {
       log(config::LogLevel::error, "revoke: output records still unacknowledged after 60 s; their offsets stay uncommitted");
     }
@@ -391,7 +491,22 @@ struct Service::Impl {
     send(cfg.kafka.dead_letter_topic, output_partition(src, cfg.kafka.dead_letter_topic), in, hdrs, index, entry);
   }
 
-  void handle(const rd_kafka_message_t& in) {
+  /// Waits for the worker's batch, if any, and judges and produces it.
+  void finish_inflight() {
+    if (inflight < 0) return;
+    worker->wait();
+    Slot& slot = slots[inflight];
+    inflight = -1;
+    handle_slot(slot);
+  }
+
+  void handle_slot(Slot& slot) {
+    for (std::size_t i = 0; i < slot.messages.size(); ++i) handle(*slot.messages[i], &slot.prepared[i], slot.prepare_ns[i]);
+    slot.messages.clear();
+  }
+
+  /// `prepared`: the worker's decode and analysis of `in` (null in bypass mode).
+  void handle(const rd_kafka_message_t& in, const Prepared* prepared, std::uint64_t prepare_ns) {
     if (in.err) {
       auto severity = kafka::classify(in.err);
       std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
@@ -416,13 +531,11 @@ struct Service::Impl {
     }
 
     auto started = Clock::now();
-    std::string_view raw(static_cast<const char*>(in.payload), in.payload ? in.len : 0);
     const dedup::EventTime time{ts >= 0 ? ts : wall_ms()};
-    const Judgement judgement = classifier.classify(raw, time, pack_ref(index, in.offset));
-    const dedup::Verdict& verdict = judgement.verdict;
-    const Decoded& decoded = *judgement.decoded;
-    auto spent = (Clock::now() - started).count();
-    stats.processing_ns += static_cast<std::uint64_t>(spent);
+    std::string_view error;
+    const dedup::Verdict verdict = classifier.judge(*prepared, time, pack_ref(index, in.offset), &error);
+    const auto spent = static_cast<std::uint64_t>((Clock::now() - started).count()) + prepare_ns;
+    stats.processing_ns += spent;
     stats.processing_seconds.observe(static_cast<double>(spent) * 1e-9);
 
     const Source* of = nullptr;
@@ -431,7 +544,7 @@ struct Service::Impl {
       if (of_index < sources.size()) of = &sources[of_index];
     }
     if (options.on_verdict) {
-      VerdictEvent event{src.topic, src.partition, in.offset, decoded.text, &verdict, {}, 0, 0};
+      VerdictEvent event{src.topic, src.partition, in.offset, prepared->text(), &verdict, {}, 0, 0};
       if (of) {
         event.of_topic = of->topic;
         event.of_partition = of->partition;
@@ -442,7 +555,7 @@ struct Service::Impl {
 
     switch (verdict.kind) {
       case dedup::VerdictKind::invalid:
-        dead_letter(in, index, entry, std::string(judgement.error), true);
+        dead_letter(in, index, entry, std::string(error), true);
         return;
       case dedup::VerdictKind::unique:
         ++stats.unique;
@@ -667,6 +780,7 @@ struct Service::Impl {
     if (producer->fatal()) throw KafkaError("producer: " + producer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
     if (consumer->fatal()) throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
     if (!delivery_fatal.empty()) throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    if (!rebalance_fatal.empty()) throw KafkaError(rebalance_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
 
   int run() {
@@ -678,13 +792,31 @@ struct Service::Impl {
         return 0;
       }
       consumer->subscribe(cfg.kafka.input_topics);
-      std::vector<kafka::MessagePtr> batch;
-      batch.reserve(2000);
       auto last_commit = Clock::now(), last_progress = Clock::now();
       while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
-        batch.clear();
-        consumer->poll_batch(batch, 2000, std::chrono::milliseconds(50));
-        for (const auto& m : batch) handle(*m);
+        if (options.bypass_dedup) {
+          Slot& slot = slots[0];
+          consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
+          for (const auto& m : slot.messages) handle(*m, nullptr, 0);
+          slot.messages.clear();
+        } else {
+          // Double buffering: the worker analyzes the batch just polled while
+          // this thread judges and produces the one before it. With a batch in
+          // flight the poll does not wait, so a lone message is not held back.
+          const int next = inflight == 0 ? 1 : 0;
+          Slot& polled = slots[next];
+          polled.messages.clear();
+          consumer->poll_batch(polled.messages, 2000, std::chrono::milliseconds(inflight >= 0 ? 0 : 50));
+          // (a revoke inside the poll may have finished the in-flight batch already)
+          const int previous = inflight;
+          if (previous >= 0) worker->wait();
+          inflight = -1;
+          if (!polled.messages.empty()) {
+            worker->submit(polled);
+            inflight = next;
+          }
+          if (previous >= 0) handle_slot(slots[previous]);
+        }
         flush_changelog();
         follow_changelog();
         producer->poll(std::chrono::milliseconds(0));
@@ -700,6 +832,7 @@ struct Service::Impl {
         }
       }
       log(config::LogLevel::info, "stopping: flushing output and committing offsets");
+      finish_inflight();  // every polled message of a still assigned partition is handled
       bool drained = drain(options.shutdown_flush);
       raise_if_fatal();
       commit(true);

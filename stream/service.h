@@ -1,7 +1,11 @@
 #pragma once
 // `neardup run`'s engine room: consume -> decode -> dedup::Engine -> produce,
-// with at-least-once delivery. One pipeline thread does everything (the
-// Engine is single-threaded); librdkafka's own threads do the network I/O.
+// with at-least-once delivery. Two threads: an analysis worker decodes and
+// analyzes (normalize, SimHash, sketch) the batch just polled, in order, while
+// the pipeline thread judges (window, Engine::decide) and produces the batch
+// before it. Everything else (offsets, produce, commit, rebalance, stop) is on
+// the pipeline thread; a revoke or a stop first finishes the batch in flight.
+// librdkafka's own threads do the network I/O.
 //
 // Delivery: every input message gets an entry in its partition's pending list
 // with the number of output records not yet acknowledged. Offsets are committed
@@ -92,7 +96,7 @@ struct ServiceSnapshot {
   double changelog_rebuild_seconds = 0;
   std::vector<std::uint64_t> match_distance;  ///< duplicates per distance 0..k
   LatencyHistogram end_to_end;     ///< message timestamp -> output acknowledged
-  std::uint64_t processing_ns = 0; ///< time inside decode + engine, summed
+  std::uint64_t processing_ns = 0; ///< time inside decode + analysis (worker) + decision, summed
   metrics::Histogram processing_seconds = metrics::ServiceStats::with_buckets(0).processing_seconds;
   dedup::EngineStats engine;
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;
