@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace neardup::stream {
@@ -242,14 +243,18 @@ bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
 
 // ------------------------------------------------------------------ batch
 
+std::string ChangelogBatch::value_prefix(std::uint64_t instance) {
+  std::string out = "{\"v\":" + std::to_string(kChangelogVersion) + ",\"instance\":\"";
+  append_hex64(out, instance);
+  out += '"';
+  return out;
+}
+
 void ChangelogBatch::add(const ChangelogRecord& record) {
   if (entries_ == 0) {
     value_.clear();
-    value_ += "{\"v\":";
-    value_ += std::to_string(kChangelogVersion);
-    value_ += ",\"instance\":\"";
-    append_hex64(value_, instance_);
-    value_ += "\",\"entries\":[";
+    value_ += value_prefix(instance_);
+    value_ += ",\"entries\":[";
     newest_ = record.time;
   } else {
     value_ += ',';
@@ -265,15 +270,15 @@ ChangelogBatch::Encoded ChangelogBatch::take() {
   Encoded out;
   if (entries_ == 0) return out;
   value_ += "]}";
-  out.key.reserve(33);
-  append_hex64(out.key, instance_);
-  out.key += '-';
-  append_hex64(out.key, sequence_++);
-  out.value = std::move(value_);
+  key_.clear();
+  append_hex64(key_, instance_);
+  key_ += '-';
+  append_hex64(key_, sequence_++);
+  out.key = key_;
+  out.value = value_;
   out.newest = newest_;
   out.entries = entries_;
-  value_ = std::string();
-  entries_ = 0;
+  entries_ = 0;  // value_ keeps its capacity: the next add() starts it over
   return out;
 }
 
@@ -320,6 +325,8 @@ ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string
 
 ChangelogReader::~ChangelogReader() = default;
 
+void ChangelogReader::skip_instance(std::uint64_t instance) { skip_prefix_ = ChangelogBatch::value_prefix(instance); }
+
 void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt) {
   const auto p = static_cast<std::size_t>(m.partition);
   if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -334,6 +341,10 @@ void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, c
   }
   ++read_;
   if (p < position_.size()) position_[p] = std::max(position_[p], m.offset + 1);
+  if (!skip_prefix_.empty() && m.payload && m.len >= skip_prefix_.size() &&
+      std::memcmp(m.payload, skip_prefix_.data(), skip_prefix_.size()) == 0) {
+    return;
+  }
   std::string reason;
   entries_.clear();
   if (decode_changelog(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), entries_,

@@ -94,14 +94,18 @@ class ChangelogBatch {
   /// The newest event time added (for the record timestamp).
   dedup::EventTime newest() const { return newest_; }
 
-  /// The finished record: key (unique per batch of this instance) and value;
-  /// the batch is empty again afterwards.
+  /// The finished record: key (unique per batch of this instance) and value.
+  /// The batch is empty again afterwards; key and value view its buffers (whose
+  /// capacity is kept) and are valid until the next add().
   struct Encoded {
-    std::string key, value;
+    std::string_view key, value;
     dedup::EventTime newest;
     std::size_t entries = 0;
   };
   Encoded take();
+
+  /// How every value of this batch writer begins (ChangelogReader::skip_instance).
+  static std::string value_prefix(std::uint64_t instance);
 
  private:
   std::uint64_t instance_;
@@ -109,6 +113,7 @@ class ChangelogBatch {
   std::size_t entries_ = 0;
   dedup::EventTime newest_{0};
   std::string value_;
+  std::string key_;
 };
 
 /// Reads the changelog topic without a consumer group. Not thread-safe: one thread.
@@ -136,6 +141,11 @@ class ChangelogReader {
   /// Afterwards: whatever newer records have arrived, up to `max`, without waiting.
   void poll(const Visit& visit, const Corrupt& corrupt, std::size_t max);
 
+  /// Version 2 records written by `instance` (this process's ChangelogBatch) are
+  /// passed over without parsing from now on: following its own records costs
+  /// a prefix comparison each. They still count in records_read().
+  void skip_instance(std::uint64_t instance);
+
   int partitions() const { return static_cast<int>(high_.size()); }
   /// Kafka records read so far (valid or not; a batch counts once).
   std::uint64_t records_read() const { return read_; }
@@ -149,6 +159,7 @@ class ChangelogReader {
   std::vector<std::int64_t> position_;  ///< per partition: next offset to read (-1 unknown)
   std::uint64_t read_ = 0;
   std::vector<ChangelogRecord> entries_;  ///< scratch for one record's entries
+  std::string skip_prefix_;               ///< the value prefix of skipped records ("" = none)
 };
 
 }  // namespace neardup::stream

@@ -728,6 +728,7 @@ struct Service::Impl {
       const Replayed& e = entries[i];
       engine.remember(e.fingerprint, e.time, e.ref, e.sketch);
     }
+    changelog->skip_instance(instance_id);  // following: this process's own batches need no parsing
     stats.changelog_replayed = entries.size() - first;
     stats.window_ready = true;
     stats.changelog_rebuild_seconds = std::chrono::duration<double>(Clock::now() - started).count();
