@@ -1,0 +1,188 @@
+#pragma once
+// What the integration tests share: an embedded broker fixture with helpers to
+// produce, read back, run a Service on its own thread, and poll for conditions.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stream/embedded_broker.h"
+#include "stream/kafka.h"
+#include "stream/service.h"
+
+namespace neardup::stream::testing {
+
+using Clock = std::chrono::steady_clock;
+inline constexpr int kPartitions = 2;
+
+/// Polls `condition` until it holds or `limit` passes; returns whether it held.
+template <typename F>
+bool eventually(F condition, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+/// Random 8-letter words: pairwise far apart in SimHash and in shingles.
+inline std::vector<std::string> distinct_texts(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string text;
+    for (int w = 0; w < 16; ++w) {
+      if (w) text += ' ';
+      for (int c = 0; c < 8; ++c) text += static_cast<char>('a' + rng() % 26);
+    }
+    out.push_back(text);
+  }
+  return out;
+}
+
+inline std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Record {
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::optional<std::string> key;
+  std::string value;
+  std::int64_t timestamp = 0;
+  std::map<std::string, std::string> headers;
+};
+
+/// A service on its own thread; its snapshot counters mirrored into atomics.
+struct Running {
+  std::unique_ptr<Service> service;
+  std::thread thread;
+  std::atomic<std::uint64_t> consumed{0}, committed{0}, written{0}, replayed{0}, followed{0}, corrupt{0};
+  std::atomic<bool> ready{false}, assigned{false};
+  std::atomic<int> status{-1};
+  ServiceSnapshot last;
+  int stop() {
+    service->request_stop();
+    if (thread.joinable()) thread.join();
+    last = service->snapshot();
+    return status.load();
+  }
+  ~Running() {
+    if (thread.joinable()) stop();
+  }
+};
+
+class BrokerTest : public ::testing::Test {
+ protected:
+  explicit BrokerTest(int brokers = 1) : broker_(brokers) {}
+
+  void SetUp() override {
+    // A stopped instance's group membership must not hold up the next one for long.
+    cfg_.kafka.consumer["session.timeout.ms"] = "6000";
+    for (const auto& t : service_topics(cfg_.kafka)) broker_.create_topic(t, kPartitions);
+  }
+
+  void produce_to(const std::string& topic, const std::vector<std::string>& values,
+                  std::int32_t partition = RD_KAFKA_PARTITION_UA, const std::optional<std::string>& key = std::nullopt,
+                  const std::map<std::string, std::string>& headers = {}, std::int64_t timestamp = 0) {
+    kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
+                             [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, RD_KAFKA_RESP_ERR_NO_ERROR); });
+    for (const auto& v : values) {
+      kafka::Producer::Record rec;
+      rec.topic = topic;
+      rec.partition = partition;
+      rec.value = v;
+      if (key) {
+        rec.key = *key;
+        rec.has_key = true;
+      }
+      if (!headers.empty()) {
+        rec.headers = rd_kafka_headers_new(headers.size());
+        for (const auto& [n, hv] : headers) {
+          rd_kafka_header_add(rec.headers, n.c_str(), -1, hv.data(), static_cast<ssize_t>(hv.size()));
+        }
+      }
+      rec.timestamp_ms = timestamp;
+      ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
+  }
+
+  /// Reads `topic` from the beginning until `count` records arrived or `limit` passed.
+  std::vector<Record> read(const std::string& topic, std::size_t count,
+                           std::chrono::seconds limit = std::chrono::seconds(30)) {
+    kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), "reader"), nullptr);
+    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
+    for (int p = 0; p < kPartitions; ++p) {
+      rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(consumer.handle(), list.get());
+    std::vector<Record> out;
+    auto deadline = Clock::now() + limit;
+    std::vector<kafka::MessagePtr> batch;
+    while (out.size() < count && Clock::now() < deadline) {
+      batch.clear();
+      consumer.poll_batch(batch, 500, std::chrono::milliseconds(100));
+      for (const auto& m : batch) {
+        if (m->err) continue;
+        Record r;
+        r.partition = m->partition;
+        r.offset = m->offset;
+        if (m->key) r.key = std::string(static_cast<const char*>(m->key), m->key_len);
+        r.value.assign(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+        rd_kafka_timestamp_type_t type;
+        r.timestamp = rd_kafka_message_timestamp(m.get(), &type);
+        rd_kafka_headers_t* hdrs = nullptr;
+        if (rd_kafka_message_headers(m.get(), &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          const char* name;
+          const void* value;
+          std::size_t size;
+          for (std::size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+               ++i) {
+            r.headers[name] = std::string(static_cast<const char*>(value), size);
+          }
+        }
+        out.push_back(std::move(r));
+      }
+    }
+    return out;
+  }
+
+  /// Starts a service with `cfg` on its own thread.
+  std::unique_ptr<Running> start_service(const config::Config& cfg) {
+    auto running = std::make_unique<Running>();
+    ServiceOptions options;
+    options.config = cfg;
+    options.brokers = broker_.bootstrap();
+    options.progress_interval = std::chrono::milliseconds(20);
+    Running* r = running.get();
+    options.on_progress = [r](const ServiceSnapshot& s) {
+      r->consumed.store(s.consumed);
+      r->committed.store(s.committed);
+      r->written.store(s.changelog_written);
+      r->replayed.store(s.changelog_replayed);
+      r->followed.store(s.changelog_followed);
+      r->corrupt.store(s.changelog_corrupt);
+      r->ready.store(s.window_ready);
+      r->assigned.store(s.assigned);
+    };
+    running->service = std::make_unique<Service>(std::move(options));
+    running->thread = std::thread([r] { r->status.store(r->service->run()); });
+    return running;
+  }
+
+  config::Config cfg_;
+  EmbeddedBroker broker_;
+};
+
+}  // namespace neardup::stream::testing
