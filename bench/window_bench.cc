@@ -56,6 +56,13 @@ void set_counters(benchmark::State& state, const Window& window, std::uint64_t p
       static_cast<double>(s.candidates - candidates_before) / static_cast<double>(s.probes - probes_before);
 }
 
+/// What the engine does per unique-looking message: probe, insert when nothing matched.
+int probe_or_insert(Window& window, Fingerprint fp, RecordRef ref) {
+  if (window.probe(fp, EventTime{0}, ref)) return 1;
+  window.insert(fp, EventTime{0}, ref);
+  return 0;
+}
+
 void BM_WindowProbeInsert(benchmark::State& state) {
   FilledWindow& w = filled(static_cast<std::size_t>(state.range(0)));
   Window& window = *w.window;
@@ -63,13 +70,7 @@ void BM_WindowProbeInsert(benchmark::State& state) {
   std::uint64_t duplicates = 0;
   for (auto _ : state) {
     const Fingerprint fp{splitmix64(w.rng)};
-    const RecordRef ref{w.next_ref++};
-    auto match = window.probe(fp, EventTime{0}, ref);
-    if (match) {
-      ++duplicates;
-    } else {
-      window.insert(fp, EventTime{0}, ref);
-    }
+    duplicates += probe_or_insert(window, fp, RecordRef{w.next_ref++});
   }
   benchmark::DoNotOptimize(duplicates);
   set_counters(state, window, before.probes, before.candidates);
@@ -91,13 +92,7 @@ void BM_WindowProbeInsertPrefetched(benchmark::State& state) {
     ahead[1] = Fingerprint{splitmix64(w.rng)};
     window.prefetch(ahead[1]);
     window.prefetch_cells(ahead[0]);
-    const RecordRef ref{w.next_ref++};
-    auto match = window.probe(fp, EventTime{0}, ref);
-    if (match) {
-      ++duplicates;
-    } else {
-      window.insert(fp, EventTime{0}, ref);
-    }
+    duplicates += probe_or_insert(window, fp, RecordRef{w.next_ref++});
   }
   benchmark::DoNotOptimize(duplicates);
   set_counters(state, window, before.probes, before.candidates);
