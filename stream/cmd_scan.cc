@@ -31,9 +31,10 @@ record is compared with the earlier records still in the window.
 
 Output: one JSON object per input line, in input order:
   {"id":1,"verdict":"unique","fingerprint":"3f2a..."}
-  {"id":2,"verdict":"duplicate","of":1,"distance":2,"fingerprint":"3f2b..."}
+  {"id":2,"verdict":"duplicate","of":1,"distance":5,"similarity":0.85,"fingerprint":"3f2b..."}
   {"id":3,"verdict":"invalid","error":"malformed JSON: ..."}
-A bad line never stops the scan; the exit status is 0 unless the input cannot
+"distance" is the SimHash distance in bits; "similarity" (when the MinHash
+sketch decided) the estimated shingle Jaccard. A bad line never stops the scan; the exit status is 0 unless the input cannot
 be read (1) or the options are wrong (2).
 
 example:
