@@ -34,8 +34,9 @@ Output: one JSON object per input line, in input order:
   {"id":2,"verdict":"duplicate","of":1,"distance":5,"similarity":0.85,"fingerprint":"3f2b..."}
   {"id":3,"verdict":"invalid","error":"malformed JSON: ..."}
 "distance" is the SimHash distance in bits; "similarity" (when the MinHash
-sketch decided) the estimated shingle Jaccard. A bad line never stops the scan; the exit status is 0 unless the input cannot
-be read (1) or the options are wrong (2).
+sketch decided) the estimated shingle Jaccard. A bad line never stops the
+scan; the exit status is 0 unless the input cannot be read (1) or the options
+are wrong (2).
 
 example:
   neardup scan --text-field /title --text-field /body news.jsonl
