@@ -16,13 +16,6 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 
-// Bucket heads per band for a ring of `capacity` entries: chains of ~4 entries.
-// They grow with the ring, so a short run touches (and the kernel zeroes) only
-// what it uses, not heads sized for max_entries.
-std::size_t heads_for(std::size_t capacity) {
-  return std::max<std::size_t>(1024, std::bit_ceil(std::max<std::size_t>(capacity, 1)) / 4);
-}
-
 }  // namespace
 
 // Anonymous mappings are zero pages until written, so heads that no bucket ever
@@ -62,7 +55,7 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   sketches_ = Block(capacity_ * sizeof(Sketch), true);
   has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t), true);
   next_ = Block(capacity_ * bands * sizeof(std::uint32_t), true);
-  heads_per_band_ = heads_for(capacity_);
+  heads_per_band_ = std::max<std::size_t>(1024, std::bit_ceil(std::max<std::size_t>(max_entries_, 1)) / 4);
   head_shift_ = 64 - std::countr_zero(heads_per_band_);
   heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t), true);
 }
@@ -90,30 +83,6 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
   has_sketch_ = std::move(has);
   next_ = std::move(next);
   capacity_ = capacity;
-  while (heads_per_band_ < heads_for(capacity_)) double_heads();
-}
-
-// A bucket is the top bits of the band key, so doubling the heads splits bucket
-// i into 2i and 2i+1 by the next key bit. The keys are not kept, so both halves
-// inherit the whole chain: a superset of each half's entries (no live candidate
-// is lost; the sibling's entries are extra candidates, verified by their
-// sketches like any other, until they leave the window). O(heads).
-void SketchIndex::double_heads() {
-  const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
-  const std::size_t old_heads = heads_per_band_;
-  Block heads(old_heads * 2 * bands * sizeof(std::uint32_t), true);
-  const std::uint32_t* from = heads_.as<std::uint32_t>();
-  std::uint32_t* to = heads.as<std::uint32_t>();
-  for (std::size_t b = 0; b < bands; ++b) {
-    for (std::size_t i = 0; i < old_heads; ++i) {
-      const std::uint32_t head = from[b * old_heads + i];
-      to[b * 2 * old_heads + 2 * i] = head;
-      to[b * 2 * old_heads + 2 * i + 1] = head;
-    }
-  }
-  heads_ = std::move(heads);
-  heads_per_band_ = old_heads * 2;
-  head_shift_ -= 1;
 }
 
 void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, const SketchResult* sketch) {

@@ -23,8 +23,8 @@
 // verify every candidate with its sketch).
 //
 // Memory: (16 + 4 * bands) bytes + 1 bit per slot plus 4 bytes per bucket head
-// per band; heads = bit_ceil(ring capacity) / 4 per band (chains of ~2.5 random
-// entries at a full window of a power-of-two size), doubled as the ring grows. Blocks of 2 MiB and more
+// per band; heads = bit_ceil(max_entries) / 4 per band (chains of ~2.5 random
+// entries at a full window of a power-of-two size). Blocks of 2 MiB and more
 // are mapped lazily (zero pages) and advised for transparent huge pages: the
 // heads are read at random, and a TLB miss per band per probe is most of the cost.
 
@@ -104,7 +104,6 @@ class SketchIndex {
   bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> head_shift_); }
   void grow(std::uint64_t oldest_live);
-  void double_heads();
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;

@@ -210,32 +210,6 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   }
 }
 
-// The bucket heads double as the ring grows (1024 per band up to a ring of
-// 4096, then a quarter of the ring): entries indexed before a doubling must
-// still be found under their band keys after it.
-TEST(SketchIndex, FindsEntriesIndexedBeforeTheBucketHeadsGrew) {
-  const SketchOptions options;
-  SketchIndex index(options, 100000);
-  std::mt19937_64 rng(5);
-  std::vector<SketchResult> inserted;
-  for (std::uint64_t seq = 0; seq < 40000; ++seq) {
-    SketchResult r;
-    r.sketch.words = {seq, ~seq};
-    for (int b = 0; b < options.bands; ++b) r.band_keys[static_cast<std::size_t>(b)] = rng();
-    r.shingles = 10;
-    index.insert(seq, 0, &r);
-    inserted.push_back(r);
-  }
-  for (std::uint64_t seq = 0; seq < inserted.size(); seq += 97) {
-    bool found = false;
-    index.for_each_candidate(inserted[seq], 0, [&](std::uint64_t s, const Sketch& sketch) {
-      EXPECT_EQ(sketch.words[0], s);
-      found |= s == seq;
-    });
-    EXPECT_TRUE(found) << "entry " << seq << " lost when the heads grew";
-  }
-}
-
 TEST(SketchIndex, SketchOfLiveEntriesOnly) {
   SketchIndex index(SketchOptions{}, 4);
   for (std::uint64_t seq = 10; seq < 20; ++seq) {
