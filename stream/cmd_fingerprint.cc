@@ -25,6 +25,9 @@ constexpr const char* kCompareHelp = R"(usage: neardup compare [--config FILE] A
 
 Fingerprints texts A and B and prints their Hamming distance, similarity
 (1 - distance/64) and the verdict at the configured max distance k (default 3).
+SimHash only: the MinHash sketch stage that `scan` and `run` apply is not used
+here, so an edited short text that `scan` reports as a duplicate (with its
+shingle-Jaccard "similarity") can show "different" here.
 
 example:
   neardup compare "Markets rally as rates fall" "Markets rally as rates fall!!"

@@ -29,7 +29,7 @@ constexpr const char* kHelp =
     "  --bootstrap-file F   write the embedded broker's address to F\n"
     "\n"
     "example:\n"
-    "  neardup run --config deploy/neardup.yaml --brokers kafka-1:9092\n";
+    "  neardup run --config deploy/examples/cluster.yaml --brokers kafka-1:9092\n";
 
 int run_run(std::span<const std::string> raw) {
   cli::Args args(raw, {"config", "brokers", "bootstrap-file"});
