@@ -8,10 +8,11 @@
 // (Manku, Jain, Das Sarma 2007; Norouzi et al. 2012). Candidates are verified
 // by the full distance, so the index is exact.
 //
-// A table's bucket is a FIFO ring of 8-byte cells {32-bit residue, 32 low bits
-// of the entry's insertion sequence}, stored as two parallel arrays so a probe
-// streams only the residues. The residue holds fingerprint bits from OUTSIDE
-// the table's key (padded with key bits when fewer than 32 remain): any subset
+// A table's bucket is a FIFO ring of cells {24-bit residue, 32 low bits of the
+// entry's insertion sequence}, the packed residues apart from the sequences so a
+// probe streams only the residues (CellTables below). The residue holds
+// fingerprint bits from OUTSIDE the table's key (padded with key bits when fewer
+// than 32 remain; the cell keeps the low 24 of those 32): any subset
 // of the bits satisfies popcount(subset of a^b) <= popcount(a^b), so
 // popcount(residue ^ r) <= k is a necessary condition and a cheap filter.
 
