@@ -5,7 +5,9 @@
 #include <string>
 
 #include "config/config.h"
+#include "dedup/engine.h"
 #include "dedup/fingerprinter.h"
+#include "dedup/sketch.h"
 #include "stream/cli.h"
 
 namespace neardup::stream {
@@ -23,11 +25,10 @@ example:
 
 constexpr const char* kCompareHelp = R"(usage: neardup compare [--config FILE] A B
 
-Fingerprints texts A and B and prints their Hamming distance, similarity
-(1 - distance/64) and the verdict at the configured max distance k (default 3).
-SimHash only: the MinHash sketch stage that `scan` and `run` apply is not used
-here, so an edited short text that `scan` reports as a duplicate (with its
-shingle-Jaccard "similarity") can show "different" here.
+Judges B against a window holding only A, exactly as `scan` and `run` would
+with the same configuration, and prints both fingerprints, their SimHash
+distance (bits of 64), the MinHash sketch's estimated shingle Jaccard (when
+the sketch stage is on) and the verdict.
 
 example:
   neardup compare "Markets rally as rates fall" "Markets rally as rates fall!!"
@@ -63,20 +64,32 @@ int run_compare(std::span<const std::string> raw_args) {
   cli::Args args(raw_args, {"config"});
   if (args.positionals().size() != 2) throw cli::UsageError("expected two texts A and B");
   const config::Config config = load(args);
-  dedup::Fingerprinter fingerprinter(config.dedup.text);
-  const auto a = fingerprinter.analyze(args.positionals()[0]);
-  const auto b = fingerprinter.analyze(args.positionals()[1]);
-  const int distance = dedup::hamming_distance(a.fingerprint, b.fingerprint);
-  const int k = config.dedup.index.max_distance;
-  std::printf("a          %s (%u features)\nb          %s (%u features)\n", a.fingerprint.hex().c_str(),
-              a.features, b.fingerprint.hex().c_str(), b.features);
-  std::printf("distance   %d bits\nsimilarity %.3f\nverdict    %s (k=%d)\n", distance, 1.0 - distance / 64.0,
-              distance <= k ? "near-duplicate" : "different", k);
+  dedup::Engine engine(config.dedup);
+  const dedup::Analysis a = engine.analyze(args.positionals()[0]);
+  const dedup::Analysis b = engine.analyze(args.positionals()[1]);
+  const dedup::Verdict first = engine.decide(a, dedup::EventTime{0}, dedup::RecordRef{1});
+  const dedup::Verdict second = engine.decide(b, dedup::EventTime{0}, dedup::RecordRef{2});
+  std::printf("a          %s (%u features)\nb          %s (%u features)\n", a.summary.fingerprint.hex().c_str(),
+              a.summary.features, b.summary.fingerprint.hex().c_str(), b.summary.features);
+  std::printf("distance   %d bits (k=%d)\n", dedup::hamming_distance(a.summary.fingerprint, b.summary.fingerprint),
+              config.dedup.index.max_distance);
+  const auto& sketch = config.dedup.sketch;
+  if (sketch.enabled && a.summary.sketch.shingles > 0 && b.summary.sketch.shingles > 0) {
+    std::printf("similarity %.3f (estimated shingle Jaccard; duplicate at >= %.2f)\n",
+                dedup::estimate_jaccard(a.summary.sketch.sketch, b.summary.sketch.sketch, sketch.bits),
+                sketch.threshold);
+  }
+  if (first.kind == dedup::VerdictKind::invalid || second.kind == dedup::VerdictKind::invalid) {
+    std::printf("verdict    invalid: %s\n",
+                std::string(first.kind == dedup::VerdictKind::invalid ? first.error : second.error).c_str());
+  } else {
+    std::printf("verdict    %s\n", second.kind == dedup::VerdictKind::duplicate ? "near-duplicate" : "different");
+  }
   return 0;
 }
 
 const cli::Registrar kFingerprint{{"fingerprint", "print the SimHash of a text", kFingerprintHelp, run_fingerprint}};
-const cli::Registrar kCompare{{"compare", "distance and verdict for two texts", kCompareHelp, run_compare}};
+const cli::Registrar kCompare{{"compare", "judge B against A: distance, similarity, verdict", kCompareHelp, run_compare}};
 
 }  // namespace
 }  // namespace neardup::stream
