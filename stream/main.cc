@@ -53,6 +53,17 @@ int main(int argc, char** argv) {
     if (match && n > words) { chosen = &command; words = n; }
   }
   if (!chosen) {
+    // A group word alone ("neardup config"): list the commands it starts.
+    std::vector<const cli::Command*> group;
+    for (const auto& command : cli::commands()) {
+      if (command.name.rfind(args[0] + " ", 0) == 0) group.push_back(&command);
+    }
+    if (!group.empty()) {
+      std::cout << "neardup " << args[0] << " commands:\n";
+      for (const auto* command : group) std::cout << "  neardup " << command->name << "   " << command->summary << "\n";
+      const bool asked = args.size() > 1 && (args[1] == "--help" || args[1] == "-h");
+      return asked ? 0 : 2;
+    }
     std::cerr << "neardup: unknown command '" << args[0] << "' (see neardup --help)\n";
     return 2;
   }
