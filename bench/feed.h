@@ -17,6 +17,15 @@
 
 namespace neardup::bench {
 
+/// SplitMix64 (Steele, Lea, Flood 2014): a fast, well-mixed deterministic stream,
+/// e.g. random fingerprints for the window benchmarks.
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 class FeedGenerator {
  public:
   explicit FeedGenerator(std::uint64_t seed = 42, std::size_t vocabulary = 20000) : rng_(seed) {

@@ -36,17 +36,12 @@
 namespace neardup::dedup {
 namespace {
 
-std::uint64_t next_random(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using bench::splitmix64;
 
 SketchResult random_sketch(std::uint64_t& rng, int bands) {
   SketchResult r;
-  r.sketch.words = {next_random(rng), next_random(rng)};
-  for (int b = 0; b < bands; ++b) r.band_keys[static_cast<std::size_t>(b)] = next_random(rng);
+  r.sketch.words = {splitmix64(rng), splitmix64(rng)};
+  for (int b = 0; b < bands; ++b) r.band_keys[static_cast<std::size_t>(b)] = splitmix64(rng);
   r.shingles = 100;
   return r;
 }
@@ -74,7 +69,7 @@ Filled& filled(std::size_t entries) {
   f.sketches = std::make_unique<SketchIndex>(so, entries);
   for (std::size_t i = 0; i < entries; ++i) {
     const SketchResult r = random_sketch(f.rng, so.bands);
-    const std::uint64_t seq = f.window->insert(Fingerprint{next_random(f.rng)}, EventTime{0}, RecordRef{f.next_ref++});
+    const std::uint64_t seq = f.window->insert(Fingerprint{splitmix64(f.rng)}, EventTime{0}, RecordRef{f.next_ref++});
     f.next_sequence = seq + 1;
     f.sketches->insert(seq, oldest(f), &r);
   }
@@ -88,7 +83,7 @@ void BM_SketchWindowProbeInsert(benchmark::State& state) {
   const std::uint64_t candidates_before = f.sketches->stats().candidates;
   std::uint64_t duplicates = 0;
   for (auto _ : state) {
-    const Fingerprint fp{next_random(f.rng)};
+    const Fingerprint fp{splitmix64(f.rng)};
     const SketchResult r = random_sketch(f.rng, so.bands);
     const RecordRef ref{f.next_ref++};
     f.sketches->prefetch(r);

@@ -11,17 +11,13 @@
 #include <map>
 #include <memory>
 
+#include "bench/feed.h"
 #include "dedup/window.h"
 
 namespace neardup::dedup {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using bench::splitmix64;
 
 struct FilledWindow {
   std::unique_ptr<Window> window;
