@@ -182,6 +182,7 @@ Sketch pack(const std::uint32_t* minima) {
   Sketch sketch;
   for (int w = 0; w < 2; ++w) {
     std::uint64_t word = 0;
+#pragma GCC unroll 64
     for (int j = 0; j < kPerWord; ++j) {
       // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
       const std::uint32_t code = (minima[w * kPerWord + j] * 0x2545f491U) >> (32 - kBits);
@@ -192,7 +193,54 @@ Sketch pack(const std::uint32_t* minima) {
   return sketch;
 }
 
+constexpr std::uint32_t kEmpty = detail::kEmptyBin;
+// From this many shingles on, run() keeps four sets of bins (filling and
+// merging them costs about as much as ~100 shingles gain).
+constexpr std::size_t kFourWayShingles = 128;
+
 }  // namespace
+
+void detail::densify(std::uint32_t* minima, int bins) {
+  // filled[w] bit k: bin 64w + k holds a minimum. bins is 16, 32, 64 or 128.
+  std::array<std::uint64_t, 2> filled{};
+  for (int i = 0; i < bins; ++i) filled[static_cast<std::size_t>(i >> 6)] |= std::uint64_t{minima[i] != kEmpty} << (i & 63);
+  const std::uint64_t all = bins >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bins) - 1;
+  const int words = bins > 64 ? 2 : 1;
+  std::array<std::uint64_t, 2> empty{~filled[0] & all, words == 2 ? ~filled[1] : 0};
+  if ((empty[0] | empty[1]) == 0) return;
+  if ((filled[0] | filled[1]) == 0) {
+    for (int i = 0; i < bins; ++i) minima[i] = kEmpty + static_cast<std::uint32_t>(bins - i) * kRotationStep;
+    return;
+  }
+  // Sources are filled bins, which are never written: the fills are independent.
+  const int last = bins - 1;  // bins is a power of two
+  if (words == 1) {
+    const std::uint64_t f = filled[0];
+    for (std::uint64_t e = empty[0]; e != 0; e &= e - 1) {
+      const int i = std::countr_zero(e);
+      const std::uint64_t right = i + 1 < 64 ? f >> (i + 1) : 0;  // filled bins after i
+      const int j = right != 0 ? i + 1 + std::countr_zero(right) : bins + std::countr_zero(f);
+      minima[i] = minima[j & last] + static_cast<std::uint32_t>(j - i) * kRotationStep;
+    }
+    return;
+  }
+  // 128 bins in two words: the first filled bin at or after position p, circularly.
+  auto next_filled = [&](int p) {
+    for (;;) {
+      const int at = p & last;
+      const std::uint64_t mask = filled[static_cast<std::size_t>(at >> 6)] >> (at & 63);
+      if (mask != 0) return p + std::countr_zero(mask);
+      p += 64 - (at & 63);  // to the next word (or the wrap)
+    }
+  };
+  for (int w = 0; w < words; ++w) {
+    for (std::uint64_t e = empty[static_cast<std::size_t>(w)]; e != 0; e &= e - 1) {
+      const int i = 64 * w + std::countr_zero(e);
+      const int j = next_filled(i + 1);
+      minima[i] = minima[j & last] + static_cast<std::uint32_t>(j - i) * kRotationStep;
+    }
+  }
+}
 
 Sketcher::Sketcher(const SketchOptions& options)
     : options_(options), bins_(kSketchBits / std::max(options.bits, 1)), bin_shift_(0) {
@@ -200,8 +248,7 @@ Sketcher::Sketcher(const SketchOptions& options)
   bin_shift_ = 64 - std::countr_zero(static_cast<unsigned>(bins_));
 }
 
-template <class Sink>
-void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
+std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& text) {
   if (buffer_.size() < text.text.size() + text.token_count + 2 * kPadding)
     buffer_.resize(text.text.size() + text.token_count + 2 * kPadding);
   char* out = buffer_.data();
@@ -211,7 +258,7 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
   if (text.ascii) {
     // Every token is an ASCII word: 5-grams over the tokens joined by spaces.
     constexpr std::size_t n = 5;
-    if (text.token_count == 0) return;
+    if (text.token_count == 0) return {};
     for (std::size_t i = 0; i < text.token_count; ++i) {
       const Token& t = text.tokens[i];
       if (size != 0) out[size++] = ' ';
@@ -219,9 +266,10 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
       size += t.size;
     }
     std::memset(out + size, 0, kPadding);
+    if (hashes_.empty()) hashes_.resize(64);
     if (size <= n) {
-      sink(shingle_hash(out, size));
-      return;
+      hashes_[0] = shingle_hash(out, size);
+      return {hashes_.data(), 1};
     }
     const std::size_t count = size - n + 1;
     if (hashes_.size() < count + 8) hashes_.resize(count + 8);
@@ -232,8 +280,7 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
 #else
     hash_windows(out, count, hashes);
 #endif
-    for (std::size_t i = 0; i < count; ++i) sink(hashes[i]);
-    return;
+    return {hashes, count};
   }
 
   // Decide the shingle kind: mostly CJK -> 2-grams without spaces, else 5-grams.
@@ -245,7 +292,7 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
     chars += count;
     if (t.kind == TokenKind::cjk) cjk_chars += count;
   }
-  if (chars == 0) return;
+  if (chars == 0) return {};
   const bool cjk = cjk_chars * 2 > chars;
   const std::size_t n = cjk ? 2 : 5;
 
@@ -264,51 +311,61 @@ void Sketcher::for_each_shingle(const NormalizedText& text, Sink&& sink) {
     if ((static_cast<unsigned char>(data[i]) & 0xC0) != 0x80) starts_.push_back(static_cast<std::uint32_t>(i));
   starts_.push_back(static_cast<std::uint32_t>(size));
   const std::size_t count = starts_.size() - 1;
+  if (hashes_.empty()) hashes_.resize(64);
   if (count <= n) {
-    sink(shingle_hash(data, size));
-    return;
+    hashes_[0] = shingle_hash(data, size);
+    return {hashes_.data(), 1};
   }
-  for (std::size_t i = 0; i + n <= count; ++i) sink(shingle_hash(data + starts_[i], starts_[i + n] - starts_[i]));
+  if (hashes_.size() < count + 1 - n) hashes_.resize(count + 1 - n);  // (never shrinks: no refill)
+  std::uint64_t* hashes = hashes_.data();
+  for (std::size_t i = 0; i + n <= count; ++i) hashes[i] = shingle_hash(data + starts_[i], starts_[i + n] - starts_[i]);
+  return {hashes, count + 1 - n};
 }
 
 SketchResult Sketcher::run(const NormalizedText& text) {
   SketchResult result;
   // kEmpty doubles as "no shingle yet": a true minimum of 0xffffffff is as
   // good as an empty bin (it is replaced by densification, the same for all).
-  constexpr std::uint32_t kEmpty = 0xffffffffU;
   const int bins = bins_;
   const int shift = bin_shift_;
   std::uint32_t* minima = minima_.data();
-  std::fill_n(minima, bins, kEmpty);
-  std::uint32_t shingles = 0;
-  for_each_shingle(text, [&](std::uint64_t h) {
+  const std::span<const std::uint64_t> hashes = hash_shingles(text);
+  const auto shingles = static_cast<std::uint32_t>(hashes.size());
+  auto keep = [shift](std::uint32_t* bins_of_way, std::uint64_t h) {
     const auto bin = static_cast<std::size_t>(h >> shift);
     const auto value = static_cast<std::uint32_t>(h);
-    const std::uint32_t old = minima[bin];
-    minima[bin] = value < old ? value : old;  // a select, not a branch: the outcome is a coin flip
-    ++shingles;
-  });
+    const std::uint32_t old = bins_of_way[bin];
+    bins_of_way[bin] = value < old ? value : old;  // a select, not a branch: the outcome is a coin flip
+  };
+  const std::uint64_t* h = hashes.data();
+  if (hashes.size() < kFourWayShingles) {
+    std::fill_n(minima, bins, kEmpty);
+    for (std::size_t i = 0; i < hashes.size(); ++i) keep(minima, h[i]);
+  } else {
+    // Four sets of bins, one per hash of every group of four, merged after: a
+    // bin's read-modify-write then rarely waits on the store of the hash just
+    // before it (same bin), so the loads of consecutive hashes overlap.
+    constexpr int kWays = 4;
+    std::uint32_t* way[kWays];
+    for (int w = 0; w < kWays; ++w) {
+      way[w] = ways_.data() + w * kSketchBits;
+      std::fill_n(way[w], bins, kEmpty);
+    }
+    std::size_t i = 0;
+    for (; i + kWays <= hashes.size(); i += kWays)
+      for (int w = 0; w < kWays; ++w) keep(way[w], h[i + static_cast<std::size_t>(w)]);
+    for (; i < hashes.size(); ++i) keep(way[0], h[i]);
+    for (int b = 0; b < bins; ++b) minima[b] = std::min(std::min(way[0][b], way[1][b]), std::min(way[2][b], way[3][b]));
+  }
   result.shingles = shingles;
   if (shingles == 0) return result;
 
   // Densify: an empty bin takes the next filled bin to its right (circularly),
   // plus kRotationStep per step, so two texts fill the same empty bins alike.
-  // Most texts fill every bin: a branch-free count (vectorized) skips the walk.
-  int empty = 0;
-  for (int i = 0; i < bins; ++i) empty += minima[i] == kEmpty;
-  if (empty != 0) {
-    int first = 0;
-    while (first < bins && minima[first] == kEmpty) ++first;
-    if (first == bins) first = 0;  // every minimum was 0xffffffff: nothing to copy from
-    int next = first + bins;  // index into the circular continuation
-    for (int i = bins - 1; i >= 0; --i) {
-      if (minima[i] != kEmpty) {
-        next = i;
-      } else {
-        minima[i] = minima[next >= bins ? next - bins : next] + static_cast<std::uint32_t>(next - i) * kRotationStep;
-      }
-    }
-  }
+  // Most short texts leave a few bins empty: a bit map of the filled ones finds
+  // each empty bin's source with a count of trailing zeros, without branches
+  // on the (unpredictable) filled/empty pattern.
+  detail::densify(minima, bins);
 
   switch (options_.bits) {
     case 1: result.sketch = pack<1>(minima); break;
@@ -317,18 +374,25 @@ SketchResult Sketcher::run(const NormalizedText& text) {
     default: result.sketch = pack<8>(minima); break;
   }
 
+  // Band j hashes bins j, j + stride, ...; the bands' hash chains are
+  // independent, so they advance side by side (their multiplies overlap).
   const int stride = bins / options_.band_bins;
-  for (int band = 0; band < options_.bands; ++band) {
-    std::uint64_t key = mix64(kShingleSeed + static_cast<std::uint64_t>(band));
-    for (int r = 0; r < options_.band_bins; ++r) key = mix64(key ^ minima[band + r * stride]);
-    result.band_keys[static_cast<std::size_t>(band)] = key;
-  }
+  const int bands = options_.bands;
+  std::array<std::uint64_t, kMaxSketchBands> keys{};
+  for (int band = 0; band < bands; ++band) keys[static_cast<std::size_t>(band)] = mix64(kShingleSeed + static_cast<std::uint64_t>(band));
+  for (int r = 0; r < options_.band_bins; ++r)
+    for (int band = 0; band < bands; ++band) {
+      auto& key = keys[static_cast<std::size_t>(band)];
+      key = mix64(key ^ minima[band + r * stride]);
+    }
+  result.band_keys = keys;
   return result;
 }
 
 std::vector<std::uint64_t> Sketcher::shingle_hashes(const NormalizedText& text) {
   std::vector<std::uint64_t> out;
-  for_each_shingle(text, [&](std::uint64_t h) { out.push_back(h); });
+  const auto hashes = hash_shingles(text);
+  out.assign(hashes.begin(), hashes.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

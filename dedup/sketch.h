@@ -55,6 +55,17 @@ struct SketchResult {
   std::uint32_t shingles = 0;  ///< shingles hashed (with repeats); 0 for a text with no tokens
 };
 
+namespace detail {
+/// A bin no shingle fell in.
+inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
+/// One-permutation MinHash densification (Shrivastava, Li 2014), in place over
+/// `bins` (16, 32, 64 or 128) minima: every empty bin i (kEmptyBin) takes the
+/// first filled bin j to its right, circularly (distance d = 1 .. bins - 1),
+/// as minima[j] + d * 0x9e3779b9. With no filled bin, bin i becomes
+/// kEmptyBin + (bins - i) * 0x9e3779b9. Exposed for tests.
+void densify(std::uint32_t* minima, int bins);
+}  // namespace detail
+
 /// Reuses its buffers. Not thread-safe; one per Fingerprinter.
 class Sketcher {
  public:
@@ -68,8 +79,8 @@ class Sketcher {
   std::vector<std::uint64_t> shingle_hashes(const NormalizedText& text);
 
  private:
-  template <class Sink>
-  void for_each_shingle(const NormalizedText& text, Sink&& sink);
+  /// The hash of every shingle of `text` (with repeats), in a buffer reused by the next call.
+  std::span<const std::uint64_t> hash_shingles(const NormalizedText& text);
 
   SketchOptions options_;
   int bins_;
@@ -78,6 +89,7 @@ class Sketcher {
   std::vector<std::uint32_t> starts_;
   std::vector<std::uint64_t> hashes_;  // shingle hashes of one ASCII text
   std::array<std::uint32_t, kSketchBits> minima_{};
+  std::array<std::uint32_t, 4 * kSketchBits> ways_{};  // run()'s four sets of bins
 };
 
 }  // namespace neardup::dedup

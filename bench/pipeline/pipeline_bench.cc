@@ -10,6 +10,8 @@
 // every input offset is covered by acknowledged outputs.
 //
 // usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics]
+//                               [--only passthrough|neardup]
+// --only runs one of the two (for profiling one side; no ratio is printed).
 // --metrics adds a third run, neardup with its Prometheus exporter on and scraped,
 // and prints metrics_on/metrics_off (issue: counting must not slow the hot path).
 // (drop, the default action, republishes ~20% fewer records than the
@@ -197,6 +199,7 @@ int main(int argc, char** argv) {
   config::Action action = config::Action::drop;
   std::string action_name = "drop";
   bool with_metrics = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> long long {
@@ -210,6 +213,7 @@ int main(int argc, char** argv) {
     else if (arg == "--partitions") partitions = static_cast<int>(std::max(1LL, value()));
     else if (arg == "--ahead") ahead = static_cast<std::size_t>(std::max(100LL, value()));
     else if (arg == "--metrics") with_metrics = true;
+    else if (arg == "--only" && i + 1 < argc && (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup")) only = argv[++i];
     else if (arg == "--action" && i + 1 < argc) {
       action_name = argv[++i];
       if (action_name == "drop") action = config::Action::drop;
@@ -220,7 +224,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else {
-      std::fprintf(stderr, "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics]\n");
+      std::fprintf(stderr, "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics] [--only passthrough|neardup]\n");
       return 2;
     }
   }
@@ -234,9 +238,18 @@ int main(int argc, char** argv) {
   std::printf("feed: %zu messages, %.0f bytes average, %d partitions, embedded broker %s\n", feed.size(),
               static_cast<double>(bytes) / static_cast<double>(feed.size()), partitions, broker.bootstrap().c_str());
 
-  Result pass = run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action);
-  std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n", pass.rate,
-              static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms));
+  if (only == "passthrough") {
+    Result pass = run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action);
+    std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n", pass.rate,
+                static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms));
+    return 0;
+  }
+  Result pass;
+  if (only.empty()) {
+    pass = run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action);
+    std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n", pass.rate,
+                static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms));
+  }
   Result dedup = run_one(broker.bootstrap(), feed, "neardup", false, ahead, action);
   std::printf("neardup (action %s): %.0f msg/s, unique=%llu duplicate=%llu invalid=%llu, end-to-end latency p50=%lldms p99=%lldms, "
               "processing p99<=%.1fus\n",
@@ -244,6 +257,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(dedup.snapshot.duplicate),
               static_cast<unsigned long long>(dedup.snapshot.invalid), static_cast<long long>(dedup.p50_ms),
               static_cast<long long>(dedup.p99_ms), dedup.processing_p99_us);
+  if (!only.empty()) return 0;
   std::printf("p99 added latency: %lldms (end-to-end p99 neardup %lldms - passthrough %lldms; in-engine p99 <= %.1fus)\n",
               static_cast<long long>(dedup.p99_ms - pass.p99_ms), static_cast<long long>(dedup.p99_ms),
               static_cast<long long>(pass.p99_ms), dedup.processing_p99_us);

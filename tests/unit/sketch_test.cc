@@ -157,6 +157,37 @@ TEST(Sketch, ValidateRejectsImpossibleOptions) {
   EXPECT_THROW(Sketcher(SketchOptions{.enabled = true, .bits = 5}), std::invalid_argument);
 }
 
+// The densification rule written as the definition reads (walk right to the
+// first filled bin), against the bit-map implementation, for every bin count
+// and fill pattern from empty to full.
+TEST(Sketch, DensifyFillsEachEmptyBinFromTheNextFilledOneToItsRight) {
+  constexpr std::uint32_t kStep = 0x9e3779b9U;
+  std::mt19937_64 rng(5);
+  for (const int bins : {16, 32, 64, 128}) {
+    for (int round = 0; round < 400; ++round) {
+      std::vector<std::uint32_t> minima(static_cast<std::size_t>(bins));
+      const double fill = (round % 20) / 19.0;  // 0 (every bin empty) .. 1 (every bin filled)
+      for (auto& m : minima)
+        m = std::uniform_real_distribution<>(0, 1)(rng) < fill ? static_cast<std::uint32_t>(rng() % 0xfffffff0U)
+                                                                : detail::kEmptyBin;
+      std::vector<std::uint32_t> expected = minima;
+      const bool any = std::any_of(minima.begin(), minima.end(), [](std::uint32_t m) { return m != detail::kEmptyBin; });
+      for (int i = 0; i < bins; ++i) {
+        if (minima[static_cast<std::size_t>(i)] != detail::kEmptyBin) continue;
+        if (!any) {
+          expected[static_cast<std::size_t>(i)] = detail::kEmptyBin + static_cast<std::uint32_t>(bins - i) * kStep;
+          continue;
+        }
+        int d = 1;
+        while (minima[static_cast<std::size_t>((i + d) % bins)] == detail::kEmptyBin) ++d;
+        expected[static_cast<std::size_t>(i)] = minima[static_cast<std::size_t>((i + d) % bins)] + static_cast<std::uint32_t>(d) * kStep;
+      }
+      detail::densify(minima.data(), bins);
+      ASSERT_EQ(minima, expected) << bins << " bins, fill " << fill;
+    }
+  }
+}
+
 // ---- SketchIndex ----------------------------------------------------------
 
 SketchResult keyed(std::uint64_t key_seed, int bands, std::uint64_t sketch_bits) {
