@@ -144,22 +144,51 @@ dedup::RecordRef from_opaque(void* opaque) {
   return dedup::RecordRef{static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(opaque))};
 }
 
-/// Polled messages and what the analysis worker made of them (index by index).
-struct Slot {
-  std::vector<kafka::MessagePtr> messages;
-  std::vector<Prepared> prepared;
-  std::vector<std::uint64_t> prepare_ns;  ///< time spent decoding and analyzing each
+/// What the pipeline thread tells the worker about one polled message.
+struct Job {
+  std::uint32_t source = 0;  ///< index into Impl::sources
+  bool judge = false;        ///< false: a consumer error, or a partition not assigned when polled
+  dedup::EventTime time;     ///< event time (the message timestamp, else the time it was polled)
 };
 
-/// Decodes and analyzes one batch of polled messages at a time on its own
-/// thread (its own Decoder and Fingerprinter, messages strictly in order, so a
-/// learned IDF sees the same history as without it), while the pipeline thread
-/// judges and produces the previous batch. submit() and wait() alternate, from
-/// one thread; the slot is the worker's between them.
-class AnalysisWorker {
+/// What the worker made of one message.
+struct Outcome {
+  dedup::Verdict verdict;
+  std::string_view error;           ///< for invalid: views Slot::prepared or a static string
+  dedup::SketchResult kept_sketch;  ///< a unique message's sketch (for the changelog); shingles 0 if none
+  std::uint64_t spent_ns = 0;       ///< decoding, analysis and the window decision
+};
+
+/// A changelog entry of another instance, for the worker's window.
+struct Remembered {
+  dedup::Fingerprint fingerprint;
+  dedup::EventTime time;
+  dedup::RecordRef ref;
+  dedup::SketchResult sketch;  ///< shingles 0: remembered by its fingerprint only
+};
+
+/// Polled messages and what the worker made of them (index by index).
+struct Slot {
+  std::vector<kafka::MessagePtr> messages;
+  std::vector<Job> jobs;
+  std::vector<Remembered> remember;  ///< applied to the window before the messages are judged
+  std::vector<Prepared> prepared;
+  std::vector<Outcome> outcomes;
+  dedup::EngineStats engine_stats;   ///< the engine's counters after this slot
+};
+
+/// Decodes, analyzes and judges one batch of polled messages at a time on its
+/// own thread, which owns the window (messages strictly in order, so a learned
+/// IDF sees the same history as without it, and the window sees every message
+/// in input order), while the pipeline thread produces, acknowledges and commits
+/// the previous batch. submit() and wait() alternate, from one thread; the slot
+/// is the worker's between them, and engine() is the pipeline thread's only
+/// while no slot is submitted.
+class DedupWorker {
  public:
-  explicit AnalysisWorker(const config::Config& config) : analyzer_(config), thread_([this] { loop(); }) {}
-  ~AnalysisWorker() {
+  explicit DedupWorker(const config::Config& config)
+      : analyzer_(config), classifier_(config), thread_([this] { loop(); }) {}
+  ~DedupWorker() {
     {
       std::lock_guard lock(mutex_);
       quit_ = true;
@@ -167,8 +196,11 @@ class AnalysisWorker {
     wake_.notify_all();
     thread_.join();
   }
-  AnalysisWorker(const AnalysisWorker&) = delete;
-  AnalysisWorker& operator=(const AnalysisWorker&) = delete;
+  DedupWorker(const DedupWorker&) = delete;
+  DedupWorker& operator=(const DedupWorker&) = delete;
+
+  /// The window. Only between wait() and the next submit() (or before the first).
+  dedup::Engine& engine() { return classifier_.engine(); }
 
   void submit(Slot& slot) {
     {
@@ -207,19 +239,31 @@ class AnalysisWorker {
   }
 
   void prepare(Slot& slot) {
+    dedup::Engine& engine = classifier_.engine();
+    for (const Remembered& r : slot.remember) engine.remember(r.fingerprint, r.time, r.ref, r.sketch);
+    slot.remember.clear();
     const std::size_t n = slot.messages.size();
     if (slot.prepared.size() < n) slot.prepared.resize(n);
-    slot.prepare_ns.assign(n, 0);
+    if (slot.outcomes.size() < n) slot.outcomes.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       const rd_kafka_message_t& m = *slot.messages[i];
-      if (m.err) continue;  // the pipeline thread handles consumer errors itself
+      const Job& job = slot.jobs[i];
+      if (!job.judge) continue;  // the pipeline thread skips it (consumer error, revoked partition)
       const auto started = Clock::now();
-      analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), slot.prepared[i]);
-      slot.prepare_ns[i] = static_cast<std::uint64_t>((Clock::now() - started).count());
+      Prepared& prepared = slot.prepared[i];
+      Outcome& out = slot.outcomes[i];
+      analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), prepared);
+      out.error = {};
+      out.verdict = classifier_.judge(prepared, job.time, pack_ref(job.source, m.offset), &out.error);
+      out.kept_sketch.shingles = 0;
+      if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();
+      out.spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
     }
+    slot.engine_stats = engine.stats();
   }
 
   Analyzer analyzer_;
+  Classifier classifier_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   Slot* job_ = nullptr;
@@ -237,7 +281,6 @@ struct Service::Impl {
   std::string fatal_error;
   ServiceSnapshot stats;
 
-  Classifier classifier;
   std::vector<Source> sources;
   std::unordered_map<std::string, std::uint32_t> source_index;  // "topic\0partition"
   std::map<std::string, int> topic_partitions;                  // cached partition counts
@@ -253,12 +296,14 @@ struct Service::Impl {
   std::unordered_map<std::uint64_t, std::vector<dedup::RecordRef>> batches_in_flight;  // by batch number
   std::uint64_t next_batch = 0;
   Slot slots[2];                               // (their messages go before the consumer does)
-  std::unique_ptr<AnalysisWorker> worker;      // null in bypass mode; after slots: joined before they go
+  std::unique_ptr<DedupWorker> worker;         // null in bypass mode; after slots: joined before they go
+  dedup::EngineStats engine_stats;             // the worker's, as of the last slot it finished
+  std::vector<Remembered> followed;            // other instances' changelog entries for the next slot
   int inflight = -1;                           // the slot with the worker (polled, not yet handled), or -1
   std::string rebalance_fatal;                 // an error while finishing a batch inside a revoke
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
-      : options(std::move(opts)), cfg(options.config), stop(stop_flag), classifier(cfg) {
+      : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
     stats.match_distance.assign(static_cast<std::size_t>(cfg.dedup.index.max_distance) + 1, 0);
     auto producer_props = default_producer_properties(options.brokers);
     for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
@@ -269,7 +314,7 @@ struct Service::Impl {
     instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
                   static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
     changelog_batch = std::make_unique<ChangelogBatch>(instance_id);
-    if (!options.bypass_dedup) worker = std::make_unique<AnalysisWorker>(cfg);
+    if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg);
     producer = std::make_unique<kafka::Producer>(producer_props,
                                                  [this](const rd_kafka_message_t& m) { on_delivery(m); });
     consumer = std::make_unique<kafka::Consumer>(
@@ -491,22 +536,52 @@ struct Service::Impl {
     send(cfg.kafka.dead_letter_topic, output_partition(src, cfg.kafka.dead_letter_topic), in, hdrs, index, entry);
   }
 
-  /// Waits for the worker's batch, if any, and judges and produces it.
+  /// Waits for the worker's batch, if any, and produces it.
   void finish_inflight() {
     if (inflight < 0) return;
-    worker->wait();
     Slot& slot = slots[inflight];
     inflight = -1;
+    wait_worker(slot);
     handle_slot(slot);
   }
 
+  void wait_worker(const Slot& slot) {
+    worker->wait();
+    engine_stats = slot.engine_stats;
+  }
+
+  /// Hands freshly polled messages (and the changelog entries followed since
+  /// the last slot) to the worker. Sources are interned here, on this thread.
+  void submit(Slot& slot) {
+    const std::size_t n = slot.messages.size();
+    slot.jobs.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const rd_kafka_message_t& m = *slot.messages[i];
+      Job& job = slot.jobs[i];
+      job.judge = false;
+      if (m.err) continue;
+      job.source = intern(rd_kafka_topic_name(m.rkt), m.partition);
+      job.judge = sources[job.source].assigned;
+      rd_kafka_timestamp_type_t type;
+      const std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+      job.time = dedup::EventTime{ts >= 0 ? ts : wall_ms()};
+    }
+    slot.remember.swap(followed);
+    followed.clear();
+    worker->submit(slot);
+  }
+
   void handle_slot(Slot& slot) {
-    for (std::size_t i = 0; i < slot.messages.size(); ++i) handle(*slot.messages[i], &slot.prepared[i], slot.prepare_ns[i]);
+    for (std::size_t i = 0; i < slot.messages.size(); ++i) {
+      const rd_kafka_message_t& m = *slot.messages[i];
+      if (m.err || slot.jobs[i].judge) handle(m, &slot.prepared[i], &slot.outcomes[i], slot.jobs[i].time);
+    }
     slot.messages.clear();
   }
 
-  /// `prepared`: the worker's decode and analysis of `in` (null in bypass mode).
-  void handle(const rd_kafka_message_t& in, const Prepared* prepared, std::uint64_t prepare_ns) {
+  /// `prepared`, `outcome`: the worker's decode, analysis and verdict of `in`
+  /// (null in bypass mode). `time`: its event time (bypass: unused).
+  void handle(const rd_kafka_message_t& in, const Prepared* prepared, const Outcome* outcome, dedup::EventTime time) {
     if (in.err) {
       auto severity = kafka::classify(in.err);
       std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
@@ -530,11 +605,9 @@ struct Service::Impl {
       return;
     }
 
-    auto started = Clock::now();
-    const dedup::EventTime time{ts >= 0 ? ts : wall_ms()};
-    std::string_view error;
-    const dedup::Verdict verdict = classifier.judge(*prepared, time, pack_ref(index, in.offset), &error);
-    const auto spent = static_cast<std::uint64_t>((Clock::now() - started).count()) + prepare_ns;
+    const dedup::Verdict& verdict = outcome->verdict;
+    const std::string_view error = outcome->error;
+    const std::uint64_t spent = outcome->spent_ns;
     stats.processing_ns += spent;
     stats.processing_seconds.observe(static_cast<double>(spent) * 1e-9);
 
@@ -560,7 +633,7 @@ struct Service::Impl {
       case dedup::VerdictKind::unique:
         ++stats.unique;
         send(cfg.kafka.output_topic, output_partition(src, cfg.kafka.output_topic), in, copy_headers(in), index, entry);
-        if (changelog) append_changelog(src, index, in.offset, time, verdict.fingerprint, entry);
+        if (changelog) append_changelog(src, index, in.offset, time, verdict.fingerprint, outcome->kept_sketch, entry);
         return;
       case dedup::VerdictKind::duplicate: break;
     }
@@ -596,7 +669,7 @@ struct Service::Impl {
   /// The kept message's fingerprint entry: one more output of the input message,
   /// acknowledged when the batch record that carries it is.
   void append_changelog(const Source& src, std::uint32_t index, std::int64_t offset, dedup::EventTime time,
-                        dedup::Fingerprint fingerprint, Pending& entry) {
+                        dedup::Fingerprint fingerprint, const dedup::SketchResult& sketch, Pending& entry) {
     ChangelogRecord r;
     r.fingerprint = fingerprint;
     r.time = time;
@@ -604,7 +677,6 @@ struct Service::Impl {
     r.partition = src.partition;
     r.offset = offset;
     r.instance = instance_id;
-    const dedup::SketchResult& sketch = classifier.engine().last_kept_sketch();
     if (cfg.dedup.sketch.enabled && sketch.shingles != 0) {
       r.has_sketch = true;
       r.bits = cfg.dedup.sketch.bits;
@@ -723,11 +795,12 @@ struct Service::Impl {
       if (entries.size() > cfg.dedup.window.max_entries) first = entries.size() - cfg.dedup.window.max_entries;
       while (first < entries.size() && entries[first].time.ms < horizon) ++first;
     }
-    dedup::Engine& engine = classifier.engine();
+    dedup::Engine& engine = worker->engine();  // no slot is submitted yet
     for (std::size_t i = first; i < entries.size(); ++i) {
       const Replayed& e = entries[i];
       engine.remember(e.fingerprint, e.time, e.ref, e.sketch);
     }
+    engine_stats = engine.stats();
     changelog->skip_instance(instance_id);  // following: this process's own batches need no parsing
     stats.changelog_replayed = entries.size() - first;
     stats.window_ready = true;
@@ -748,8 +821,8 @@ struct Service::Impl {
     changelog->poll(
         [this](const ChangelogRecord& r) {
           if (r.instance == instance_id) return;
-          classifier.engine().remember(r.fingerprint, r.time, pack_ref(intern(r.topic, r.partition), r.offset),
-                                       usable_sketch(r));
+          followed.push_back(Remembered{r.fingerprint, r.time, pack_ref(intern(r.topic, r.partition), r.offset),
+                                        usable_sketch(r)});
           ++stats.changelog_followed;
         },
         [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); },
@@ -772,7 +845,7 @@ struct Service::Impl {
 
   void publish() {
     if (!options.on_progress) return;
-    stats.engine = classifier.engine().stats();
+    stats.engine = engine_stats;
     fill_lag();
     options.on_progress(stats);
   }
@@ -798,7 +871,7 @@ struct Service::Impl {
         if (options.bypass_dedup) {
           Slot& slot = slots[0];
           consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
-          for (const auto& m : slot.messages) handle(*m, nullptr, 0);
+          for (const auto& m : slot.messages) handle(*m, nullptr, nullptr, {});
           slot.messages.clear();
         } else {
           // Double buffering: the worker analyzes the batch just polled while
@@ -810,10 +883,10 @@ struct Service::Impl {
           consumer->poll_batch(polled.messages, 2000, std::chrono::milliseconds(inflight >= 0 ? 0 : 50));
           // (a revoke inside the poll may have finished the in-flight batch already)
           const int previous = inflight;
-          if (previous >= 0) worker->wait();
+          if (previous >= 0) wait_worker(slots[previous]);
           inflight = -1;
-          if (!polled.messages.empty()) {
-            worker->submit(polled);
+          if (!polled.messages.empty() || !followed.empty()) {
+            submit(polled);
             inflight = next;
           }
           if (previous >= 0) handle_slot(slots[previous]);
@@ -849,6 +922,12 @@ struct Service::Impl {
       fatal_error = e.what();
       log(config::LogLevel::error, std::string("fatal Kafka error, stopping (offsets of undelivered messages are not "
                                                "committed): ") + e.what());
+      try {
+        // The worker's batch is dropped (its offsets are not committed); wait
+        // for it only so that its counters are final.
+        if (inflight >= 0) wait_worker(slots[std::exchange(inflight, -1)]);
+      } catch (...) {
+      }
       try {
         // Commit only what is fully acknowledged, then leave.
         producer->poll(std::chrono::milliseconds(0));
@@ -910,7 +989,7 @@ int Service::run() { return impl_->run(); }
 const std::string& Service::fatal_error() const { return impl_->fatal_error; }
 ServiceSnapshot Service::snapshot() const {
   ServiceSnapshot s = impl_->stats;
-  s.engine = impl_->classifier.engine().stats();
+  s.engine = impl_->engine_stats;
   return s;
 }
 

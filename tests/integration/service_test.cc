@@ -171,8 +171,10 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   };
   ASSERT_TRUE(eventually(all_committed, std::chrono::seconds(120)));
   ASSERT_EQ(running->stop(), 0);
-  // At-least-once: every committed input has its output acknowledged.
-  auto out = read("output", 600, std::chrono::seconds(60));
+  // At-least-once: every committed input has its output acknowledged (some
+  // perhaps twice: inputs handled again after the group lost its membership).
+  auto out = read_all("output", std::chrono::seconds(60));
+  EXPECT_GE(out.size(), texts.size());
   std::set<std::string> values;
   for (const auto& r : out) values.insert(r.value);
   for (const auto& t : texts) EXPECT_TRUE(values.count(t)) << t;
