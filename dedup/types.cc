@@ -3,10 +3,17 @@
 namespace neardup::dedup {
 
 std::string Fingerprint::hex() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i) out[static_cast<std::size_t>(15 - i)] = kDigits[(bits >> (4 * i)) & 0xF];
+  std::string out;
+  append_hex(out);
   return out;
+}
+
+void Fingerprint::append_hex(std::string& out) const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char digits[16];
+  std::uint64_t value = bits;
+  for (int i = 15; i >= 0; --i, value >>= 4) digits[i] = kDigits[value & 15];
+  out.append(digits, 16);
 }
 
 std::optional<Fingerprint> Fingerprint::from_hex(std::string_view text) {

@@ -17,6 +17,8 @@ struct Fingerprint {
 
   /// 16 lower-case hex digits, most significant first.
   std::string hex() const;
+  /// The same digits appended to `out` (no temporary string).
+  void append_hex(std::string& out) const;
   /// Parses exactly 16 hex digits; nullopt otherwise.
   static std::optional<Fingerprint> from_hex(std::string_view text);
 };

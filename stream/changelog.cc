@@ -14,12 +14,7 @@ namespace {
 constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 48) - 1;  // what a RecordRef can carry
 constexpr std::size_t kMaxTopicName = 249;                        // Kafka's own limit
 
-void append_hex64(std::string& out, std::uint64_t value) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  char buf[16];
-  for (int i = 15; i >= 0; --i, value >>= 4) buf[i] = kDigits[value & 15];
-  out.append(buf, 16);
-}
+void append_hex64(std::string& out, std::uint64_t value) { dedup::Fingerprint{value}.append_hex(out); }
 
 std::optional<std::uint64_t> parse_hex64(std::string_view text) {
   auto fp = dedup::Fingerprint::from_hex(text);

@@ -78,7 +78,7 @@ class JsonlSink {
       append_json_string(buffer_, judgement.error);
     } else {
       buffer_.append(",\"fingerprint\":\"");
-      buffer_.append(verdict.fingerprint.hex());
+      verdict.fingerprint.append_hex(buffer_);
       buffer_.push_back('"');
     }
     buffer_.append("}\n");
