@@ -44,12 +44,22 @@ class FeatureCounter {
   void add(std::uint64_t hash) {
     std::size_t i = static_cast<std::size_t>(hash) & mask_;
     Slot* slot = &slots_[i];
-    while (slot->stamp == stamp_ && slot->key != hash) {
+    // One branch, almost never taken (another feature holds the slot). Written
+    // as arithmetic: with `&&` (or `&` of two bools) the compiler branches on
+    // the stamp or the key first, and whether a feature is new is a coin flip
+    // that such a branch mispredicts.
+    auto other = [this, hash](const Slot* s) {
+      const std::uint64_t live = std::uint64_t{0} - static_cast<std::uint64_t>(s->stamp == stamp_);
+      return ((s->key ^ hash) & live) != 0;
+    };
+    while (other(slot)) {
       i = (i + 1) & mask_;
       slot = &slots_[i];
     }
     const bool fresh = slot->stamp != stamp_;
-    const std::uint32_t index = fresh ? size_ : slot->index;
+    // index = fresh ? size_ : slot->index, as a mask (a `?:` here compiles to a branch).
+    const std::uint32_t pick_size = std::uint32_t{0} - static_cast<std::uint32_t>(fresh);
+    const std::uint32_t index = (size_ & pick_size) | (slot->index & ~pick_size);
     *slot = Slot{hash, stamp_, index};
     // keys_ and counts_ always have room for one more: writing at size_ is
     // harmless when the feature is not new (the slot is beyond size()).

@@ -181,30 +181,31 @@ NormalizedText Normalizer::run(std::string_view utf8) {
   const std::uint64_t* segment = segment_bits_.data();
   const std::uint64_t* high = non_ascii_bits_.data();
   const std::size_t chunks = mirror / 64;
-  std::size_t pos = 0;
+  // Segment boundaries from the bit map, word by word: a start is a segment
+  // byte after a separator, an end the first separator after a segment (the
+  // sentinel word closes the last one). Popping set bits costs a loop exit per
+  // word, not the unpredictable per-token branches of a bit-by-bit search.
+  bounds_.resize(mirror + 2);  // at most one start per two bytes, the same for ends
+  std::uint32_t* starts = bounds_.data();
+  std::uint32_t* ends = starts + (mirror / 2 + 1);
+  std::size_t n_starts = 0, n_ends = 0;
+  std::uint64_t carry = 0, any_high = 0;  // carry: the previous byte is in a segment
+  for (std::size_t w = 0; w <= chunks; ++w) {
+    const std::uint64_t seg = segment[w];
+    const std::uint64_t before = (seg << 1) | carry;
+    carry = seg >> 63;
+    any_high |= high[w];
+    for (std::uint64_t b = seg & ~before; b != 0; b &= b - 1)
+      starts[n_starts++] = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b)));
+    for (std::uint64_t b = ~seg & before; b != 0; b &= b - 1)
+      ends[n_ends++] = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b)));
+  }
   bool ascii = true;
-  for (;;) {
-    // Next segment start: the next set bit at or after pos.
-    std::size_t w = pos >> 6;
-    if (w >= chunks) break;
-    std::uint64_t bits = segment[w] & (~0ULL << (pos & 63));
-    while (bits == 0) {
-      if (++w >= chunks) break;
-      bits = segment[w];
-    }
-    if (bits == 0) break;
-    const std::size_t start = 64 * w + static_cast<std::size_t>(std::countr_zero(bits));
-    // Its end: the next clear bit (the sentinel word guarantees one).
-    bits = ~segment[w] & (~0ULL << (start & 63));
-    bool non_ascii = (high[w] & (~0ULL << (start & 63))) != 0;
-    while (bits == 0) {
-      bits = ~segment[++w];
-      non_ascii |= high[w] != 0;
-    }
-    const std::size_t end = std::min(size, 64 * w + static_cast<std::size_t>(std::countr_zero(bits)));
-    if (non_ascii) {
-      // Only bits before the end count.
-      non_ascii = false;
+  for (std::size_t t = 0; t < n_starts; ++t) {
+    const std::size_t start = starts[t];
+    const std::size_t end = std::min<std::size_t>(size, ends[t]);
+    bool non_ascii = false;
+    if (any_high != 0) {
       for (std::size_t i = start >> 6; i <= (end - 1) >> 6; ++i) {
         std::uint64_t m = high[i];
         if (i == start >> 6) m &= ~0ULL << (start & 63);
@@ -221,7 +222,6 @@ NormalizedText Normalizer::run(std::string_view utf8) {
       tokens_.push_back(Token{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end - start), TokenKind::word});
       chars_ += static_cast<std::uint32_t>(end - start);
     }
-    pos = end;
   }
 
   reserve_out(kNormalizedPadding);

@@ -76,6 +76,7 @@ class Normalizer {
   std::vector<Token> tokens_;
   std::vector<std::uint64_t> segment_bits_;   // bit i: byte i is a letter, digit or non-ASCII
   std::vector<std::uint64_t> non_ascii_bits_; // bit i: byte i is >= 0x80
+  std::vector<std::uint32_t> bounds_;         // run(): segment starts, then segment ends
   std::string sanitized_;            // a segment with invalid bytes replaced
   std::vector<std::int32_t> cps_;    // utf8proc output for one segment
   // The token being built by the slow path.
