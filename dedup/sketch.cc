@@ -8,6 +8,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define NEARDUP_SKETCH_AVX512 1
@@ -203,7 +206,17 @@ constexpr std::size_t kFourWayShingles = 128;
 void detail::densify(std::uint32_t* minima, int bins) {
   // filled[w] bit k: bin 64w + k holds a minimum. bins is 16, 32, 64 or 128.
   std::array<std::uint64_t, 2> filled{};
+#if defined(__SSE2__)
+  // Four bins per compare; movemask gives their "empty" bits.
+  const __m128i empty_bin = _mm_set1_epi32(-1);
+  for (int i = 0; i < bins; i += 4) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(minima + i));
+    const auto empty4 = static_cast<std::uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, empty_bin))));
+    filled[static_cast<std::size_t>(i >> 6)] |= (~empty4 & 0xF) << (i & 63);
+  }
+#else
   for (int i = 0; i < bins; ++i) filled[static_cast<std::size_t>(i >> 6)] |= std::uint64_t{minima[i] != kEmpty} << (i & 63);
+#endif
   const std::uint64_t all = bins >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bins) - 1;
   const int words = bins > 64 ? 2 : 1;
   std::array<std::uint64_t, 2> empty{~filled[0] & all, words == 2 ? ~filled[1] : 0};
