@@ -185,7 +185,9 @@ NormalizedText Normalizer::run(std::string_view utf8) {
   // byte after a separator, an end the first separator after a segment (the
   // sentinel word closes the last one). Popping set bits costs a loop exit per
   // word, not the unpredictable per-token branches of a bit-by-bit search.
-  bounds_.resize(mirror + 2);  // at most one start per two bytes, the same for ends
+  // At most one start per two bytes, the same for ends. (Grown, never shrunk:
+  // a resize down and up again would zero-fill.)
+  if (bounds_.size() < mirror + 2) bounds_.resize(mirror + 2);
   std::uint32_t* starts = bounds_.data();
   std::uint32_t* ends = starts + (mirror / 2 + 1);
   std::size_t n_starts = 0, n_ends = 0;
