@@ -301,6 +301,18 @@ struct Service::Impl {
   std::vector<Remembered> followed;            // other instances' changelog entries for the next slot
   int inflight = -1;                           // the slot with the worker (polled, not yet handled), or -1
   std::string rebalance_fatal;                 // an error while finishing a batch inside a revoke
+  std::exception_ptr rebalance_exception;      // any other exception there (std::bad_alloc)
+  bool abandoning = false;                     // after a fatal error: a revoke only lets go
+
+  ~Impl() {
+    // The consumer's close serves a last revoke, which must find every member
+    // alive: close it here, first (a no-op when run() closed it already).
+    abandoning = true;
+    try {
+      if (consumer) consumer->close();
+    } catch (...) {
+    }
+  }
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
@@ -463,12 +475,22 @@ struct Service::Impl {
       log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
       return;
     }
+    if (abandoning) {
+      // Closing after a fatal error (or on destruction): nothing more is
+      // produced or committed; the partitions just go.
+      for (int i = 0; i < parts.cnt; ++i) sources[intern(parts.elems[i].topic, parts.elems[i].partition)].assigned = false;
+      stats.assigned = false;
+      return;
+    }
     // Revoked: finish what was read, commit it, then let the partitions go.
+    // Nothing may unwind through librdkafka's C frames: errors are kept and
+    // raised on the pipeline thread after the poll.
     try {
       finish_inflight();
     } catch (const KafkaError& e) {
-      // Raised on the pipeline thread after the poll (not through librdkafka's frames).
       if (rebalance_fatal.empty()) rebalance_fatal = e.what();
+    } catch (...) {
+      if (!rebalance_exception) rebalance_exception = std::current_exception();
     }
     if (!drain(std::chrono::seconds(60))) {
       log(config::LogLevel::error, "revoke: output records still unacknowledged after 60 s; their offsets stay uncommitted");
@@ -506,14 +528,15 @@ struct Service::Impl {
     ++entry.outstanding;
     rd_kafka_resp_err_t err = producer->produce(rec);
     if (err) {
-      --entry.outstanding;
       ++stats.produce_errors;
       if (topic == cfg.kafka.dead_letter_topic) {
+        // entry.outstanding stays up: no later commit may pass this message.
         throw KafkaError("cannot dead-letter a record that '" + topic + "' refuses: " + rd_kafka_err2str(err), err,
                          kafka::Severity::fatal);
       }
       // The record itself cannot be written (e.g. too large for the output):
       // it goes to the dead-letter topic rather than vanishing.
+      --entry.outstanding;  // (dead_letter() counts its own record)
       dead_letter(in, index, entry, std::string("output rejected: ") + rd_kafka_err2str(err), false);
     }
   }
@@ -855,6 +878,7 @@ struct Service::Impl {
     if (consumer->fatal()) throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
     if (!delivery_fatal.empty()) throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
     if (!rebalance_fatal.empty()) throw KafkaError(rebalance_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    if (rebalance_exception) std::rethrow_exception(std::exchange(rebalance_exception, nullptr));
   }
 
   int run() {
@@ -932,6 +956,11 @@ struct Service::Impl {
         // Commit only what is fully acknowledged, then leave.
         producer->poll(std::chrono::milliseconds(0));
         commit(true);
+      } catch (...) {
+      }
+      abandoning = true;
+      try {
+        consumer->close();  // leaves the group now (its revoke produces and commits nothing)
       } catch (...) {
       }
       publish();

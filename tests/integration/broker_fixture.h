@@ -118,7 +118,6 @@ class BrokerTest : public ::testing::Test {
     ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
   }
 
-  /// Reads `topic` from the beginning until `count` records arrived or `limit` passed.
   /// Every record of `topic` up to the high watermarks as of the call (at-least-once
   /// outputs can hold repeats, so a count of records is not a count of messages).
   std::vector<Record> read_all(const std::string& topic, std::chrono::seconds limit = std::chrono::seconds(30)) {
@@ -126,13 +125,17 @@ class BrokerTest : public ::testing::Test {
     std::size_t total = 0;
     for (int p = 0; p < kPartitions; ++p) {
       std::int64_t low = 0, high = 0;
-      if (rd_kafka_query_watermark_offsets(probe.handle(), topic.c_str(), p, &low, &high, 10000) ==
-          RD_KAFKA_RESP_ERR_NO_ERROR)
-        total += static_cast<std::size_t>(std::max<std::int64_t>(high - low, 0));
+      const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(probe.handle(), topic.c_str(), p, &low, &high, 10000);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        ADD_FAILURE() << "watermarks of " << topic << "/" << p << ": " << rd_kafka_err2str(err);
+        continue;
+      }
+      total += static_cast<std::size_t>(std::max<std::int64_t>(high - low, 0));
     }
     return read(topic, total, limit);
   }
 
+  /// Reads `topic` from the beginning until `count` records arrived or `limit` passed.
   std::vector<Record> read(const std::string& topic, std::size_t count,
                            std::chrono::seconds limit = std::chrono::seconds(30)) {
     kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), "reader"), nullptr);

@@ -180,6 +180,25 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   for (const auto& t : texts) EXPECT_TRUE(values.count(t)) << t;
 }
 
+// A record that neither the output nor the dead-letter topic accepts (larger
+// than the producer's message.max.bytes) stops the service with a clear error,
+// and its offset is never committed: a restart reads it again.
+TEST_F(ServiceTest, ARecordNoTopicAcceptsStopsTheServiceWithoutCommittingIt) {
+  config::Config cfg = cfg_;
+  cfg.action = config::Action::tag;
+  cfg.kafka.changelog_topic = "";                  // (its batches would outgrow the limit first)
+  cfg.kafka.producer["message.max.bytes"] = "1000";  // librdkafka's minimum
+  auto small = distinct_texts(10, 5);
+  produce(small, 0);
+  auto running = start_service(cfg);
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 10; }));
+  produce({std::string(5000, 'x') + " " + distinct_texts(1, 6)[0]}, 0);  // offset 10
+  ASSERT_TRUE(eventually([&] { return running->status.load() != -1; }, std::chrono::seconds(60)));
+  EXPECT_EQ(running->status.load(), 1);
+  EXPECT_NE(running->service->fatal_error().find("dead-letter"), std::string::npos) << running->service->fatal_error();
+  EXPECT_EQ(committed_offsets()[0], 10) << "the refused record's offset was committed";
+}
+
 TEST_F(ServiceTest, StopMidStreamThenRestartAccountsForEveryMessage) {
   auto texts = distinct_texts(3000, 4);
   produce(texts);
