@@ -11,7 +11,6 @@ namespace neardup::dedup {
 namespace {
 
 constexpr std::size_t kMaxEntries = std::size_t{1} << 30;
-constexpr std::size_t kFirstCapacity = 1024;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
@@ -19,9 +18,10 @@ std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 }  // namespace
 
 // Anonymous mappings are zero pages until written, so heads that no bucket ever
-// touches cost address space only.
+// touches, and ring slots not reached yet, cost address space only (hence
+// MAP_NORESERVE: the rings are mapped for max_entries from the start).
 SketchIndex::Block::Block(std::size_t bytes, bool huge) : bytes_(std::max<std::size_t>(bytes, 1)) {
-  data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data_ == MAP_FAILED) {
     data_ = nullptr;
     throw std::bad_alloc();
@@ -51,7 +51,9 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   validate(options);
   if (max_entries > kMaxEntries) throw std::invalid_argument("sketch index: max_entries above 2^30");
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
-  capacity_ = std::max<std::size_t>(1, std::min(max_entries_, kFirstCapacity));
+  // The rings are written in sequence order, so mapping them whole costs only
+  // the pages reached so far, and they never move (no copy as the window grows).
+  capacity_ = std::max<std::size_t>(1, max_entries_);
   sketches_ = Block(capacity_ * sizeof(Sketch), true);
   has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t), true);
   next_ = Block(capacity_ * bands * sizeof(std::uint32_t), true);
@@ -64,27 +66,6 @@ SketchIndex::~SketchIndex() = default;
 SketchIndex::SketchIndex(SketchIndex&&) noexcept = default;
 SketchIndex& SketchIndex::operator=(SketchIndex&&) noexcept = default;
 
-void SketchIndex::grow(std::uint64_t oldest_live) {
-  const std::size_t capacity = std::min(max_entries_, capacity_ * 2);
-  const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
-  Block sketches(capacity * sizeof(Sketch), true);
-  Block has(words_for_bits(capacity) * sizeof(std::uint64_t), true);
-  Block next(capacity * bands * sizeof(std::uint32_t), true);
-  for (std::uint64_t seq = std::max(oldest_live, next_sequence_ - std::min<std::uint64_t>(next_sequence_, capacity_));
-       seq < next_sequence_; ++seq) {
-    const std::size_t from = slot_of(seq);
-    const std::size_t to = static_cast<std::size_t>(seq % capacity);
-    sketches.as<Sketch>()[to] = sketches_.as<Sketch>()[from];
-    if (has_sketch(from)) has.as<std::uint64_t>()[to >> 6] |= std::uint64_t{1} << (to & 63);
-    for (std::size_t band = 0; band < bands; ++band)
-      next.as<std::uint32_t>()[band * capacity + to] = next_.as<std::uint32_t>()[band * capacity_ + from];
-  }
-  sketches_ = std::move(sketches);
-  has_sketch_ = std::move(has);
-  next_ = std::move(next);
-  capacity_ = capacity;
-}
-
 void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, const SketchResult* sketch) {
   if (max_entries_ == 0 || sequence < oldest_live) return;  // the window keeps nothing
   if (!empty_ && sequence < next_sequence_) return;         // not newer: a caller bug, ignore it
@@ -92,9 +73,8 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
     next_sequence_ = sequence;
     base_ = sequence - 1;  // the first entry is stored as 1: an empty cell (0) is no entry
   }
-  // Live entries after this insert: [max(oldest_live, ...), sequence]; the rings must hold them all.
-  while (sequence + 1 - oldest_live > capacity_ && capacity_ < max_entries_) grow(oldest_live);
   next_sequence_ = sequence + 1;
+  if (slots_used_ < capacity_) ++slots_used_;
   empty_ = false;
 
   const std::size_t at = slot_of(sequence);
@@ -137,8 +117,8 @@ void SketchIndex::prefetch(const SketchResult& probe) const {
 SketchIndexStats SketchIndex::stats() const {
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;
-  s.bytes = capacity_ * (sizeof(Sketch) + bands * sizeof(std::uint32_t)) +
-            words_for_bits(capacity_) * sizeof(std::uint64_t) + heads_per_band_ * bands * sizeof(std::uint32_t) +
+  s.bytes = slots_used_ * (sizeof(Sketch) + bands * sizeof(std::uint32_t)) +
+            words_for_bits(slots_used_) * sizeof(std::uint64_t) + heads_per_band_ * bands * sizeof(std::uint32_t) +
             sizeof(*this);
   return s;
 }

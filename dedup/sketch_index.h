@@ -7,8 +7,9 @@
 // is ever deleted here: the caller passes the oldest live sequence, and
 // everything older is dead (its slot is reused by later entries).
 //
-// Layout: rings parallel to the window, one slot per live entry, grown by
-// doubling up to max_entries: the 16-byte sketches, a 1-bit "has a sketch" map,
+// Layout: rings parallel to the window, one slot per entry up to max_entries,
+// mapped whole but written in sequence order (so only the pages reached so far
+// are memory, and nothing is ever copied): the 16-byte sketches, a 1-bit "has a sketch" map,
 // and per band a dense array of 32-bit "next older entry in my bucket" cells;
 // per band a table of bucket heads (32-bit sequence of the newest entry whose
 // band key falls in the bucket). A bucket is a chain through the cells from
@@ -41,7 +42,7 @@
 namespace neardup::dedup {
 
 struct SketchIndexStats {
-  std::size_t bytes = 0;         ///< ring + bucket heads
+  std::size_t bytes = 0;         ///< ring slots written so far + bucket heads
   std::uint64_t probes = 0;
   std::uint64_t candidates = 0;  ///< live chain entries visited over all probes
 };
@@ -103,11 +104,11 @@ class SketchIndex {
   std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
   bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> head_shift_); }
-  void grow(std::uint64_t oldest_live);
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;
-  std::size_t capacity_ = 0;  // slots in the rings
+  std::size_t capacity_ = 0;  // slots in the rings: max_entries (mapped whole, touched as reached)
+  std::size_t slots_used_ = 0;  // slots written at least once (what the rings occupy)
   Block sketches_;            // Sketch per slot
   Block has_sketch_;          // 1 bit per slot
   Block next_;                // uint32 per band per slot: [band * capacity_ + slot]
