@@ -141,6 +141,12 @@ class ChangelogReader {
   /// Afterwards: whatever newer records have arrived, up to `max`, without waiting.
   void poll(const Visit& visit, const Corrupt& corrupt, std::size_t max);
 
+  /// Afterwards: reads until every partition reaches the high watermark it has
+  /// now (asked of the broker), or `limit` passes. Returns whether it got there.
+  /// For the moment partitions change hands: what their previous owner kept is
+  /// then in the changelog (its revoke waited for the acknowledgements).
+  bool read_to_end(const Visit& visit, const Corrupt& corrupt, std::chrono::milliseconds limit);
+
   /// Version 2 records written by `instance` (this process's ChangelogBatch) are
   /// passed over without parsing from now on: following its own records costs
   /// a prefix comparison each. They still count in records_read().

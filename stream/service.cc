@@ -473,6 +473,14 @@ struct Service::Impl {
       }
       stats.assigned = true;
       log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
+      if (abandoning) return;
+      try {  // nothing may unwind through librdkafka's frames: raised after the poll
+        read_changelog_to_end();
+      } catch (const KafkaError& e) {
+        if (rebalance_fatal.empty()) rebalance_fatal = e.what();
+      } catch (...) {
+        if (!rebalance_exception) rebalance_exception = std::current_exception();
+      }
       return;
     }
     if (abandoning) {
@@ -841,15 +849,31 @@ struct Service::Impl {
   /// records are in the window already).
   void follow_changelog() {
     if (!changelog) return;
-    changelog->poll(
-        [this](const ChangelogRecord& r) {
-          if (r.instance == instance_id) return;
-          followed.push_back(Remembered{r.fingerprint, r.time, pack_ref(intern(r.topic, r.partition), r.offset),
-                                        usable_sketch(r)});
-          ++stats.changelog_followed;
-        },
+    changelog->poll([this](const ChangelogRecord& r) { remember_followed(r); },
+                    [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); },
+                    2000);
+  }
+
+  /// Another instance's kept message, for the worker's window (before its next slot).
+  void remember_followed(const ChangelogRecord& r) {
+    if (r.instance == instance_id) return;
+    followed.push_back(Remembered{r.fingerprint, r.time, pack_ref(intern(r.topic, r.partition), r.offset), usable_sketch(r)});
+    ++stats.changelog_followed;
+  }
+
+  /// On an assignment: what the partitions' previous owners kept is in the
+  /// changelog by now (their revoke waited for it); read it before judging
+  /// any message of those partitions, so their near-copies are caught.
+  void read_changelog_to_end() {
+    if (!changelog) return;
+    const bool complete = changelog->read_to_end(
+        [this](const ChangelogRecord& r) { remember_followed(r); },
         [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); },
-        2000);
+        std::chrono::seconds(10));
+    if (!complete) {
+      log(config::LogLevel::warn, "window changelog: not read to its end within 10 s of an assignment; until it is, "
+                                  "near-copies of what the previous owner kept last can pass as unique");
+    }
   }
 
   void fill_lag() {

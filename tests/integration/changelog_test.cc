@@ -5,6 +5,8 @@
 // are checked without a broker.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -155,6 +157,37 @@ TEST_F(ChangelogTest, InstancesOfOneGroupFollowEachOthersKeptMessages) {
   EXPECT_EQ(a->last.unique + b->last.unique, 1u);
   EXPECT_EQ(a->last.duplicate + b->last.duplicate, 1u);
   EXPECT_EQ(a->last.changelog_followed + b->last.changelog_followed, 1u);  // nobody follows its own record
+}
+
+// What another instance wrote after this reader caught up is all read by
+// read_to_end (the service calls it on every assignment, before judging any
+// message of the partitions it gains), without waiting for the next poll.
+TEST_F(ChangelogTest, ReadToEndReadsEverythingWrittenBeforeTheCall) {
+  ChangelogReader reader(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id),
+                         cfg_.kafka.changelog_topic, std::chrono::seconds(10));
+  auto never = [] { return false; };
+  std::vector<ChangelogRecord> seen;
+  auto visit = [&](const ChangelogRecord& r) { seen.push_back(r); };
+  auto corrupt = [](std::int32_t, std::int64_t, const std::string& reason) { ADD_FAILURE() << reason; };
+  ASSERT_TRUE(reader.catch_up(visit, corrupt, never));
+  ASSERT_TRUE(seen.empty());
+  for (int i = 0; i < 3; ++i) {
+    ChangelogRecord r;
+    r.fingerprint.bits = 0x1000u + static_cast<std::uint64_t>(i);
+    r.time.ms = 1000 + i;
+    r.topic = "input";
+    r.partition = i % 2;
+    r.offset = i;
+    r.instance = 42;
+    produce(cfg_.kafka.changelog_topic, {encode_changelog_value(r)}, i % 2);
+  }
+  ASSERT_TRUE(reader.read_to_end(visit, corrupt, std::chrono::seconds(30)));
+  ASSERT_EQ(seen.size(), 3u);
+  std::set<std::uint64_t> fingerprints;
+  for (const auto& r : seen) fingerprints.insert(r.fingerprint.bits);
+  EXPECT_EQ(fingerprints, (std::set<std::uint64_t>{0x1000, 0x1001, 0x1002}));
+  EXPECT_TRUE(reader.read_to_end(visit, corrupt, std::chrono::seconds(5)));  // at the end already: returns at once
+  EXPECT_EQ(seen.size(), 3u);
 }
 
 /// Two brokers: the changelog's partitions led by broker 2, everything else by broker 1,
