@@ -1,10 +1,11 @@
 #pragma once
 // `neardup run`'s engine room: consume -> decode -> dedup::Engine -> produce,
-// with at-least-once delivery. Two threads: an analysis worker decodes and
-// analyzes (normalize, SimHash, sketch) the batch just polled, in order, while
-// the pipeline thread judges (window, Engine::decide) and produces the batch
-// before it. Everything else (offsets, produce, commit, rebalance, stop) is on
-// the pipeline thread; a revoke or a stop first finishes the batch in flight.
+// with at-least-once delivery. Two threads: a dedup worker, which owns the
+// window, decodes, analyzes (normalize, SimHash, sketch) and judges
+// (Engine::decide) the batch just polled, in order, while the pipeline thread
+// produces the batch before it by its verdicts. Everything else (offsets,
+// produce, commit, rebalance, following the changelog, stop) is on the pipeline
+// thread; a revoke or a stop first finishes the batch in flight.
 // librdkafka's own threads do the network I/O.
 //
 // Delivery: every input message gets an entry in its partition's pending list
