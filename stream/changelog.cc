@@ -350,51 +350,45 @@ void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, c
   }
 }
 
-bool ChangelogReader::catch_up(const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped) {
+bool ChangelogReader::read_until(const std::vector<std::int64_t>& target, const Visit& visit, const Corrupt& corrupt,
+                                 const std::function<bool()>& give_up) {
   std::vector<kafka::MessagePtr> batch;
-  auto behind = [this] {
-    for (std::size_t p = 0; p < high_.size(); ++p) {
-      if (position_[p] < high_[p]) return true;
+  auto behind = [&] {
+    for (std::size_t p = 0; p < target.size(); ++p) {
+      if (position_[p] < target[p]) return true;
     }
     return false;
   };
   while (behind()) {
-    if (stopped()) return false;
+    if (give_up()) return false;
     if (consumer_->fatal()) {
       throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
                               kafka::Severity::fatal);
     }
     batch.clear();
-    consumer_->poll_batch(batch, 5000, std::chrono::milliseconds(100));
+    consumer_->poll_batch(batch, 5000, std::chrono::milliseconds(50));
     for (const auto& m : batch) consume(*m, visit, corrupt);
   }
   return true;
 }
 
+bool ChangelogReader::catch_up(const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped) {
+  return read_until(high_, visit, corrupt, stopped);
+}
+
 bool ChangelogReader::read_to_end(const Visit& visit, const Corrupt& corrupt, std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  auto left_ms = [&] {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::max<std::int64_t>(left.count(), 0));
-  };
   std::vector<std::int64_t> target(high_.size(), 0);
   for (std::size_t p = 0; p < high_.size(); ++p) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     std::int64_t lo = 0, hi = 0;
     if (rd_kafka_query_watermark_offsets(consumer_->handle(), topic_.c_str(), static_cast<std::int32_t>(p), &lo, &hi,
-                                         std::max(left_ms(), 1)) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                                         static_cast<int>(std::max<std::int64_t>(left.count(), 1))) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR)
       return false;
     target[p] = hi > lo ? hi : -1;  // -1: empty, nothing to wait for
   }
-  std::vector<kafka::MessagePtr> batch;
-  for (;;) {
-    bool behind = false;
-    for (std::size_t p = 0; p < target.size(); ++p) behind |= position_[p] < target[p];
-    if (!behind) return true;
-    if (left_ms() == 0) return false;
-    batch.clear();
-    consumer_->poll_batch(batch, 5000, std::chrono::milliseconds(std::min(left_ms(), 50)));
-    for (const auto& m : batch) consume(*m, visit, corrupt);
-  }
+  return read_until(target, visit, corrupt, [&] { return std::chrono::steady_clock::now() >= deadline; });
 }
 
 void ChangelogReader::poll(const Visit& visit, const Corrupt& corrupt, std::size_t max) {

@@ -158,6 +158,10 @@ class ChangelogReader {
 
  private:
   void consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt);
+  /// Reads until every partition's position reaches `target` (per partition),
+  /// or `give_up()` turns true first (then returns false).
+  bool read_until(const std::vector<std::int64_t>& target, const Visit& visit, const Corrupt& corrupt,
+                  const std::function<bool()>& give_up);
 
   std::string topic_;
   std::unique_ptr<kafka::Consumer> consumer_;

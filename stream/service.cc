@@ -605,14 +605,17 @@ struct Service::Impl {
   void handle_slot(Slot& slot) {
     for (std::size_t i = 0; i < slot.messages.size(); ++i) {
       const rd_kafka_message_t& m = *slot.messages[i];
-      if (m.err || slot.jobs[i].judge) handle(m, &slot.prepared[i], &slot.outcomes[i], slot.jobs[i].time);
+      const Job& job = slot.jobs[i];
+      if (m.err || job.judge) handle(m, job.source, &slot.prepared[i], &slot.outcomes[i], job.time);
     }
     slot.messages.clear();
   }
 
-  /// `prepared`, `outcome`: the worker's decode, analysis and verdict of `in`
-  /// (null in bypass mode). `time`: its event time (bypass: unused).
-  void handle(const rd_kafka_message_t& in, const Prepared* prepared, const Outcome* outcome, dedup::EventTime time) {
+  /// `index`: the source of `in` (interned; unused when in.err). `prepared`,
+  /// `outcome`: the worker's decode, analysis and verdict of `in` (null in
+  /// bypass mode). `time`: its event time (bypass: unused).
+  void handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared, const Outcome* outcome,
+              dedup::EventTime time) {
     if (in.err) {
       auto severity = kafka::classify(in.err);
       std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
@@ -620,7 +623,6 @@ struct Service::Impl {
       log(config::LogLevel::warn, what);  // transient (broker down, topic not there yet): librdkafka retries
       return;
     }
-    const std::uint32_t index = intern(rd_kafka_topic_name(in.rkt), in.partition);
     Source& src = sources[index];
     if (!src.assigned) return;  // a message fetched before a revoke; it will be read again
     src.position = in.offset + 1;
@@ -919,7 +921,8 @@ struct Service::Impl {
         if (options.bypass_dedup) {
           Slot& slot = slots[0];
           consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
-          for (const auto& m : slot.messages) handle(*m, nullptr, nullptr, {});
+          for (const auto& m : slot.messages)
+            handle(*m, m->err ? 0 : intern(rd_kafka_topic_name(m->rkt), m->partition), nullptr, nullptr, {});
           slot.messages.clear();
         } else {
           // Double buffering: the worker analyzes the batch just polled while
