@@ -59,6 +59,9 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   next_ = Block(capacity_ * bands * sizeof(std::uint32_t), true);
   heads_per_band_ = std::max<std::size_t>(1024, std::bit_ceil(std::max<std::size_t>(max_entries_, 1)) / 4);
   head_shift_ = 64 - std::countr_zero(heads_per_band_);
+  offset_bits_ = std::bit_width(capacity_);  // <= 31: max_entries <= 2^30
+  offset_mask_ = (std::uint64_t{1} << offset_bits_) - 1;
+  tag_mask_ = (std::uint64_t{1} << (32 - offset_bits_)) - 1;
   heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t), true);
 }
 
@@ -94,7 +97,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
     const auto b = static_cast<std::size_t>(band);
     std::uint32_t& head = heads[b * heads_per_band_ + bucket(sketch->band_keys[b])];
     next[b * capacity_ + at] = head;
-    head = static_cast<std::uint32_t>(sequence - base_);
+    head = reference(sequence, sketch->band_keys[b]);
   }
 }
 

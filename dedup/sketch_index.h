@@ -17,11 +17,17 @@
 // costs nothing. The chains of all bands are walked in lockstep with the next
 // cell and sketch prefetched, so their cache misses overlap; the cells are apart
 // from the sketches, so a chain step touches 4 bytes, not a 28-byte slot.
-// Sequences are stored as the low 32 bits of their offset from the first one
-// (0 = no entry) and rebuilt relative to a newer sequence; the window holds at
-// most 2^30 entries, so a live entry is always rebuilt exactly (a stale bucket
-// can alias to some other live entry, which is only an extra candidate: callers
-// verify every candidate with its sketch).
+// A reference to an entry (a head or a cell) is 32 bits: the low S bits of the
+// entry's offset from the first sequence, S = bit_width(max_entries) (2^S >
+// max_entries, the longest live span), rebuilt relative to a newer sequence;
+// and above them, 32 - S bits of the entry's band key (its tag: 8 bits at the
+// default 10M entries). A bucket holds every entry whose key's top bits fall
+// in it, and most of a full window's chain entries only share the bucket, not
+// the key: the walk skips an entry whose tag differs from the probe's without
+// touching its sketch (it still reads the cell, to go on). A live entry is
+// always rebuilt exactly; a stale reference (a bucket untouched for 2^S
+// inserts) can alias to some other live entry, which is only an extra
+// candidate: callers verify every candidate with its sketch.
 //
 // Memory: (16 + 4 * bands) bytes + 1 bit per slot plus 4 bytes per bucket head
 // per band; heads = bit_ceil(max_entries) / 4 per band (chains of ~2.5 random
@@ -44,7 +50,7 @@ namespace neardup::dedup {
 struct SketchIndexStats {
   std::size_t bytes = 0;         ///< ring slots written so far + bucket heads
   std::uint64_t probes = 0;
-  std::uint64_t candidates = 0;  ///< live chain entries visited over all probes
+  std::uint64_t candidates = 0;  ///< live entries visited over all probes (tag and sketch checked)
 };
 
 /// Not thread-safe: one per Engine.
@@ -73,9 +79,10 @@ class SketchIndex {
   /// Calls visit(sequence, const Sketch&) for every live entry (>= oldest_live)
   /// that shares a band key bucket with `probe` (newest first per band, at most
   /// kMaxChain per band; an entry that shares several bands is visited once per band).
-  /// It may visit a few more live entries (after 2^32 inserts an empty bucket can
-  /// read as a live entry, and a bucket untouched for 2^32 inserts can alias):
-  /// callers verify every candidate by its sketch. O(bands + visited).
+  /// Entries whose band key differs from the probe's in its tag bits are
+  /// skipped unseen. It may visit a few more live entries (after 2^S inserts an
+  /// empty or stale reference can alias to a live entry with the same tag):
+  /// callers verify every candidate by its sketch. O(bands + chain steps).
   template <class Visit>
   void for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit);
 
@@ -104,6 +111,10 @@ class SketchIndex {
   std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
   bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> head_shift_); }
+  /// The reference to `sequence` stored in a head or cell, tagged with `key`.
+  std::uint32_t reference(std::uint64_t sequence, std::uint64_t key) const {
+    return static_cast<std::uint32_t>(((sequence - base_) & offset_mask_) | ((key & tag_mask_) << offset_bits_));
+  }
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;
@@ -113,10 +124,13 @@ class SketchIndex {
   Block has_sketch_;          // 1 bit per slot
   Block next_;                // uint32 per band per slot: [band * capacity_ + slot]
   int head_shift_ = 64;
+  int offset_bits_ = 32;               // S: low bits of a reference that hold the offset
+  std::uint64_t offset_mask_ = 0;      // 2^S - 1
+  std::uint64_t tag_mask_ = 0;         // 2^(32 - S) - 1: the key bits kept above the offset
   std::size_t heads_per_band_ = 0;
   Block heads_;  // uint32 [band * heads_per_band_ + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
-  std::uint64_t base_ = 0;           // first sequence - 1: cells hold uint32(sequence - base_), 0 = none
+  std::uint64_t base_ = 0;           // first sequence - 1: the first entry's offset is 1
   bool empty_ = true;
   SketchIndexStats stats_;
 };
@@ -128,24 +142,29 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
   const std::uint32_t* heads = heads_.as<std::uint32_t>();
   const std::uint32_t* next = next_.as<std::uint32_t>();
   const Sketch* sketches = sketches_.as<Sketch>();
-  // One chain per band, walked in lockstep: follow() decodes a cell relative to
-  // the newer entry that holds it and, when it names a live older entry, queues
-  // it and prefetches its cell and sketch for the next round.
+  // One chain per band, walked in lockstep: follow() decodes a reference
+  // relative to the newer entry that holds it and, when it names a live older
+  // entry, queues it and prefetches its cell (and its sketch when the tag is
+  // the probe's) for the next round.
   struct Cursor {
     std::uint64_t sequence;
     std::size_t band;
+    bool same_tag;
   };
   std::array<Cursor, kMaxSketchBands> cursors;
+  std::array<std::uint32_t, kMaxSketchBands> tags{};
+  for (int band = 0; band < bands_; ++band)
+    tags[static_cast<std::size_t>(band)] = static_cast<std::uint32_t>(probe.band_keys[static_cast<std::size_t>(band)] & tag_mask_);
   std::size_t live = 0;
   auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t band) {
-    const std::uint32_t back = static_cast<std::uint32_t>(newer - base_) - stored;
-    if (back == 0 || back > newer - oldest_live) return false;  // empty, dead, or not older than `newer`
+    const std::uint64_t back = ((newer - base_) - stored) & offset_mask_;
+    if (back == 0 || back > newer - oldest_live) return;  // not older than `newer`, or dead
     const std::uint64_t sequence = newer - back;
     const std::size_t at = slot_of(sequence);
+    const bool same_tag = (stored >> offset_bits_) == tags[band];
     __builtin_prefetch(next + band * capacity_ + at);
-    __builtin_prefetch(sketches + at);
-    cursors[live++] = Cursor{sequence, band};
-    return true;
+    if (same_tag) __builtin_prefetch(sketches + at);
+    cursors[live++] = Cursor{sequence, band, same_tag};
   };
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
@@ -157,7 +176,7 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
     for (std::size_t i = 0; i < round; ++i) {
       const Cursor c = cursors[i];  // live <= i: follow() may overwrite cursors[live] only
       const std::size_t at = slot_of(c.sequence);
-      if (has_sketch(at)) {
+      if (c.same_tag && has_sketch(at)) {
         ++stats_.candidates;
         visit(c.sequence, sketches[at]);
       }

@@ -200,8 +200,8 @@ SketchResult keyed(std::uint64_t key_seed, int bands, std::uint64_t sketch_bits)
 
 // Brute force over a FIFO window of `capacity` entries: every live entry that
 // shares at least one band key with the probe must be visited, and nothing
-// older than the window ever is. Sequences start just below 2^32 so the 32-bit
-// storage wraps during the test.
+// older than the window ever is. Sequences start just below 2^32, and a
+// reference keeps 9 bits of offset at this capacity, so both wrap many times.
 TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   const SketchOptions options;
   constexpr std::size_t kCapacity = 300;
@@ -239,6 +239,29 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
       }
     }
   }
+}
+
+// Keys in one bucket (same top bits) but with other low bits: the walk passes
+// them without visiting, and still reaches the older entry with the probe's key.
+TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
+  SketchOptions options;
+  options.bands = 1;
+  SketchIndex index(options, 1000);
+  const std::uint64_t key = 0xabcd000000000000ULL;
+  SketchResult r = keyed(0, 1, 0);
+  r.band_keys[0] = key;
+  index.insert(1, 1, &r);  // the match, oldest in the chain
+  for (std::uint64_t seq = 2; seq < 50; ++seq) {
+    r.sketch.words[0] = seq;
+    r.band_keys[0] = key | seq;  // same bucket, another key
+    index.insert(seq, 1, &r);
+  }
+  SketchResult probe = r;
+  probe.band_keys[0] = key;
+  std::vector<std::uint64_t> visited;
+  index.for_each_candidate(probe, 1, [&](std::uint64_t s, const Sketch&) { visited.push_back(s); });
+  EXPECT_EQ(visited, std::vector<std::uint64_t>{1});
+  EXPECT_EQ(index.stats().candidates, 1U);
 }
 
 TEST(SketchIndex, SketchOfLiveEntriesOnly) {
