@@ -20,7 +20,7 @@ Engine::Engine(const DedupOptions& options)
 
 std::uint64_t Engine::oldest_live() const {
   // Entries leave the window in FIFO order, so the live ones are the newest `entries`.
-  return inserted_ ? next_sequence_ - window_.stats().entries : next_sequence_;
+  return inserted_ ? next_sequence_ - window_.size() : next_sequence_;
 }
 
 void Engine::insert(const TextSummary& summary, EventTime time, RecordRef ref) {
@@ -41,6 +41,13 @@ Analysis Engine::analyze(std::string_view text) { return dedup::analyze(fingerpr
 
 Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
   return decide(analyze(text), time, ref);
+}
+
+void Engine::prefetch(const Analysis& analysis) const {
+  const TextSummary& summary = analysis.summary;
+  if (summary.features == 0) return;
+  window_.prefetch(summary.fingerprint);
+  if (sketches_ && summary.sketch.shingles != 0) sketches_->prefetch(summary.sketch);
 }
 
 Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) {

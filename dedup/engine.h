@@ -80,6 +80,12 @@ class Engine {
   /// unique, counters. O(tables + candidates).
   Verdict decide(const Analysis& analysis, EventTime time, RecordRef ref);
 
+  /// A hint for callers that analyze ahead: starts loading the window buckets
+  /// and sketch band heads that decide(analysis) will read first (random
+  /// memory accesses, each a cache miss in a large window). Call it about one
+  /// record before decide(). Changes no state; never needed for correctness. O(tables + bands).
+  void prefetch(const Analysis& analysis) const;
+
   /// Inserts a fingerprint that was kept elsewhere (window changelog replay).
   void remember(Fingerprint fp, EventTime time, RecordRef ref);
 

@@ -284,6 +284,8 @@ WindowStats Window::stats() const {
   return s;
 }
 
+std::size_t Window::size() const { return impl_->live(); }
+
 int Window::max_distance() const { return impl_->k; }
 
 }  // namespace neardup::dedup

@@ -88,6 +88,8 @@ class Window {
   std::optional<Match> entry(std::uint64_t sequence) const;
 
   WindowStats stats() const;
+  /// Live entries (stats().entries without gathering the rest). O(1).
+  std::size_t size() const;
   int max_distance() const;
 
  private:

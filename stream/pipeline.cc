@@ -11,6 +11,7 @@ void Analyzer::prepare(std::string_view raw, Prepared& out) {
   out.owned = false;
   out.raw_text = {};
   out.error.clear();
+  out.id = std::move(decoded.id);
   if (!decoded.ok) {
     out.error = std::move(decoded.error);
     return;
@@ -28,21 +29,7 @@ void Analyzer::prepare(std::string_view raw, Prepared& out) {
   out.analysis = dedup::analyze(fingerprinter_, out.text());
 }
 
-Classifier::Classifier(const config::Config& config) : decoder_(config.input), engine_(config.dedup) {}
-
-Judgement Classifier::classify(std::string_view raw, dedup::EventTime time, dedup::RecordRef ref) {
-  Judgement judgement;
-  decoded_ = decoder_.decode(raw);
-  judgement.decoded = &decoded_;
-  if (!decoded_.ok) {
-    judgement.verdict.kind = dedup::VerdictKind::invalid;
-    judgement.error = decoded_.error;
-    return judgement;
-  }
-  judgement.verdict = engine_.process(decoded_.text, time, ref);
-  if (judgement.verdict.kind == dedup::VerdictKind::invalid) judgement.error = judgement.verdict.error;
-  return judgement;
-}
+Classifier::Classifier(const config::Config& config) : engine_(config.dedup) {}
 
 dedup::Verdict Classifier::judge(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
                                  std::string_view* error) {

@@ -5,8 +5,9 @@
 // out) wrap it with their own source and sink.
 //
 // Two steps: Analyzer::prepare (decode + text analysis: pure, no window; can
-// run on another thread, ahead) and Classifier::judge (the window decision).
-// Classifier::classify does both on the calling thread.
+// run on another thread, or a record ahead) and Classifier::judge (the window
+// decision). Preparing one record ahead lets Classifier::prefetch start the
+// window's memory accesses for it while the current one is judged.
 
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@ namespace neardup::stream {
 struct Prepared {
   bool ok = false;            ///< decoded; false: `error` says why (the record is invalid)
   std::string error;
+  std::string id;             ///< the id field as JSON text ("" when absent), see Decoded::id
   dedup::Analysis analysis;   ///< valid when ok
   std::string_view text() const { return owned ? std::string_view(owned_text) : raw_text; }
 
@@ -47,32 +49,28 @@ class Analyzer {
   dedup::Fingerprinter fingerprinter_;
 };
 
-struct Judgement {
-  dedup::Verdict verdict;
-  const Decoded* decoded = nullptr;  ///< id and text; valid until the next classify()
-  std::string_view error;            ///< for invalid: the decode error or the engine's reason
-};
-
-/// Not thread-safe: one per pipeline thread. classify() and judge() never throw.
+/// Not thread-safe: one per pipeline thread. judge() never throws.
 class Classifier {
  public:
   /// Throws config::ConfigError / std::invalid_argument for unusable options.
   explicit Classifier(const config::Config& config);
-
-  Judgement classify(std::string_view raw, dedup::EventTime time, dedup::RecordRef ref);
 
   /// The decision for a record prepared by an Analyzer (of the same config).
   /// The returned error views `prepared` or a static string. O(tables + candidates).
   dedup::Verdict judge(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
                        std::string_view* error);
 
+  /// Starts loading what judge(prepared) will read first (dedup::Engine::prefetch):
+  /// call it for the next record before judging the current one.
+  void prefetch(const Prepared& prepared) const {
+    if (prepared.ok) engine_.prefetch(prepared.analysis);
+  }
+
   dedup::Engine& engine() { return engine_; }
   const dedup::Engine& engine() const { return engine_; }
 
  private:
-  Decoder decoder_;
   dedup::Engine engine_;
-  Decoded decoded_;
 };
 
 }  // namespace neardup::stream

@@ -48,18 +48,18 @@ class JsonlSink {
   explicit JsonlSink(std::FILE* out) : out_(out) { buffer_.reserve(kFlushAt + 4096); }
   ~JsonlSink() { flush(); }
 
-  void write(std::uint64_t line, const Judgement& judgement, const KeptIds& kept) {
-    const auto& verdict = judgement.verdict;
+  void write(std::uint64_t line, const std::string& id, const dedup::Verdict& verdict, std::string_view error,
+             const KeptIds& kept) {
     buffer_.append("{\"id\":");
-    append_id(line, judgement.decoded->id);
+    append_id(line, id);
     buffer_.append(",\"verdict\":\"");
     buffer_.append(dedup::to_string(verdict.kind));
     buffer_.push_back('"');
     if (verdict.kind == dedup::VerdictKind::duplicate) {
       buffer_.append(",\"of\":");
       const std::uint64_t of = verdict.match->of.value;
-      const std::string* id = kept.find(of);
-      append_id(of, id ? *id : std::string());
+      const std::string* original = kept.find(of);
+      append_id(of, original ? *original : std::string());
       buffer_.append(",\"distance\":");
       append_number(buffer_, static_cast<std::uint64_t>(verdict.match->distance));
       if (verdict.similarity) {
@@ -75,7 +75,7 @@ class JsonlSink {
     }
     if (verdict.kind == dedup::VerdictKind::invalid) {
       buffer_.append(",\"error\":");
-      append_json_string(buffer_, judgement.error);
+      append_json_string(buffer_, error);
     } else {
       buffer_.append(",\"fingerprint\":\"");
       verdict.fingerprint.append_hex(buffer_);
@@ -159,24 +159,41 @@ class LineReader {
 }  // namespace
 
 ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* out) {
+  Analyzer analyzer(config);
   Classifier classifier(config);
   KeptIds kept(config.dedup.window.max_entries);
   JsonlSink sink(out);
   LineReader reader(in);
   ScanStats stats;
+  // One record ahead: line n + 1 is decoded, analyzed and its window accesses
+  // started (Classifier::prefetch) before line n is judged, so their cache
+  // misses overlap the judging. The prepared records keep no view of the line.
+  Prepared prepared[2];
   std::string_view line;
-  while (reader.next(line)) {
+  bool have = reader.next(line);
+  if (have) {
+    analyzer.prepare(line, prepared[0]);
+    classifier.prefetch(prepared[0]);
+  }
+  for (std::size_t current = 0; have; current ^= 1) {
+    have = reader.next(line);
+    if (have) {
+      analyzer.prepare(line, prepared[current ^ 1]);
+      classifier.prefetch(prepared[current ^ 1]);
+    }
+    const Prepared& record = prepared[current];
     const std::uint64_t number = ++stats.records;
-    const Judgement judgement = classifier.classify(line, dedup::EventTime{0}, dedup::RecordRef{number});
-    switch (judgement.verdict.kind) {
+    std::string_view error;
+    const dedup::Verdict verdict = classifier.judge(record, dedup::EventTime{0}, dedup::RecordRef{number}, &error);
+    switch (verdict.kind) {
       case dedup::VerdictKind::unique:
         ++stats.unique;
-        if (!judgement.decoded->id.empty()) kept.add(number, judgement.decoded->id);
+        if (!record.id.empty()) kept.add(number, record.id);
         break;
       case dedup::VerdictKind::duplicate: ++stats.duplicate; break;
       case dedup::VerdictKind::invalid: ++stats.invalid; break;
     }
-    sink.write(number, judgement, kept);
+    sink.write(number, record.id, verdict, error, kept);
   }
   sink.flush();
   if (reader.error()) {

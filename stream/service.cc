@@ -245,19 +245,31 @@ class DedupWorker {
     const std::size_t n = slot.messages.size();
     if (slot.prepared.size() < n) slot.prepared.resize(n);
     if (slot.outcomes.size() < n) slot.outcomes.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const rd_kafka_message_t& m = *slot.messages[i];
-      const Job& job = slot.jobs[i];
-      if (!job.judge) continue;  // the pipeline thread skips it (consumer error, revoked partition)
+    // One message ahead: the next message to judge is decoded, analyzed and its
+    // window accesses started (Classifier::prefetch) before this one is judged.
+    std::size_t ahead = 0;  // the next message to analyze
+    auto analyze_next = [&] {
+      while (ahead < n && !slot.jobs[ahead].judge) ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
+      if (ahead == n) return;
       const auto started = Clock::now();
-      Prepared& prepared = slot.prepared[i];
+      const rd_kafka_message_t& m = *slot.messages[ahead];
+      analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), slot.prepared[ahead]);
+      classifier_.prefetch(slot.prepared[ahead]);
+      slot.outcomes[ahead].spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
+      ++ahead;
+    };
+    analyze_next();
+    for (std::size_t i = 0; i < n; ++i) {
+      const Job& job = slot.jobs[i];
+      if (!job.judge) continue;
+      analyze_next();
+      const auto started = Clock::now();
       Outcome& out = slot.outcomes[i];
-      analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), prepared);
       out.error = {};
-      out.verdict = classifier_.judge(prepared, job.time, pack_ref(job.source, m.offset), &out.error);
+      out.verdict = classifier_.judge(slot.prepared[i], job.time, pack_ref(job.source, slot.messages[i]->offset), &out.error);
       out.kept_sketch.shingles = 0;
       if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();
-      out.spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
+      out.spent_ns += static_cast<std::uint64_t>((Clock::now() - started).count());
     }
     slot.engine_stats = engine.stats();
   }
