@@ -19,7 +19,7 @@ Engine::Engine(const DedupOptions& options)
 }
 
 std::uint64_t Engine::oldest_live() const {
-  // Entries leave the window in FIFO order, so the live ones are the newest `entries`.
+  // Entries leave the window in FIFO order, so the live ones are the newest size().
   return inserted_ ? next_sequence_ - window_.size() : next_sequence_;
 }
 

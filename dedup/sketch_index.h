@@ -11,8 +11,8 @@
 // mapped whole but written in sequence order (so only the pages reached so far
 // are memory, and nothing is ever copied): the 16-byte sketches, a 1-bit "has a sketch" map,
 // and per band a dense array of 32-bit "next older entry in my bucket" cells;
-// per band a table of bucket heads (32-bit sequence of the newest entry whose
-// band key falls in the bucket). A bucket is a chain through the cells from
+// per band a table of bucket heads (a 32-bit reference, below, to the newest
+// entry whose band key falls in the bucket). A bucket is a chain through the cells from
 // newest to oldest, so a probe walks it until the first dead entry: expiry
 // costs nothing. The chains of all bands are walked in lockstep with the next
 // cell and sketch prefetched, so their cache misses overlap; the cells are apart

@@ -167,7 +167,9 @@ ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* ou
   ScanStats stats;
   // One record ahead: line n + 1 is decoded, analyzed and its window accesses
   // started (Classifier::prefetch) before line n is judged, so their cache
-  // misses overlap the judging. The prepared records keep no view of the line.
+  // misses overlap the judging. From then on only the prepared record's
+  // analysis, id and error are read, never its text (which may view a line the
+  // reader has since replaced).
   Prepared prepared[2];
   std::string_view line;
   bool have = reader.next(line);

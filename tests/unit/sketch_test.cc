@@ -200,8 +200,8 @@ SketchResult keyed(std::uint64_t key_seed, int bands, std::uint64_t sketch_bits)
 
 // Brute force over a FIFO window of `capacity` entries: every live entry that
 // shares at least one band key with the probe must be visited, and nothing
-// older than the window ever is. Sequences start just below 2^32, and a
-// reference keeps 9 bits of offset at this capacity, so both wrap many times.
+// older than the window ever is. Sequences start just below 2^32 (crossed once)
+// and a reference keeps 9 bits of offset at this capacity (wrapped ~4 times).
 TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   const SketchOptions options;
   constexpr std::size_t kCapacity = 300;
