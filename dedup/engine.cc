@@ -40,7 +40,10 @@ Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
 Analysis Engine::analyze(std::string_view text) { return dedup::analyze(fingerprinter_, text); }
 
 Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
-  return decide(analyze(text), time, ref);
+  // No record ahead here: the prefetch overlaps the band heads' misses with the window probe.
+  const Analysis analysis = analyze(text);
+  prefetch(analysis);
+  return decide(analysis, time, ref);
 }
 
 void Engine::prefetch(const Analysis& analysis) const {
@@ -76,7 +79,6 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   } else {
     const SketchOptions& so = options_.sketch;
     const Sketch& mine = summary.sketch.sketch;
-    sketches_->prefetch(summary.sketch);
     // Stage 1a: SimHash neighbours, each verified by its sketch (an entry with
     // no sketch keeps the classic rule: within max_distance is enough).
     std::uint64_t oldest = 0;
