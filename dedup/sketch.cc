@@ -11,6 +11,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+#endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define NEARDUP_SKETCH_AVX512 1
@@ -177,22 +180,58 @@ double estimate_jaccard(const Sketch& a, const Sketch& b, int bits) {
 
 namespace {
 
-// Keeps `kBits` bits of every minimum, bin i at bits [i*kBits, (i+1)*kBits).
-// A constant width lets the compiler unroll and vectorize the loop.
+constexpr std::uint32_t kCodeMix = 0x2545f491U;  // re-mixes a minimum before its top bits are kept
+
+// Keeps `kBits` bits of every minimum, bin i at bits [i*kBits, (i+1)*kBits):
+// the top kBits of minimum * kCodeMix (a minimum's own high bits are biased to 0).
 template <int kBits>
-Sketch pack(const std::uint32_t* minima) {
-  constexpr int kPerWord = 64 / kBits;
+Sketch pack_codes(const std::uint32_t* minima) {
   Sketch sketch;
+#if defined(__SSE4_1__)
+  // 16 bins at a time: multiply, shift, narrow to one code per byte, then fold
+  // the bytes' codes together (pmaddubsw/pmaddwd sum codes times powers of two).
+  auto code_bytes = [minima](int first) {
+    const __m128i mix = _mm_set1_epi32(static_cast<int>(kCodeMix));
+    __m128i v[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m128i m = _mm_loadu_si128(reinterpret_cast<const __m128i*>(minima + first + 4 * k));
+      v[k] = _mm_srli_epi32(_mm_mullo_epi32(m, mix), 32 - kBits);
+    }
+    return _mm_packus_epi16(_mm_packus_epi32(v[0], v[1]), _mm_packus_epi32(v[2], v[3]));
+  };
+  __m128i packed;
+  if constexpr (kBits == 8) {
+    packed = code_bytes(0);
+  } else if constexpr (kBits == 4) {
+    const __m128i pairs = _mm_set1_epi16(0x1001);  // bytes 1, 16: c0 + 16 c1
+    packed = _mm_packus_epi16(_mm_maddubs_epi16(code_bytes(0), pairs), _mm_maddubs_epi16(code_bytes(16), pairs));
+  } else if constexpr (kBits == 2) {
+    const __m128i pairs = _mm_set1_epi16(0x0401);    // bytes 1, 4: c0 + 4 c1
+    const __m128i quads = _mm_set1_epi32(0x00100001);  // words 1, 16: (c0 + 4 c1) + 16 (c2 + 4 c3)
+    __m128i d[4];
+    for (int k = 0; k < 4; ++k) d[k] = _mm_madd_epi16(_mm_maddubs_epi16(code_bytes(16 * k), pairs), quads);
+    packed = _mm_packus_epi16(_mm_packus_epi32(d[0], d[1]), _mm_packus_epi32(d[2], d[3]));
+  } else {
+    static_assert(kBits == 1);
+    alignas(16) std::uint16_t bits[8];
+    for (int k = 0; k < 8; ++k)  // code 0/1 moved to each byte's top bit, then one bit per byte
+      bits[k] = static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_slli_epi16(code_bytes(16 * k), 7)));
+    packed = _mm_load_si128(reinterpret_cast<const __m128i*>(bits));
+  }
+  std::memcpy(sketch.words.data(), &packed, sizeof sketch.words);
+  if constexpr (std::endian::native == std::endian::big)
+    for (auto& w : sketch.words) w = __builtin_bswap64(w);
+#else
+  constexpr int kPerWord = 64 / kBits;
   for (int w = 0; w < 2; ++w) {
     std::uint64_t word = 0;
-#pragma GCC unroll 64
     for (int j = 0; j < kPerWord; ++j) {
-      // Re-mix before keeping `bits` bits: a minimum's high bits are biased to 0.
-      const std::uint32_t code = (minima[w * kPerWord + j] * 0x2545f491U) >> (32 - kBits);
+      const std::uint32_t code = (minima[w * kPerWord + j] * kCodeMix) >> (32 - kBits);
       word |= static_cast<std::uint64_t>(code) << (j * kBits);
     }
     sketch.words[static_cast<std::size_t>(w)] = word;
   }
+#endif
   return sketch;
 }
 
@@ -203,6 +242,15 @@ constexpr std::uint32_t kEmpty = detail::kEmptyBin;
 constexpr std::size_t kFourWayShingles = 128;
 
 }  // namespace
+
+Sketch detail::pack(const std::uint32_t* minima, int bits) {
+  switch (bits) {
+    case 1: return pack_codes<1>(minima);
+    case 2: return pack_codes<2>(minima);
+    case 4: return pack_codes<4>(minima);
+    default: return pack_codes<8>(minima);
+  }
+}
 
 void detail::densify(std::uint32_t* minima, int bins) {
   // filled[w] bit k: bin 64w + k holds a minimum. bins is 16, 32, 64 or 128.
@@ -381,12 +429,7 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   // on the (unpredictable) filled/empty pattern.
   detail::densify(minima, bins);
 
-  switch (options_.bits) {
-    case 1: result.sketch = pack<1>(minima); break;
-    case 2: result.sketch = pack<2>(minima); break;
-    case 4: result.sketch = pack<4>(minima); break;
-    default: result.sketch = pack<8>(minima); break;
-  }
+  result.sketch = detail::pack(minima, options_.bits);
 
   // Band j hashes bins j, j + stride, ...; the bands' hash chains are
   // independent, so they advance side by side (their multiplies overlap).

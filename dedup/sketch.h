@@ -64,6 +64,10 @@ inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
 /// as minima[j] + d * 0x9e3779b9. With no filled bin, bin i becomes
 /// kEmptyBin + (bins - i) * 0x9e3779b9. Exposed for tests.
 void densify(std::uint32_t* minima, int bins);
+/// The sketch of 128 / `bits` minima (bits 1, 2, 4 or 8): bin i at bits
+/// [i*bits, (i+1)*bits) of the 128, holding the top `bits` bits of
+/// minima[i] * 0x2545f491 (a minimum's own top bits lean to 0). Exposed for tests.
+Sketch pack(const std::uint32_t* minima, int bits);
 }  // namespace detail
 
 /// Reuses its buffers. Not thread-safe; one per Fingerprinter.

@@ -188,6 +188,29 @@ TEST(Sketch, DensifyFillsEachEmptyBinFromTheNextFilledOneToItsRight) {
   }
 }
 
+// The packing rule as the header states it (bin i at bits [i*bits, (i+1)*bits)
+// holds the top bits of minima[i] * 0x2545f491), read back bin by bin, for
+// every width, against the vectorized packing.
+TEST(Sketch, PackKeepsTheTopBitsOfEachRemixedMinimumInBinOrder) {
+  std::mt19937_64 rng(11);
+  for (const int bits : {1, 2, 4, 8}) {
+    const int bins = kSketchBits / bits;
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::uint32_t> minima(static_cast<std::size_t>(bins));
+      for (auto& m : minima) m = static_cast<std::uint32_t>(rng());
+      if (round == 0) std::fill(minima.begin(), minima.end(), 0xffffffffU);  // saturating narrowings must not clip
+      const Sketch sketch = detail::pack(minima.data(), bits);
+      for (int i = 0; i < bins; ++i) {
+        const int at = i * bits;
+        const std::uint64_t word = sketch.words[static_cast<std::size_t>(at / 64)];
+        const auto got = static_cast<std::uint32_t>((word >> (at % 64)) & ((std::uint64_t{1} << bits) - 1));
+        const std::uint32_t want = (minima[static_cast<std::size_t>(i)] * 0x2545f491U) >> (32 - bits);
+        ASSERT_EQ(got, want) << bits << " bits, bin " << i << ", round " << round;
+      }
+    }
+  }
+}
+
 // ---- SketchIndex ----------------------------------------------------------
 
 SketchResult keyed(std::uint64_t key_seed, int bands, std::uint64_t sketch_bits) {
