@@ -12,6 +12,10 @@ namespace {
 
 constexpr std::size_t kMaxEntries = std::size_t{1} << 30;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr int kGrowthSteps = 4;     // the heads start at 1/16 of their full size
+constexpr int kMinHeadBits = 10;    // 1024 buckets per band at least
+constexpr std::size_t kLoadToGrow = 2;  // double when live entries > 2 x buckets per band
+constexpr std::size_t kSplitLanes = 16;  // chains split side by side when growing
 
 std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 
@@ -57,11 +61,16 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   sketches_ = Block(capacity_ * sizeof(Sketch), true);
   has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t), true);
   next_ = Block(capacity_ * bands * sizeof(std::uint32_t), true);
-  heads_per_band_ = std::max<std::size_t>(1024, std::bit_ceil(std::max<std::size_t>(max_entries_, 1)) / 4);
-  head_shift_ = 64 - std::countr_zero(heads_per_band_);
   offset_bits_ = std::bit_width(capacity_);  // <= 31: max_entries <= 2^30
   offset_mask_ = (std::uint64_t{1} << offset_bits_) - 1;
-  tag_mask_ = (std::uint64_t{1} << (32 - offset_bits_)) - 1;
+  const int tag_bits = 32 - offset_bits_;  // >= 1
+  tag_mask_ = (std::uint64_t{1} << tag_bits) - 1;
+  const std::size_t full_heads = std::bit_ceil(std::max<std::size_t>(max_entries_, 1)) / 4;
+  full_head_bits_ = std::max(kMinHeadBits, full_heads == 0 ? 0 : std::countr_zero(full_heads));
+  first_head_bits_ = std::max(kMinHeadBits, full_head_bits_ - std::min(kGrowthSteps, tag_bits));
+  head_bits_ = first_head_bits_;
+  tag_shift_ = 64 - first_head_bits_ - tag_bits;  // >= 64 - 28 - 31: bit_ceil(2^30) / 4 = 2^28
+  heads_per_band_ = std::size_t{1} << head_bits_;
   heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t), true);
 }
 
@@ -92,6 +101,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
   }
   has_word |= bit;
   sketches_.as<Sketch>()[at] = sketch->sketch;
+  if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band_) grow(oldest_live);
   std::uint32_t* heads = heads_.as<std::uint32_t>();
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
@@ -99,6 +109,70 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
     next[b * capacity_ + at] = head;
     head = reference(sequence, sketch->band_keys[b]);
   }
+}
+
+void SketchIndex::grow(std::uint64_t oldest_live) {
+  const std::size_t old_per_band = heads_per_band_;
+  const std::size_t per_band = old_per_band * 2;
+  const auto bands = static_cast<std::size_t>(bands_);
+  Block grown(per_band * bands * sizeof(std::uint32_t), true);
+  // Old bucket b splits into 2b and 2b + 1 by the key bit below its bits: the
+  // tag's bit 31 - (head_bits_ - first_head_bits_) of a 32-bit reference.
+  const int split_bit = 31 - (head_bits_ - first_head_bits_);
+  std::uint32_t* next = next_.as<std::uint32_t>();
+  struct Lane {
+    std::uint64_t sequence;  // the entry to move next (its cell is being loaded), or kNoEntry
+    std::uint32_t stored;    // the reference to it
+    std::uint64_t tail[2];   // the newest-first chains of the two new buckets so far: their last entry
+    bool started[2];
+  };
+  std::array<Lane, kSplitLanes> lanes;
+  for (std::size_t band = 0; band < bands; ++band) {
+    const std::uint32_t* from = heads_.as<std::uint32_t>() + band * old_per_band;
+    std::uint32_t* to = grown.as<std::uint32_t>() + band * per_band;
+    std::uint32_t* cells = next + band * capacity_;
+    for (std::size_t first = 0; first < old_per_band; first += kSplitLanes) {
+      const std::size_t count = std::min(kSplitLanes, old_per_band - first);
+      std::size_t active = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        Lane& lane = lanes[i];
+        lane.stored = from[first + i];
+        lane.sequence = decode(lane.stored, next_sequence_, oldest_live);
+        lane.started[0] = lane.started[1] = false;
+        if (lane.sequence == kNoEntry) continue;
+        __builtin_prefetch(cells + slot_of(lane.sequence));
+        ++active;
+      }
+      // Round-robin over the chains: move one entry of each per round. The
+      // entry's cell is read before it is rewritten as some chain's tail.
+      while (active != 0) {
+        for (std::size_t i = 0; i < count; ++i) {
+          Lane& lane = lanes[i];
+          if (lane.sequence == kNoEntry) continue;
+          const std::size_t at = slot_of(lane.sequence);
+          const std::uint32_t following = cells[at];
+          const int child = (lane.stored >> split_bit) & 1;
+          if (lane.started[child]) cells[slot_of(lane.tail[child])] = lane.stored;
+          else to[2 * (first + i) + static_cast<std::size_t>(child)] = lane.stored;
+          lane.started[child] = true;
+          lane.tail[child] = lane.sequence;
+          const std::uint64_t older = decode(following, lane.sequence, oldest_live);
+          lane.stored = following;
+          lane.sequence = older;
+          if (older != kNoEntry) {
+            __builtin_prefetch(cells + slot_of(older));
+            continue;
+          }
+          for (int c = 0; c < 2; ++c)  // both new chains end here
+            if (lane.started[c]) cells[slot_of(lane.tail[c])] = 0;
+          --active;
+        }
+      }
+    }
+  }
+  heads_ = std::move(grown);
+  heads_per_band_ = per_band;
+  ++head_bits_;
 }
 
 std::optional<Sketch> SketchIndex::sketch(std::uint64_t sequence, std::uint64_t oldest_live) const {

@@ -20,20 +20,30 @@
 // A reference to an entry (a head or a cell) is 32 bits: the low S bits of the
 // entry's offset from the first sequence, S = bit_width(max_entries) (2^S >
 // max_entries, the longest live span), rebuilt relative to a newer sequence;
-// and above them, 32 - S bits of the entry's band key (its tag: 8 bits at the
-// default 10M entries). A bucket holds every entry whose key's top bits fall
-// in it, and most of a full window's chain entries only share the bucket, not
-// the key: the walk skips an entry whose tag differs from the probe's without
-// touching its sketch (it still reads the cell, to go on). A live entry is
-// always rebuilt exactly; a stale reference (a bucket untouched for 2^S
-// inserts) can alias to some other live entry, which is only an extra
-// candidate: callers verify every candidate with its sketch.
+// and above them T = 32 - S bits of the entry's band key (its tag: 8 bits at
+// the default 10M entries), the key bits just below the first G bucket bits.
+// The walk skips an entry whose tag differs from the probe's without touching
+// its sketch (it still reads the cell, to go on). A live entry is always
+// rebuilt exactly; a stale reference (a bucket untouched for 2^S inserts) can
+// alias to some other live entry, which is only an extra candidate: callers
+// verify every candidate with its sketch.
+//
+// Growth: the head tables start at 1/16 of their full size (G = 4 fewer
+// bucket bits, or fewer when T < 4: 3 MB over 3 bands at the 10M default) and
+// double whenever the live entries outnumber twice the buckets, up to
+// bit_ceil(max_entries) / 4 buckets per band (chains of ~2.5 entries at a full
+// window). A short stream's heads stay in the CPU caches; a full window's are
+// the same size as if allocated whole. Doubling walks every live chain once
+// (16 chains in lockstep, so their cell misses overlap) and splits it by the
+// tag bit that becomes a bucket bit, keeping newest-first order; so at a full
+// window T - G tag bits are left to filter (4 of 8 at 10M). The work is
+// amortized O(1) per insert, but it is done at once: ~0.1-0.3 s at the last
+// doubling of a 10M window (measured in docs/ACCURACY.md), during warm-up only.
 //
 // Memory: (16 + 4 * bands) bytes + 1 bit per slot plus 4 bytes per bucket head
-// per band; heads = bit_ceil(max_entries) / 4 per band (chains of ~2.5 random
-// entries at a full window of a power-of-two size). Blocks of 2 MiB and more
-// are mapped lazily (zero pages) and advised for transparent huge pages: the
-// heads are read at random, and a TLB miss per band per probe is most of the cost.
+// per band. Blocks of 2 MiB and more are mapped lazily (zero pages) and
+// advised for transparent huge pages: the heads are read at random, and a TLB
+// miss per band per probe is most of the cost.
 
 #include <array>
 #include <cstddef>
@@ -110,11 +120,21 @@ class SketchIndex {
 
   std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
   bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
-  std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> head_shift_); }
+  std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> (64 - head_bits_)); }
+  std::uint32_t tag(std::uint64_t key) const { return static_cast<std::uint32_t>((key >> tag_shift_) & tag_mask_); }
   /// The reference to `sequence` stored in a head or cell, tagged with `key`.
   std::uint32_t reference(std::uint64_t sequence, std::uint64_t key) const {
-    return static_cast<std::uint32_t>(((sequence - base_) & offset_mask_) | ((key & tag_mask_) << offset_bits_));
+    return static_cast<std::uint32_t>(((sequence - base_) & offset_mask_) | (std::uint64_t{tag(key)} << offset_bits_));
   }
+  static constexpr std::uint64_t kNoEntry = ~std::uint64_t{0};
+  /// The live entry a reference held by entry (or head) `newer` names, or
+  /// kNoEntry when it names none: empty, not older than `newer`, or dead.
+  std::uint64_t decode(std::uint32_t stored, std::uint64_t newer, std::uint64_t oldest_live) const {
+    const std::uint64_t back = ((newer - base_) - stored) & offset_mask_;
+    return back == 0 || back > newer - oldest_live ? kNoEntry : newer - back;
+  }
+  /// Doubles the head tables, splitting every live chain by its next key bit.
+  void grow(std::uint64_t oldest_live);
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;
@@ -123,10 +143,13 @@ class SketchIndex {
   Block sketches_;            // Sketch per slot
   Block has_sketch_;          // 1 bit per slot
   Block next_;                // uint32 per band per slot: [band * capacity_ + slot]
-  int head_shift_ = 64;
+  int head_bits_ = 0;                  // log2 of the buckets per band now
+  int first_head_bits_ = 0;            // ... at the start
+  int full_head_bits_ = 0;             // ... at the most (bit_ceil(max_entries) / 4)
   int offset_bits_ = 32;               // S: low bits of a reference that hold the offset
   std::uint64_t offset_mask_ = 0;      // 2^S - 1
-  std::uint64_t tag_mask_ = 0;         // 2^(32 - S) - 1: the key bits kept above the offset
+  std::uint64_t tag_mask_ = 0;         // 2^T - 1, T = 32 - S: the key bits kept above the offset
+  int tag_shift_ = 0;                  // 64 - first_head_bits_ - T: the tag's lowest key bit
   std::size_t heads_per_band_ = 0;
   Block heads_;  // uint32 [band * heads_per_band_ + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
@@ -154,12 +177,11 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
   std::array<Cursor, kMaxSketchBands> cursors;
   std::array<std::uint32_t, kMaxSketchBands> tags{};
   for (int band = 0; band < bands_; ++band)
-    tags[static_cast<std::size_t>(band)] = static_cast<std::uint32_t>(probe.band_keys[static_cast<std::size_t>(band)] & tag_mask_);
+    tags[static_cast<std::size_t>(band)] = tag(probe.band_keys[static_cast<std::size_t>(band)]);
   std::size_t live = 0;
   auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t band) {
-    const std::uint64_t back = ((newer - base_) - stored) & offset_mask_;
-    if (back == 0 || back > newer - oldest_live) return;  // not older than `newer`, or dead
-    const std::uint64_t sequence = newer - back;
+    const std::uint64_t sequence = decode(stored, newer, oldest_live);
+    if (sequence == kNoEntry) return;
     const std::size_t at = slot_of(sequence);
     const bool same_tag = (stored >> offset_bits_) == tags[band];
     __builtin_prefetch(next + band * capacity_ + at);

@@ -264,8 +264,51 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   }
 }
 
-// Keys in one bucket (same top bits) but with other low bits: the walk passes
-// them without visiting, and still reaches the older entry with the probe's key.
+// The head tables start small and double three times while this window
+// fills (1024 -> 8192 buckets per band), each time splitting the live chains;
+// then the window slides and offsets wrap. Brute force all along: every live
+// entry sharing a band key with a probe is visited, nothing expired is, and
+// the heads' memory grew as the window did.
+TEST(SketchIndex, GrowingHeadTablesKeepEveryLiveCandidate) {
+  const SketchOptions options;
+  constexpr std::size_t kCapacity = 20000;
+  SketchIndex index(options, kCapacity);
+  const std::size_t bytes_at_start = index.stats().bytes;
+  std::mt19937_64 rng(7);
+  std::map<std::uint64_t, std::array<std::uint64_t, kMaxSketchBands>> keys;
+  std::size_t bytes_when_full = 0;
+  for (std::uint64_t seq = 0; seq < 80000; ++seq) {
+    const std::uint64_t oldest = seq + 1 > kCapacity ? seq + 1 - kCapacity : 0;
+    // ~10 live entries per key per band: chains of several, well under kMaxChain.
+    SketchResult r = keyed(rng() % 2000, options.bands, seq);
+    r.band_keys[1] = keyed(rng() % 2000, options.bands, seq).band_keys[1];
+    index.insert(seq, oldest, &r);
+    keys[seq] = r.band_keys;
+    while (!keys.empty() && keys.begin()->first < oldest) keys.erase(keys.begin());
+    if (seq == kCapacity) bytes_when_full = index.stats().bytes;
+    if (seq % 97 != 0) continue;
+    const SketchResult probe = keyed(rng() % 2000, options.bands, 0);
+    std::set<std::uint64_t> visited;
+    index.for_each_candidate(probe, oldest, [&](std::uint64_t s, const Sketch& sketch) {
+      EXPECT_GE(s, oldest);
+      EXPECT_EQ(sketch.words[0], s) << "the sketch belongs to another entry";
+      visited.insert(s);
+    });
+    for (const auto& [s, k] : keys) {
+      bool shares = false;
+      for (int b = 0; b < options.bands; ++b) shares |= k[static_cast<std::size_t>(b)] == probe.band_keys[static_cast<std::size_t>(b)];
+      if (shares) {
+        ASSERT_TRUE(visited.count(s)) << "lost live candidate " << s << " at " << seq;
+      }
+    }
+  }
+  // 3 bands x (8192 - 1024) heads x 4 bytes more once the window is full.
+  EXPECT_GE(bytes_when_full - bytes_at_start, std::size_t{3} * (8192 - 1024) * 4);
+}
+
+// Keys in one bucket (same top bits, at every table size) but with other bits
+// below: the walk passes them without visiting, and still reaches the older
+// entry with the probe's key.
 TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
   SketchOptions options;
   options.bands = 1;
@@ -276,7 +319,7 @@ TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
   index.insert(1, 1, &r);  // the match, oldest in the chain
   for (std::uint64_t seq = 2; seq < 50; ++seq) {
     r.sketch.words[0] = seq;
-    r.band_keys[0] = key | seq;  // same bucket, another key
+    r.band_keys[0] = key | (seq * 0x9e3779b97f4a7c15ULL >> 16);  // same top 16 bits, another key
     index.insert(seq, 1, &r);
   }
   SketchResult probe = r;
