@@ -53,6 +53,12 @@ void Engine::prefetch(const Analysis& analysis) const {
   if (sketches_ && summary.sketch.shingles != 0) sketches_->prefetch(summary.sketch);
 }
 
+void Engine::prefetch_cells(const Analysis& analysis) const {
+  const TextSummary& summary = analysis.summary;
+  if (sketches_ && summary.features != 0 && summary.sketch.shingles != 0)
+    sketches_->prefetch_cells(summary.sketch, oldest_live());
+}
+
 Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) {
   Verdict verdict;
   const TextSummary& summary = analysis.summary;

@@ -85,6 +85,12 @@ class Engine {
   /// memory accesses, each a cache miss in a large window). Call it about one
   /// record before decide(). Changes no state; never needed for correctness. O(tables + bands).
   void prefetch(const Analysis& analysis) const;
+  /// The second stage, for callers two records ahead: reads the (by now
+  /// cached) band heads and starts loading the first entry of each band's
+  /// chain (its cell, and its sketch when its tag is the probe's), so the walk
+  /// in decide() does not wait for them. Call prefetch() two records before
+  /// decide(), this one record before. No state change. O(bands).
+  void prefetch_cells(const Analysis& analysis) const;
 
   /// Inserts a fingerprint that was kept elsewhere (window changelog replay).
   void remember(Fingerprint fp, EventTime time, RecordRef ref);

@@ -191,6 +191,23 @@ void SketchIndex::prefetch(const SketchResult& probe) const {
   }
 }
 
+void SketchIndex::prefetch_cells(const SketchResult& probe, std::uint64_t oldest_live) const {
+  if (empty_ || probe.shingles == 0) return;
+  const std::uint32_t* heads = heads_.as<std::uint32_t>();
+  const std::uint32_t* next = next_.as<std::uint32_t>();
+  const Sketch* sketches = sketches_.as<Sketch>();
+  for (int band = 0; band < bands_; ++band) {
+    const auto b = static_cast<std::size_t>(band);
+    const std::uint64_t key = probe.band_keys[b];
+    const std::uint32_t stored = heads[b * heads_per_band_ + bucket(key)];
+    const std::uint64_t sequence = decode(stored, next_sequence_, oldest_live);
+    if (sequence == kNoEntry) continue;
+    const std::size_t at = slot_of(sequence);
+    __builtin_prefetch(next + b * capacity_ + at);
+    if ((stored >> offset_bits_) == tag(key)) __builtin_prefetch(sketches + at);
+  }
+}
+
 SketchIndexStats SketchIndex::stats() const {
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;

@@ -98,6 +98,10 @@ class SketchIndex {
 
   /// Starts loading the bucket heads `probe` will read. No state change.
   void prefetch(const SketchResult& probe) const;
+  /// Reads the heads (prefetch() them well before) and starts loading the
+  /// first live entry of each chain: its cell, and its sketch when its tag is
+  /// the probe's. No state change. O(bands).
+  void prefetch_cells(const SketchResult& probe, std::uint64_t oldest_live) const;
 
   SketchIndexStats stats() const;
 

@@ -6,8 +6,9 @@
 //
 // Two steps: Analyzer::prepare (decode + text analysis: pure, no window; can
 // run on another thread, or a record ahead) and Classifier::judge (the window
-// decision). Preparing one record ahead lets Classifier::prefetch start the
-// window's memory accesses for it while the current one is judged.
+// decision). Preparing two records ahead lets Classifier::prefetch start the
+// window's memory accesses for a record while the ones before it are judged,
+// and Classifier::prefetch_cells the second, dependent accesses one record ahead.
 
 #include <string>
 #include <string_view>
@@ -64,6 +65,11 @@ class Classifier {
   /// call it for the next record before judging the current one.
   void prefetch(const Prepared& prepared) const {
     if (prepared.ok) engine_.prefetch(prepared.analysis);
+  }
+  /// The second stage (dedup::Engine::prefetch_cells): call prefetch() two
+  /// records before judge(), this one record before.
+  void prefetch_cells(const Prepared& prepared) const {
+    if (prepared.ok) engine_.prefetch_cells(prepared.analysis);
   }
 
   dedup::Engine& engine() { return engine_; }

@@ -165,24 +165,29 @@ ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* ou
   JsonlSink sink(out);
   LineReader reader(in);
   ScanStats stats;
-  // One record ahead: line n + 1 is decoded, analyzed and its window accesses
-  // started (Classifier::prefetch) before line n is judged, so their cache
-  // misses overlap the judging. From then on only the prepared record's
+  // Two records ahead: line n + 2 is decoded, analyzed and its window
+  // accesses started (Classifier::prefetch), and line n + 1's second, dependent
+  // ones (Classifier::prefetch_cells), before line n is judged, so their cache
+  // misses overlap the judging. From then on only a prepared record's
   // analysis, id and error are read, never its text (which may view a line the
   // reader has since replaced).
-  Prepared prepared[2];
+  Prepared prepared[3];
+  std::size_t ready = 0;  // records prepared and not yet judged, in the slots from `current` on
   std::string_view line;
-  bool have = reader.next(line);
-  if (have) {
-    analyzer.prepare(line, prepared[0]);
-    classifier.prefetch(prepared[0]);
+  bool have = true;
+  while (ready < 2 && (have = reader.next(line))) {
+    analyzer.prepare(line, prepared[ready]);
+    classifier.prefetch(prepared[ready]);
+    ++ready;
   }
-  for (std::size_t current = 0; have; current ^= 1) {
-    have = reader.next(line);
-    if (have) {
-      analyzer.prepare(line, prepared[current ^ 1]);
-      classifier.prefetch(prepared[current ^ 1]);
+  for (std::size_t current = 0; ready != 0; current = (current + 1) % 3, --ready) {
+    if (have && (have = reader.next(line))) {
+      Prepared& next = prepared[(current + ready) % 3];
+      analyzer.prepare(line, next);
+      classifier.prefetch(next);
+      ++ready;
     }
+    if (ready >= 2) classifier.prefetch_cells(prepared[(current + 1) % 3]);
     const Prepared& record = prepared[current];
     const std::uint64_t number = ++stats.records;
     std::string_view error;

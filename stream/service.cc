@@ -245,25 +245,32 @@ class DedupWorker {
     const std::size_t n = slot.messages.size();
     if (slot.prepared.size() < n) slot.prepared.resize(n);
     if (slot.outcomes.size() < n) slot.outcomes.resize(n);
-    // One message ahead: the next message to judge is decoded, analyzed and its
-    // window accesses started (Classifier::prefetch) before this one is judged.
+    // Two messages ahead: a message to judge is decoded, analyzed and its
+    // window accesses started (Classifier::prefetch) two judged messages before
+    // its turn, and its second, dependent accesses (Classifier::prefetch_cells)
+    // one before.
     std::size_t ahead = 0;  // the next message to analyze
-    auto analyze_next = [&] {
+    auto analyze_next = [&]() -> std::size_t {
       while (ahead < n && !slot.jobs[ahead].judge) ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
-      if (ahead == n) return;
+      if (ahead == n) return n;
       const auto started = Clock::now();
       const rd_kafka_message_t& m = *slot.messages[ahead];
       analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), slot.prepared[ahead]);
       classifier_.prefetch(slot.prepared[ahead]);
       slot.outcomes[ahead].spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
-      ++ahead;
+      return ahead++;
     };
-    analyze_next();
+    // The next two messages to judge, analyzed (n: none).
+    std::size_t next_up = analyze_next();
+    std::size_t then = analyze_next();
     for (std::size_t i = 0; i < n; ++i) {
       const Job& job = slot.jobs[i];
       if (!job.judge) continue;
-      analyze_next();
+      // i == next_up: the queue moves on by one.
+      next_up = then;
+      then = analyze_next();
       const auto started = Clock::now();
+      if (next_up < n) classifier_.prefetch_cells(slot.prepared[next_up]);
       Outcome& out = slot.outcomes[i];
       out.error = {};
       out.verdict = classifier_.judge(slot.prepared[i], job.time, pack_ref(job.source, slot.messages[i]->offset), &out.error);
