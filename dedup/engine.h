@@ -82,8 +82,9 @@ class Engine {
 
   /// A hint for callers that analyze ahead: starts loading the window buckets
   /// and sketch band heads that decide(analysis) will read first (random
-  /// memory accesses, each a cache miss in a large window). Call it about one
-  /// record before decide(). Changes no state; never needed for correctness. O(tables + bands).
+  /// memory accesses, each a cache miss in a large window). Call it one or two
+  /// records before decide() (two when prefetch_cells() follows one before).
+  /// Changes no state; never needed for correctness. O(tables + bands).
   void prefetch(const Analysis& analysis) const;
   /// The second stage, for callers two records ahead: reads the (by now
   /// cached) band heads and starts loading the first entry of each band's

@@ -101,7 +101,13 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
   }
   has_word |= bit;
   sketches_.as<Sketch>()[at] = sketch->sketch;
-  if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band_) grow(oldest_live);
+  if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band_) {
+    // Splitting chains must follow every reference exactly: true while fewer
+    // than 2^S sequences have passed since the first (no reference, empty or
+    // stale, can alias a live entry yet). After that the tables keep their size.
+    if (next_sequence_ - base_ > offset_mask_) full_head_bits_ = head_bits_;
+    else grow(oldest_live);
+  }
   std::uint32_t* heads = heads_.as<std::uint32_t>();
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
@@ -115,7 +121,13 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
   const std::size_t old_per_band = heads_per_band_;
   const std::size_t per_band = old_per_band * 2;
   const auto bands = static_cast<std::size_t>(bands_);
-  Block grown(per_band * bands * sizeof(std::uint32_t), true);
+  Block grown;
+  try {
+    grown = Block(per_band * bands * sizeof(std::uint32_t), true);
+  } catch (const std::bad_alloc&) {
+    full_head_bits_ = head_bits_;  // keep this size: longer chains, same results
+    return;
+  }
   // Old bucket b splits into 2b and 2b + 1 by the key bit below its bits: the
   // tag's bit 31 - (head_bits_ - first_head_bits_) of a 32-bit reference.
   const int split_bit = 31 - (head_bits_ - first_head_bits_);

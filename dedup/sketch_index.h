@@ -21,24 +21,31 @@
 // entry's offset from the first sequence, S = bit_width(max_entries) (2^S >
 // max_entries, the longest live span), rebuilt relative to a newer sequence;
 // and above them T = 32 - S bits of the entry's band key (its tag: 8 bits at
-// the default 10M entries), the key bits just below the first G bucket bits.
+// the default 10M entries): the key bits just below those that index the
+// first, smallest head table (see Growth).
 // The walk skips an entry whose tag differs from the probe's without touching
 // its sketch (it still reads the cell, to go on). A live entry is always
-// rebuilt exactly; a stale reference (a bucket untouched for 2^S inserts) can
-// alias to some other live entry, which is only an extra candidate: callers
-// verify every candidate with its sketch.
+// rebuilt exactly; after 2^S inserts an empty or stale reference (a bucket
+// untouched for 2^S inserts) can alias to some other live entry, which is only
+// an extra candidate: callers verify every candidate with its sketch.
 //
 // Growth: the head tables start at 1/16 of their full size (G = 4 fewer
-// bucket bits, or fewer when T < 4: 3 MB over 3 bands at the 10M default) and
-// double whenever the live entries outnumber twice the buckets, up to
-// bit_ceil(max_entries) / 4 buckets per band (chains of ~2.5 entries at a full
-// window). A short stream's heads stay in the CPU caches; a full window's are
-// the same size as if allocated whole. Doubling walks every live chain once
-// (16 chains in lockstep, so their cell misses overlap) and splits it by the
-// tag bit that becomes a bucket bit, keeping newest-first order; so at a full
-// window T - G tag bits are left to filter (4 of 8 at 10M). The work is
-// amortized O(1) per insert, but it is done at once: ~0.1-0.3 s at the last
-// doubling of a 10M window (measured in docs/ACCURACY.md), during warm-up only.
+// bucket bits, fewer when T < 4, and never under 1024 buckets per band: 3 MB
+// over 3 bands at the 10M default) and double whenever the live entries
+// outnumber twice the buckets, up to bit_ceil(max_entries) / 4 buckets per
+// band (chains of ~2.5 entries at a full window). A short stream's heads stay
+// in the CPU caches; a full window's are the same size as if allocated whole.
+// Doubling walks every live chain once (16 chains in lockstep, so their cell
+// misses overlap) and splits it by the tag bit that becomes a bucket bit,
+// keeping newest-first order; so at a full window T - G tag bits are left to
+// filter (4 of 8 at 10M). The work is amortized O(1) per insert but done at
+// once: 28, 56, 119 and 308 ms for the four doublings of a 10M window
+// (docs/ACCURACY.md), each time the live count first passes twice the buckets.
+// Splitting must follow every reference exactly, which holds only while fewer
+// than 2^S sequences have passed since the first (after that an empty or
+// stale reference can alias a live entry, and relinking through it would cut
+// real chains): from then on, and if a larger table cannot be mapped, the
+// tables keep their size (longer chains, the same candidates).
 //
 // Memory: (16 + 4 * bands) bytes + 1 bit per slot plus 4 bytes per bucket head
 // per band. Blocks of 2 MiB and more are mapped lazily (zero pages) and

@@ -62,7 +62,7 @@ class Classifier {
                        std::string_view* error);
 
   /// Starts loading what judge(prepared) will read first (dedup::Engine::prefetch):
-  /// call it for the next record before judging the current one.
+  /// call it one record (or, with prefetch_cells(), two records) before judge().
   void prefetch(const Prepared& prepared) const {
     if (prepared.ok) engine_.prefetch(prepared.analysis);
   }
