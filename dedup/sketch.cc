@@ -225,6 +225,7 @@ Sketch pack_codes(const std::uint32_t* minima) {
   constexpr int kPerWord = 64 / kBits;
   for (int w = 0; w < 2; ++w) {
     std::uint64_t word = 0;
+#pragma GCC unroll 64
     for (int j = 0; j < kPerWord; ++j) {
       const std::uint32_t code = (minima[w * kPerWord + j] * kCodeMix) >> (32 - kBits);
       word |= static_cast<std::uint64_t>(code) << (j * kBits);
