@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The scan-throughput condition of issue 5, measured on the binary: CPU time
+# (user + sys) of `neardup scan` over the news-like feed with the sketch stage
+# on and off, the two alternating, the ratio taken per adjacent pair (off / on:
+# the sketch-on throughput as a share of the sketch-off one). Pairs share the
+# machine's load of the moment, so their ratios scatter less than the times.
+# Prints every pair, then the median ratio and the quartiles.
+#
+#   bench/scan_ratio.sh [RECORDS] [PAIRS]          defaults: 200000 records, 21 pairs
+#   NEARDUP_BIN=/path/to/neardup bench/scan_ratio.sh   another build of neardup
+#
+# Needs the release build: cmake --preset release && cmake --build --preset release
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+records=${1:-200000}
+pairs=${2:-21}
+bin=${NEARDUP_BIN:-build/release/stream/neardup}
+make_feed=build/release/bench/neardup_make_feed
+if [[ ! "$records" =~ ^[1-9][0-9]*$ || ! "$pairs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: bench/scan_ratio.sh [RECORDS] [PAIRS]  (positive integers)" >&2
+  exit 2
+fi
+for tool in "$bin" "$make_feed"; do
+  if [ ! -x "$tool" ]; then
+    echo "scan_ratio.sh: $tool not found; build it: cmake --preset release && cmake --build --preset release" >&2
+    exit 2
+  fi
+done
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$make_feed" "$records" > "$dir/feed.jsonl"
+printf 'dedup:\n  sketch:\n    enabled: false\n' > "$dir/sketch-off.yaml"
+
+# CPU seconds of one scan (bash's `time`: the child's user + sys).
+cpu() {
+  local TIMEFORMAT='%U %S' times
+  times=$({ time "$bin" scan "$@" "$dir/feed.jsonl" > /dev/null 2> "$dir/stderr"; } 2>&1) ||
+    { echo "scan_ratio.sh: neardup scan failed:" >&2; cat "$dir/stderr" >&2; exit 1; }
+  awk '{ printf "%.3f", $1 + $2 }' <<< "$times"
+}
+
+echo "neardup scan, $records records, $pairs pairs (CPU seconds)"
+for ((i = 1; i <= pairs; i++)); do
+  on=$(cpu)
+  off=$(cpu --config "$dir/sketch-off.yaml")
+  ratio=$(awk -v on="$on" -v off="$off" 'BEGIN { printf "%.3f", off / on }')
+  echo "pair $i: sketch on $on, off $off, off/on $ratio"
+  echo "$ratio" >> "$dir/ratios"
+done
+sort -n "$dir/ratios" | awk '{ r[NR] = $1 }
+  END {
+    printf "off/on median %.3f, quartiles %.3f-%.3f, min %.3f, max %.3f (%d pairs)\n",
+      r[int((NR + 1) / 2)], r[int((NR + 3) / 4)], r[int((3 * NR + 1) / 4)], r[1], r[NR], NR
+  }'
