@@ -108,12 +108,11 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
     if (next_sequence_ - base_ > offset_mask_) full_head_bits_ = head_bits_;
     else grow(oldest_live);
   }
-  std::uint32_t* heads = heads_.as<std::uint32_t>();
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
-    std::uint32_t& head = heads[b * heads_per_band_ + bucket(sketch->band_keys[b])];
-    next[b * capacity_ + at] = head;
-    head = reference(sequence, sketch->band_keys[b]);
+    std::uint32_t& first = *head(b, sketch->band_keys[b]);
+    next[b * capacity_ + at] = first;
+    first = reference(sequence, sketch->band_keys[b]);
   }
 }
 
@@ -196,22 +195,20 @@ std::optional<Sketch> SketchIndex::sketch(std::uint64_t sequence, std::uint64_t 
 }
 
 void SketchIndex::prefetch(const SketchResult& probe) const {
-  const std::uint32_t* heads = heads_.as<std::uint32_t>();
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
-    __builtin_prefetch(heads + b * heads_per_band_ + bucket(probe.band_keys[b]));
+    __builtin_prefetch(head(b, probe.band_keys[b]));
   }
 }
 
 void SketchIndex::prefetch_cells(const SketchResult& probe, std::uint64_t oldest_live) const {
   if (empty_ || probe.shingles == 0) return;
-  const std::uint32_t* heads = heads_.as<std::uint32_t>();
   const std::uint32_t* next = next_.as<std::uint32_t>();
   const Sketch* sketches = sketches_.as<Sketch>();
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
     const std::uint64_t key = probe.band_keys[b];
-    const std::uint32_t stored = heads[b * heads_per_band_ + bucket(key)];
+    const std::uint32_t stored = *head(b, key);
     const std::uint64_t sequence = decode(stored, next_sequence_, oldest_live);
     if (sequence == kNoEntry) continue;
     const std::size_t at = slot_of(sequence);

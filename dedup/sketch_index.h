@@ -132,6 +132,10 @@ class SketchIndex {
   std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
   bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> (64 - head_bits_)); }
+  /// The head of `key`'s bucket in `band`.
+  std::uint32_t* head(std::size_t band, std::uint64_t key) const {
+    return heads_.as<std::uint32_t>() + band * heads_per_band_ + bucket(key);
+  }
   std::uint32_t tag(std::uint64_t key) const { return static_cast<std::uint32_t>((key >> tag_shift_) & tag_mask_); }
   /// The reference to `sequence` stored in a head or cell, tagged with `key`.
   std::uint32_t reference(std::uint64_t sequence, std::uint64_t key) const {
@@ -156,7 +160,7 @@ class SketchIndex {
   Block next_;                // uint32 per band per slot: [band * capacity_ + slot]
   int head_bits_ = 0;                  // log2 of the buckets per band now
   int first_head_bits_ = 0;            // ... at the start
-  int full_head_bits_ = 0;             // ... at the most (bit_ceil(max_entries) / 4)
+  int full_head_bits_ = 0;             // ... at the most: bit_ceil(max_entries) / 4, or the size growth stopped at
   int offset_bits_ = 32;               // S: low bits of a reference that hold the offset
   std::uint64_t offset_mask_ = 0;      // 2^S - 1
   std::uint64_t tag_mask_ = 0;         // 2^T - 1, T = 32 - S: the key bits kept above the offset
@@ -173,7 +177,6 @@ template <class Visit>
 void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit) {
   ++stats_.probes;
   if (empty_ || probe.shingles == 0) return;
-  const std::uint32_t* heads = heads_.as<std::uint32_t>();
   const std::uint32_t* next = next_.as<std::uint32_t>();
   const Sketch* sketches = sketches_.as<Sketch>();
   // One chain per band, walked in lockstep: follow() decodes a reference
@@ -201,7 +204,7 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
   };
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
-    follow(heads[b * heads_per_band_ + bucket(probe.band_keys[b])], next_sequence_, b);
+    follow(*head(b, probe.band_keys[b]), next_sequence_, b);
   }
   for (std::size_t steps = 0; steps < kMaxChain && live != 0; ++steps) {
     const std::size_t round = live;

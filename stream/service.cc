@@ -944,8 +944,8 @@ struct Service::Impl {
             handle(*m, m->err ? 0 : intern(rd_kafka_topic_name(m->rkt), m->partition), nullptr, nullptr, {});
           slot.messages.clear();
         } else {
-          // Double buffering: the worker analyzes the batch just polled while
-          // this thread judges and produces the one before it. With a batch in
+          // Double buffering: the worker analyzes and judges the batch just
+          // polled while this thread produces the one before it. With a batch in
           // flight the poll does not wait, so a lone message is not held back.
           const int next = inflight == 0 ? 1 : 0;
           Slot& polled = slots[next];
