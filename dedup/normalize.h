@@ -39,7 +39,10 @@ struct NormalizedText {
   std::size_t token_count = 0;
   std::uint32_t chars = 0;          ///< code points inside tokens (separators not counted)
   std::uint32_t invalid_bytes = 0;  ///< input bytes that were not valid UTF-8
-  bool ascii = true;  ///< every token is ASCII letters and digits (so every token is a word)
+  /// Every input byte was ASCII. Then `text` is the input (case-folded when
+  /// normalizing) followed by zero bytes, and the tokens are exactly its maximal
+  /// runs of ASCII letters and digits, in order (so every token is a word).
+  bool ascii = true;
 };
 
 /// True for the code points neardup cuts into character n-grams: Han (CJK

@@ -66,9 +66,12 @@ std::uint64_t shingle_hash(const char* bytes, std::size_t size) {
 }
 
 // Copies a token in 16-byte steps: the source has kNormalizedPadding readable
-// bytes after the text, the destination kPadding after its end.
+// bytes after the text, the destination kPadding after its end. Most words fit
+// the first step, taken unconditionally: a loop of 1 or 2 trips would
+// mispredict its exit.
 inline void copy_token(char* out, const char* bytes, std::uint32_t size) {
-  for (std::uint32_t k = 0; k < size; k += 16) std::memcpy(out + k, bytes + k, 16);
+  std::memcpy(out, bytes, 16);
+  for (std::uint32_t k = 16; k < size; k += 16) std::memcpy(out + k, bytes + k, 16);
 }
 
 constexpr std::uint64_t kMix1 = 0xbf58476d1ce4e5b9ULL;
@@ -113,6 +116,36 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_window
 }
 #pragma GCC diagnostic pop
 
+// The ASCII tokens joined by single spaces, for a text whose bytes are all
+// ASCII and whose tokens are exactly its maximal runs of letters and digits
+// (NormalizedText::ascii): every such byte is kept, and of each run of other
+// bytes only the first one after a token, as a space; so leading separators go
+// and a trailing one is dropped after. 64 bytes per step: compare, blend,
+// compress. Writes out[0, result + 64); reads text[0, size) only.
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) std::size_t join_ascii_avx512(const char* text,
+                                                                                     std::size_t size, char* out) {
+  const __m512i space = _mm512_set1_epi8(' ');
+  std::size_t written = 0;
+  std::uint64_t carry = 0;  // the byte before this step is a token byte
+  for (std::size_t at = 0; at < size; at += 64) {
+    const __mmask64 valid = size - at >= 64 ? ~__mmask64{0} : (__mmask64{1} << (size - at)) - 1;
+    const __m512i v = _mm512_maskz_loadu_epi8(valid, text + at);
+    const __mmask64 lower = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(25));
+    const __mmask64 upper = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('A')), _mm512_set1_epi8(25));
+    const __mmask64 digit = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(9));
+    const std::uint64_t token = static_cast<std::uint64_t>(lower | upper | digit) & valid;
+    const std::uint64_t keep = token | (((token << 1) | carry) & valid);
+    carry = token >> 63;
+    const __m512i joined = _mm512_maskz_compress_epi8(keep, _mm512_mask_blend_epi8(token, space, v));
+    _mm512_storeu_si512(out + written, joined);
+    written += static_cast<std::size_t>(std::popcount(keep));
+  }
+  if (written != 0 && out[written - 1] == ' ') --written;
+  return written;
+}
+
+const bool kHaveAvx512Vbmi2 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                              __builtin_cpu_supports("avx512vbmi2");
 const bool kHaveAvx512Vbmi = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
 #endif
@@ -237,6 +270,12 @@ Sketch pack_codes(const std::uint32_t* minima) {
 }
 
 constexpr std::uint32_t kEmpty = detail::kEmptyBin;
+// Band j's key starts from mix64(kShingleSeed + j), folded at compile time.
+constexpr std::array<std::uint64_t, kMaxSketchBands> kBandSeeds = [] {
+  std::array<std::uint64_t, kMaxSketchBands> seeds{};
+  for (std::size_t band = 0; band < seeds.size(); ++band) seeds[band] = mix64(kShingleSeed + band);
+  return seeds;
+}();
 // From this many shingles on, run() keeps four sets of bins. Below, filling
 // and merging four sets (4 x 64 bins) would be a large share of the work: a
 // 60-character Chinese text has ~59 shingles.
@@ -255,18 +294,26 @@ Sketch detail::pack(const std::uint32_t* minima, int bits) {
 
 void detail::densify(std::uint32_t* minima, int bins) {
   // filled[w] bit k: bin 64w + k holds a minimum. bins is 16, 32, 64 or 128.
+  // Each word is gathered in a register: or-ing into filled[i >> 6] in memory
+  // would chain every step on the store of the one before.
   std::array<std::uint64_t, 2> filled{};
+  for (int w = 0; w * 64 < bins; ++w) {
+    const std::uint32_t* word_bins = minima + 64 * w;
+    const int count = std::min(64, bins - 64 * w);
+    std::uint64_t bits = 0;
 #if defined(__SSE2__)
-  // Four bins per compare; movemask gives their "empty" bits.
-  const __m128i empty_bin = _mm_set1_epi32(-1);
-  for (int i = 0; i < bins; i += 4) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(minima + i));
-    const auto empty4 = static_cast<std::uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, empty_bin))));
-    filled[static_cast<std::size_t>(i >> 6)] |= (~empty4 & 0xF) << (i & 63);
-  }
+    // Four bins per compare; movemask gives their "empty" bits.
+    const __m128i empty_bin = _mm_set1_epi32(-1);
+    for (int i = 0; i < count; i += 4) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(word_bins + i));
+      const auto empty4 = static_cast<std::uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, empty_bin))));
+      bits |= (~empty4 & 0xF) << i;
+    }
 #else
-  for (int i = 0; i < bins; ++i) filled[static_cast<std::size_t>(i >> 6)] |= std::uint64_t{minima[i] != kEmpty} << (i & 63);
+    for (int i = 0; i < count; ++i) bits |= std::uint64_t{word_bins[i] != kEmpty} << i;
 #endif
+    filled[static_cast<std::size_t>(w)] = bits;
+  }
   const std::uint64_t all = bins >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bins) - 1;
   const int words = bins > 64 ? 2 : 1;
   std::array<std::uint64_t, 2> empty{~filled[0] & all, words == 2 ? ~filled[1] : 0};
@@ -312,8 +359,9 @@ Sketcher::Sketcher(const SketchOptions& options)
 }
 
 std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& text) {
-  if (buffer_.size() < text.text.size() + text.token_count + 2 * kPadding)
-    buffer_.resize(text.text.size() + text.token_count + 2 * kPadding);
+  // + 64: join_ascii_avx512 stores whole 64-byte steps.
+  if (buffer_.size() < text.text.size() + text.token_count + 64 + 2 * kPadding)
+    buffer_.resize(text.text.size() + text.token_count + 64 + 2 * kPadding);
   char* out = buffer_.data();
   const char* base = text.text.data();
   std::size_t size = 0;
@@ -322,11 +370,19 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     // Every token is an ASCII word: 5-grams over the tokens joined by spaces.
     constexpr std::size_t n = 5;
     if (text.token_count == 0) return {};
-    for (std::size_t i = 0; i < text.token_count; ++i) {
-      const Token& t = text.tokens[i];
-      if (size != 0) out[size++] = ' ';
-      copy_token(out + size, base + t.offset, t.size);
-      size += t.size;
+#ifdef NEARDUP_SKETCH_AVX512
+    if (kHaveAvx512Vbmi2) {
+      size = join_ascii_avx512(base, text.text.size(), out);
+    } else
+#endif
+    {
+      for (std::size_t i = 0; i < text.token_count; ++i) {  // each token and a space
+        const Token& t = text.tokens[i];
+        copy_token(out + size, base + t.offset, t.size);
+        size += t.size;
+        out[size++] = ' ';
+      }
+      --size;  // no space after the last token
     }
     std::memset(out + size, 0, kPadding);
     if (hashes_.empty()) hashes_.resize(64);
@@ -436,13 +492,13 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   // independent, so they advance side by side (their multiplies overlap).
   const int stride = bins / options_.band_bins;
   const int bands = options_.bands;
-  std::array<std::uint64_t, kMaxSketchBands> keys{};
-  for (int band = 0; band < bands; ++band) keys[static_cast<std::size_t>(band)] = mix64(kShingleSeed + static_cast<std::uint64_t>(band));
+  std::array<std::uint64_t, kMaxSketchBands> keys = kBandSeeds;
   for (int r = 0; r < options_.band_bins; ++r)
     for (int band = 0; band < bands; ++band) {
       auto& key = keys[static_cast<std::size_t>(band)];
       key = mix64(key ^ minima[band + r * stride]);
     }
+  for (int band = bands; band < kMaxSketchBands; ++band) keys[static_cast<std::size_t>(band)] = 0;  // unused
   result.band_keys = keys;
   return result;
 }

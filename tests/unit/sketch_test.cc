@@ -88,6 +88,39 @@ TEST(Sketch, AsciiFastPathAgreesWithGeneralPathAtEveryLength) {
   }
 }
 
+TEST(Sketch, AsciiJoinDropsEverySeparatorRunToOneSpace) {
+  // The ASCII path joins the tokens from the text itself (64 bytes per step
+  // where the CPU has AVX-512 VBMI2): runs of any separator bytes, leading and
+  // trailing ones, words longer than a step and texts of several steps must
+  // give the shingles of the tokens joined by single spaces, as the general
+  // path (which joins the tokens one by one) does.
+  const std::string separators = " ,.;:!?-_/()[]\"'#@\t\n\r*+=<>|~^`{}$%&";
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    const std::size_t words = 1 + rng() % 40;
+    for (std::size_t i = 0; i < words; ++i) {
+      if (i != 0 || rng() % 2)
+        for (std::size_t k = 1 + rng() % (rng() % 8 == 0 ? 70 : 3); k != 0; --k) text += separators[rng() % separators.size()];
+      std::string word = random_word(rng);
+      if (rng() % 10 == 0) word += std::to_string(rng());          // digits
+      if (rng() % 15 == 0) word += std::string(20 + rng() % 80, 'q');  // beyond one step
+      if (rng() % 4 == 0) word[0] = static_cast<char>(word[0] - 'a' + 'A');
+      text += word;
+    }
+    if (rng() % 2) text += separators[rng() % separators.size()];
+    // A leading em dash is a separator too, but a non-ASCII one: the same
+    // tokens, through the general path.
+    const std::string dashed = "\xe2\x80\x94 " + text;
+    Normalizer normalizer;
+    ASSERT_TRUE(normalizer.run(text).ascii);
+    ASSERT_FALSE(normalizer.run(dashed).ascii);
+    const auto ascii = shingles_of(text);
+    EXPECT_EQ(shingles_of(dashed), ascii) << text;
+    EXPECT_EQ(shingles_of(normalize(text)), ascii) << text;  // the joined tokens themselves
+  }
+}
+
 TEST(Sketch, MostlyCjkTextUsesCharacterBigramsWithoutSpaces) {
   // 10 distinct Han characters -> 9 bigrams; the spaces and punctuation vanish.
   EXPECT_EQ(shingles_of("床前明月光，疑是地上霜").size(), 9U);
