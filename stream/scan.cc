@@ -4,9 +4,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <deque>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "stream/json_out.h"
 #include "stream/pipeline.h"
@@ -17,24 +17,36 @@ namespace {
 
 /// Ids of kept records, to name the original of a duplicate. The window evicts
 /// in insertion order and holds at most max_entries, so the newest max_entries
-/// kept ids always cover it.
+/// kept ids always cover it. Line numbers and ids sit in two arrays in kept
+/// order: a lookup is a binary search over contiguous 8-byte lines (its first
+/// steps always hit the same, cached elements), not over 40-byte deque entries
+/// behind an index. The oldest are dropped from the front in batches.
 class KeptIds {
  public:
   explicit KeptIds(std::size_t capacity) : capacity_(capacity) {}
   void add(std::uint64_t line, std::string id) {
-    ids_.emplace_back(line, std::move(id));
-    if (ids_.size() > capacity_) ids_.pop_front();
+    lines_.push_back(line);
+    ids_.push_back(std::move(id));
+    if (lines_.size() - first_ > capacity_) ++first_;
+    if (first_ >= kCompactAt && 2 * first_ >= lines_.size()) {  // amortized O(1) per add
+      lines_.erase(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(first_));
+      ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(first_));
+      first_ = 0;
+    }
   }
-  /// The id of kept line `line`; empty when it had none (the line number is the id).
+  /// The id of kept line `line`; nullptr when it had none (the line number is the id).
   const std::string* find(std::uint64_t line) const {
-    auto it = std::lower_bound(ids_.begin(), ids_.end(), line,
-                               [](const auto& entry, std::uint64_t l) { return entry.first < l; });
-    return it != ids_.end() && it->first == line ? &it->second : nullptr;
+    const auto begin = lines_.begin() + static_cast<std::ptrdiff_t>(first_);
+    const auto it = std::lower_bound(begin, lines_.end(), line);
+    return it != lines_.end() && *it == line ? &ids_[static_cast<std::size_t>(it - lines_.begin())] : nullptr;
   }
 
  private:
+  static constexpr std::size_t kCompactAt = 4096;
   std::size_t capacity_;
-  std::deque<std::pair<std::uint64_t, std::string>> ids_;
+  std::vector<std::uint64_t> lines_;  // increasing
+  std::vector<std::string> ids_;      // ids_[i] belongs to lines_[i]
+  std::size_t first_ = 0;             // lines_[first_] is the oldest one kept
 };
 
 void append_number(std::string& out, std::uint64_t value) {

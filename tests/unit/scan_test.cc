@@ -86,6 +86,44 @@ TEST(Scan, LongLinesBeyondTheReadBufferAreWhole) {
   EXPECT_NE(lines[1].find("duplicate"), std::string::npos);
 }
 
+TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
+  // A small window over many kept records: the ids of evicted records are
+  // dropped (in batches of thousands), and every duplicate still names the id
+  // of the record it matched, never a neighbour's.
+  config::Config config = jsonl();
+  config.dedup.window.max_entries = 50;
+  std::string input;
+  const int kept = 12000;
+  auto text_of = [](int i) {  // 8 pseudo-random 6-letter words: unrelated texts
+    std::uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(i + 1);
+    std::string text;
+    for (int w = 0; w < 8; ++w) {
+      for (int c = 0; c < 6; ++c) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        text += static_cast<char>('a' + (x >> 33) % 26);
+      }
+      text += ' ';
+    }
+    return text;
+  };
+  for (int i = 0; i < kept; ++i) {
+    input += "{\"id\":\"r" + std::to_string(i) + "\",\"text\":\"" + text_of(i) + "\"}\n";
+    if (i % 1000 == 999)  // a repeat of a record 10 back, still in the window
+      input += "{\"id\":\"dup" + std::to_string(i) + "\",\"text\":\"" + text_of(i - 10) + "\"}\n";
+  }
+  ScanStats stats;
+  const auto lines = scan(input, config, &stats);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kept + kept / 1000));
+  EXPECT_EQ(stats.duplicate, static_cast<std::uint64_t>(kept / 1000));
+  for (const auto& line : lines) {
+    if (line.find("\"verdict\":\"duplicate\"") == std::string::npos) continue;
+    const auto dup = line.find("\"id\":\"dup");
+    ASSERT_NE(dup, std::string::npos) << line;
+    const int i = std::stoi(line.substr(dup + 9));  // after "id":"dup
+    EXPECT_NE(line.find("\"of\":\"r" + std::to_string(i - 10) + "\""), std::string::npos) << line;
+  }
+}
+
 TEST(JsonOut, EscapesControlCharactersAndReplacesInvalidUtf8) {
   std::string out;
   append_json_string(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10));
