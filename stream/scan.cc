@@ -17,36 +17,45 @@ namespace {
 
 /// Ids of kept records, to name the original of a duplicate. The window evicts
 /// in insertion order and holds at most max_entries, so the newest max_entries
-/// kept ids always cover it. Line numbers and ids sit in two arrays in kept
-/// order: a lookup is a binary search over contiguous 8-byte lines (its first
-/// steps always hit the same, cached elements), not over 40-byte deque entries
-/// behind an index. The oldest are dropped from the front in batches.
+/// kept ids always cover it. Line numbers and ids sit in two rings of at most
+/// `capacity` in kept order: a lookup is a binary search over contiguous 8-byte
+/// lines (its first steps always hit the same, cached elements), not over
+/// 40-byte deque entries behind an index.
 class KeptIds {
  public:
   explicit KeptIds(std::size_t capacity) : capacity_(capacity) {}
   void add(std::uint64_t line, std::string id) {
-    lines_.push_back(line);
-    ids_.push_back(std::move(id));
-    if (lines_.size() - first_ > capacity_) ++first_;
-    if (first_ >= kCompactAt && 2 * first_ >= lines_.size()) {  // amortized O(1) per add
-      lines_.erase(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(first_));
-      ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(first_));
-      first_ = 0;
+    if (capacity_ == 0) return;
+    if (lines_.size() < capacity_) {
+      if (lines_.size() == lines_.capacity()) {  // grow, but never past capacity
+        const std::size_t want = std::min(capacity_, std::max<std::size_t>(1024, 2 * lines_.size()));
+        lines_.reserve(want);
+        ids_.reserve(want);
+      }
+      lines_.push_back(line);
+      ids_.push_back(std::move(id));
+      return;
     }
+    lines_[oldest_] = line;  // full: the newest replaces the oldest
+    ids_[oldest_] = std::move(id);
+    if (++oldest_ == capacity_) oldest_ = 0;
   }
   /// The id of kept line `line`; nullptr when it had none (the line number is the id).
   const std::string* find(std::uint64_t line) const {
-    const auto begin = lines_.begin() + static_cast<std::ptrdiff_t>(first_);
-    const auto it = std::lower_bound(begin, lines_.end(), line);
-    return it != lines_.end() && *it == line ? &ids_[static_cast<std::size_t>(it - lines_.begin())] : nullptr;
+    // In kept (increasing) order the ring is [oldest_, size) then [0, oldest_).
+    const std::size_t newer_end = oldest_;
+    const bool in_newer = newer_end != 0 && line >= lines_[0];
+    const auto begin = lines_.begin() + static_cast<std::ptrdiff_t>(in_newer ? 0 : oldest_);
+    const auto end = in_newer ? lines_.begin() + static_cast<std::ptrdiff_t>(newer_end) : lines_.end();
+    const auto it = std::lower_bound(begin, end, line);
+    return it != end && *it == line ? &ids_[static_cast<std::size_t>(it - lines_.begin())] : nullptr;
   }
 
  private:
-  static constexpr std::size_t kCompactAt = 4096;
   std::size_t capacity_;
-  std::vector<std::uint64_t> lines_;  // increasing
+  std::vector<std::uint64_t> lines_;  // a ring once full
   std::vector<std::string> ids_;      // ids_[i] belongs to lines_[i]
-  std::size_t first_ = 0;             // lines_[first_] is the oldest one kept
+  std::size_t oldest_ = 0;            // the ring's oldest slot (0 until full)
 };
 
 void append_number(std::string& out, std::uint64_t value) {

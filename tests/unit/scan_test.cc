@@ -88,12 +88,15 @@ TEST(Scan, LongLinesBeyondTheReadBufferAreWhole) {
 
 TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
   // A small window over many kept records: the ids of evicted records are
-  // dropped (in batches of thousands), and every duplicate still names the id
-  // of the record it matched, never a neighbour's.
+  // overwritten (a ring of 50), and every duplicate still names the id of the
+  // record it matched, never a neighbour's, wherever the ring's seam is.
   config::Config config = jsonl();
   config.dedup.window.max_entries = 50;
   std::string input;
   const int kept = 12000;
+  // Every 977th record is repeated (977 is prime to the ring's 50, so the
+  // seam falls anywhere), from 1 to 45 records back.
+  auto back = [](int i) { return 1 + i / 977 * 4; };
   auto text_of = [](int i) {  // 8 pseudo-random 6-letter words: unrelated texts
     std::uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(i + 1);
     std::string text;
@@ -106,21 +109,24 @@ TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
     }
     return text;
   };
+  int repeats = 0;
   for (int i = 0; i < kept; ++i) {
     input += "{\"id\":\"r" + std::to_string(i) + "\",\"text\":\"" + text_of(i) + "\"}\n";
-    if (i % 1000 == 999)  // a repeat of a record 10 back, still in the window
-      input += "{\"id\":\"dup" + std::to_string(i) + "\",\"text\":\"" + text_of(i - 10) + "\"}\n";
+    if (i % 977 == 976) {
+      ++repeats;
+      input += "{\"id\":\"dup" + std::to_string(i) + "\",\"text\":\"" + text_of(i - back(i)) + "\"}\n";
+    }
   }
   ScanStats stats;
   const auto lines = scan(input, config, &stats);
-  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kept + kept / 1000));
-  EXPECT_EQ(stats.duplicate, static_cast<std::uint64_t>(kept / 1000));
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kept + repeats));
+  EXPECT_EQ(stats.duplicate, static_cast<std::uint64_t>(repeats));
   for (const auto& line : lines) {
     if (line.find("\"verdict\":\"duplicate\"") == std::string::npos) continue;
     const auto dup = line.find("\"id\":\"dup");
     ASSERT_NE(dup, std::string::npos) << line;
     const int i = std::stoi(line.substr(dup + 9));  // after "id":"dup
-    EXPECT_NE(line.find("\"of\":\"r" + std::to_string(i - 10) + "\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"of\":\"r" + std::to_string(i - back(i)) + "\""), std::string::npos) << line;
   }
 }
 
