@@ -352,6 +352,18 @@ void detail::densify(std::uint32_t* minima, int bins) {
   }
 }
 
+std::size_t detail::join_ascii_tokens(const NormalizedText& text, char* out) {
+  if (text.token_count == 0) return 0;
+  std::size_t size = 0;
+  for (std::size_t i = 0; i < text.token_count; ++i) {  // each token and a space
+    const Token& t = text.tokens[i];
+    copy_token(out + size, text.text.data() + t.offset, t.size);
+    size += t.size;
+    out[size++] = ' ';
+  }
+  return size - 1;  // no space after the last token
+}
+
 Sketcher::Sketcher(const SketchOptions& options)
     : options_(options), bins_(kSketchBits / std::max(options.bits, 1)), bin_shift_(0) {
   validate(options_);
@@ -375,15 +387,7 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
       size = join_ascii_avx512(base, text.text.size(), out);
     } else
 #endif
-    {
-      for (std::size_t i = 0; i < text.token_count; ++i) {  // each token and a space
-        const Token& t = text.tokens[i];
-        copy_token(out + size, base + t.offset, t.size);
-        size += t.size;
-        out[size++] = ' ';
-      }
-      --size;  // no space after the last token
-    }
+      size = detail::join_ascii_tokens(text, out);
     std::memset(out + size, 0, kPadding);
     if (hashes_.empty()) hashes_.resize(64);
     if (size <= n) {

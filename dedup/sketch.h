@@ -68,6 +68,10 @@ void densify(std::uint32_t* minima, int bins);
 /// [i*bits, (i+1)*bits) of the 128, holding the top `bits` bits of
 /// minima[i] * 0x2545f491 (a minimum's own top bits lean to 0). Exposed for tests.
 Sketch pack(const std::uint32_t* minima, int bits);
+/// The tokens of `text` joined by single spaces into `out`, which must hold
+/// text.text.size() + text.token_count + 16 bytes; returns the joined size.
+/// The portable ASCII join (CPUs without AVX-512 VBMI2 use it). Exposed for tests.
+std::size_t join_ascii_tokens(const NormalizedText& text, char* out);
 }  // namespace detail
 
 /// Reuses its buffers. Not thread-safe; one per Fingerprinter.
