@@ -27,12 +27,15 @@ constexpr std::uint32_t kRotationStep = 0x9e3779b9U;            // offset per de
 constexpr std::size_t kPadding = 16;                             // bytes after the buffer
 static_assert(kNormalizedPadding >= 16, "copy_token reads 16 bytes at a time");
 
+constexpr std::uint64_t kMix1 = 0xbf58476d1ce4e5b9ULL;  // splitmix64's multipliers
+constexpr std::uint64_t kMix2 = 0x94d049bb133111ebULL;
+
 constexpr std::uint64_t mix64(std::uint64_t x) {
   // splitmix64's finalizer: every input bit reaches every output bit.
   x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;  // kMix1
+  x *= kMix1;
   x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;  // kMix2
+  x *= kMix2;
   x ^= x >> 31;
   return x;
 }
@@ -73,9 +76,6 @@ inline void copy_token(char* out, const char* bytes, std::uint32_t size) {
   std::memcpy(out, bytes, 16);
   for (std::uint32_t k = 16; k < size; k += 16) std::memcpy(out + k, bytes + k, 16);
 }
-
-constexpr std::uint64_t kMix1 = 0xbf58476d1ce4e5b9ULL;
-constexpr std::uint64_t kMix2 = 0x94d049bb133111ebULL;
 
 // The hashes of the 5-byte windows at data[0], data[1], ... data[count - 1]
 // into out[0, count): shingle_hash() of each, portable.
@@ -496,13 +496,13 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   // independent, so they advance side by side (their multiplies overlap).
   const int stride = bins / options_.band_bins;
   const int bands = options_.bands;
-  std::array<std::uint64_t, kMaxSketchBands> keys = kBandSeeds;
+  std::array<std::uint64_t, kMaxSketchBands> keys{};  // unused bands stay 0
+  std::copy_n(kBandSeeds.begin(), static_cast<std::size_t>(bands), keys.begin());
   for (int r = 0; r < options_.band_bins; ++r)
     for (int band = 0; band < bands; ++band) {
       auto& key = keys[static_cast<std::size_t>(band)];
       key = mix64(key ^ minima[band + r * stride]);
     }
-  for (int band = bands; band < kMaxSketchBands; ++band) keys[static_cast<std::size_t>(band)] = 0;  // unused
   result.band_keys = keys;
   return result;
 }

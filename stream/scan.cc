@@ -43,10 +43,10 @@ class KeptIds {
   /// The id of kept line `line`; nullptr when it had none (the line number is the id).
   const std::string* find(std::uint64_t line) const {
     // In kept (increasing) order the ring is [oldest_, size) then [0, oldest_).
-    const std::size_t newer_end = oldest_;
-    const bool in_newer = newer_end != 0 && line >= lines_[0];
-    const auto begin = lines_.begin() + static_cast<std::ptrdiff_t>(in_newer ? 0 : oldest_);
-    const auto end = in_newer ? lines_.begin() + static_cast<std::ptrdiff_t>(newer_end) : lines_.end();
+    const bool in_newer = oldest_ != 0 && line >= lines_[0];
+    const auto split = lines_.begin() + static_cast<std::ptrdiff_t>(oldest_);
+    const auto begin = in_newer ? lines_.begin() : split;
+    const auto end = in_newer ? split : lines_.end();
     const auto it = std::lower_bound(begin, end, line);
     return it != end && *it == line ? &ids_[static_cast<std::size_t>(it - lines_.begin())] : nullptr;
   }
@@ -80,7 +80,7 @@ class JsonlSink {
       buffer_.append(",\"of\":");
       const std::uint64_t of = verdict.match->of.value;
       const std::string* original = kept.find(of);
-      append_id(of, original ? *original : std::string());
+      append_id(of, original ? std::string_view(*original) : std::string_view());
       buffer_.append(",\"distance\":");
       append_number(buffer_, static_cast<std::uint64_t>(verdict.match->distance));
       if (verdict.similarity) {
@@ -114,7 +114,7 @@ class JsonlSink {
 
  private:
   static constexpr std::size_t kFlushAt = 1 << 16;
-  void append_id(std::uint64_t line, const std::string& id) {
+  void append_id(std::uint64_t line, std::string_view id) {
     if (id.empty()) {
       append_number(buffer_, line);
     } else {
