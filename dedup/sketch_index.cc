@@ -55,12 +55,13 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   validate(options);
   if (max_entries > kMaxEntries) throw std::invalid_argument("sketch index: max_entries above 2^30");
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
-  // The rings are written in sequence order, so mapping them whole costs only
-  // the pages reached so far, and they never move (no copy as the window grows).
+  // The ring is written in sequence order, so mapping it whole costs only
+  // the pages reached so far, and it never moves (no copy as the window grows).
   capacity_ = std::max<std::size_t>(1, max_entries_);
-  sketches_ = Block(capacity_ * sizeof(Sketch), true);
+  sketch_offset_ = bands * sizeof(std::uint32_t);
+  slot_bytes_ = sketch_offset_ + sizeof(Sketch);
+  slots_ = Block(capacity_ * slot_bytes_, true);
   has_sketch_ = Block(words_for_bits(capacity_) * sizeof(std::uint64_t), true);
-  next_ = Block(capacity_ * bands * sizeof(std::uint32_t), true);
   offset_bits_ = std::bit_width(capacity_);  // <= 31: max_entries <= 2^30
   offset_mask_ = (std::uint64_t{1} << offset_bits_) - 1;
   const int tag_bits = 32 - offset_bits_;  // >= 1
@@ -90,17 +91,17 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
   empty_ = false;
 
   const std::size_t at = slot_of(sequence);
+  next_slot_ = at + 1 == capacity_ ? 0 : at + 1;
   std::uint64_t& has_word = has_sketch_.as<std::uint64_t>()[at >> 6];
   const std::uint64_t bit = std::uint64_t{1} << (at & 63);
-  std::uint32_t* next = next_.as<std::uint32_t>();
+  std::uint32_t* cell = cells(at);
   if (sketch == nullptr || sketch->shingles == 0) {
     has_word &= ~bit;
-    sketches_.as<Sketch>()[at] = Sketch{};
-    for (int band = 0; band < bands_; ++band) next[static_cast<std::size_t>(band) * capacity_ + at] = 0;
+    std::memset(slot(at), 0, slot_bytes_);
     return;
   }
   has_word |= bit;
-  sketches_.as<Sketch>()[at] = sketch->sketch;
+  std::memcpy(slot(at) + sketch_offset_, &sketch->sketch, sizeof(Sketch));
   if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band_) {
     // Splitting chains must follow every reference exactly: true while fewer
     // than 2^S sequences have passed since the first (no reference, empty or
@@ -111,7 +112,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
     std::uint32_t& first = *head(b, sketch->band_keys[b]);
-    next[b * capacity_ + at] = first;
+    cell[b] = first;
     first = reference(sequence, sketch->band_keys[b]);
   }
 }
@@ -130,7 +131,6 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
   // Old bucket b splits into 2b and 2b + 1 by the key bit below its bits: the
   // tag's bit 31 - (head_bits_ - first_head_bits_) of a 32-bit reference.
   const int split_bit = 31 - (head_bits_ - first_head_bits_);
-  std::uint32_t* next = next_.as<std::uint32_t>();
   struct Lane {
     std::uint64_t sequence;  // the entry to move next (its cell is being loaded), or kNoEntry
     std::uint32_t stored;    // the reference to it
@@ -141,7 +141,6 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
   for (std::size_t band = 0; band < bands; ++band) {
     const std::uint32_t* from = heads_.as<std::uint32_t>() + band * old_per_band;
     std::uint32_t* to = grown.as<std::uint32_t>() + band * per_band;
-    std::uint32_t* cells = next + band * capacity_;
     for (std::size_t first = 0; first < old_per_band; first += kSplitLanes) {
       const std::size_t count = std::min(kSplitLanes, old_per_band - first);
       std::size_t active = 0;
@@ -151,7 +150,7 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
         lane.sequence = decode(lane.stored, next_sequence_, oldest_live);
         lane.started[0] = lane.started[1] = false;
         if (lane.sequence == kNoEntry) continue;
-        __builtin_prefetch(cells + slot_of(lane.sequence));
+        __builtin_prefetch(cells(slot_of(lane.sequence)) + band);
         ++active;
       }
       // Round-robin over the chains: move one entry of each per round. The
@@ -161,9 +160,9 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
           Lane& lane = lanes[i];
           if (lane.sequence == kNoEntry) continue;
           const std::size_t at = slot_of(lane.sequence);
-          const std::uint32_t following = cells[at];
+          const std::uint32_t following = cells(at)[band];
           const int child = (lane.stored >> split_bit) & 1;
-          if (lane.started[child]) cells[slot_of(lane.tail[child])] = lane.stored;
+          if (lane.started[child]) cells(slot_of(lane.tail[child]))[band] = lane.stored;
           else to[2 * (first + i) + static_cast<std::size_t>(child)] = lane.stored;
           lane.started[child] = true;
           lane.tail[child] = lane.sequence;
@@ -171,11 +170,11 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
           lane.stored = following;
           lane.sequence = older;
           if (older != kNoEntry) {
-            __builtin_prefetch(cells + slot_of(older));
+            __builtin_prefetch(cells(slot_of(older)) + band);
             continue;
           }
           for (int c = 0; c < 2; ++c)  // both new chains end here
-            if (lane.started[c]) cells[slot_of(lane.tail[c])] = 0;
+            if (lane.started[c]) cells(slot_of(lane.tail[c]))[band] = 0;
           --active;
         }
       }
@@ -191,7 +190,7 @@ std::optional<Sketch> SketchIndex::sketch(std::uint64_t sequence, std::uint64_t 
     return std::nullopt;
   const std::size_t at = slot_of(sequence);
   if (!has_sketch(at)) return std::nullopt;
-  return sketches_.as<Sketch>()[at];
+  return sketch_at(at);
 }
 
 void SketchIndex::prefetch(const SketchResult& probe) const {
@@ -203,24 +202,22 @@ void SketchIndex::prefetch(const SketchResult& probe) const {
 
 void SketchIndex::prefetch_cells(const SketchResult& probe, std::uint64_t oldest_live) const {
   if (empty_ || probe.shingles == 0) return;
-  const std::uint32_t* next = next_.as<std::uint32_t>();
-  const Sketch* sketches = sketches_.as<Sketch>();
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
     const std::uint64_t key = probe.band_keys[b];
     const std::uint32_t stored = *head(b, key);
     const std::uint64_t sequence = decode(stored, next_sequence_, oldest_live);
     if (sequence == kNoEntry) continue;
-    const std::size_t at = slot_of(sequence);
-    __builtin_prefetch(next + b * capacity_ + at);
-    if ((stored >> offset_bits_) == tag(key)) __builtin_prefetch(sketches + at);
+    const std::size_t at = slot_before(next_slot_, next_sequence_ - sequence);
+    __builtin_prefetch(cells(at) + b);
+    if ((stored >> offset_bits_) == tag(key)) __builtin_prefetch(slot(at) + slot_bytes_ - 1);
   }
 }
 
 SketchIndexStats SketchIndex::stats() const {
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;
-  s.bytes = slots_used_ * (sizeof(Sketch) + bands * sizeof(std::uint32_t)) +
+  s.bytes = slots_used_ * slot_bytes_ +
             words_for_bits(slots_used_) * sizeof(std::uint64_t) + heads_per_band_ * bands * sizeof(std::uint32_t) +
             sizeof(*this);
   return s;

@@ -7,24 +7,26 @@
 // is ever deleted here: the caller passes the oldest live sequence, and
 // everything older is dead (its slot is reused by later entries).
 //
-// Layout: rings parallel to the window, one slot per entry up to max_entries,
-// mapped whole but written in sequence order (so only the pages reached so far
-// are memory, and nothing is ever copied): the 16-byte sketches, a 1-bit "has a sketch" map,
-// and per band a dense array of 32-bit "next older entry in my bucket" cells;
-// per band a table of bucket heads (a 32-bit reference, below, to the newest
+// Layout: one ring of slots parallel to the window, one slot per entry up to
+// max_entries, mapped whole but written in sequence order (so only the pages
+// reached so far are memory, and nothing is ever copied). A slot is the
+// entry's per band 32-bit "next older entry in my bucket" cell followed by its
+// 16-byte sketch (28 bytes at 3 bands), so a chain step that goes on to verify
+// the entry finds its sketch in the line it already loaded for the cell (two
+// lines when the slot straddles one); a 1-bit "has a sketch" map beside it.
+// Per band a table of bucket heads (a 32-bit reference, below, to the newest
 // entry whose band key falls in the bucket). A bucket is a chain through the cells from
 // newest to oldest, so a probe walks it until the first dead entry: expiry
 // costs nothing. The chains of all bands are walked in lockstep with the next
-// cell and sketch prefetched, so their cache misses overlap; the cells are apart
-// from the sketches, so a chain step touches 4 bytes, not a 28-byte slot.
+// slot prefetched, so their cache misses overlap.
 // A reference to an entry (a head or a cell) is 32 bits: the low S bits of the
 // entry's offset from the first sequence, S = bit_width(max_entries) (2^S >
 // max_entries, the longest live span), rebuilt relative to a newer sequence;
 // and above them T = 32 - S bits of the entry's band key (its tag: 8 bits at
 // the default 10M entries): the key bits just below those that index the
 // first, smallest head table (see Growth).
-// The walk skips an entry whose tag differs from the probe's without touching
-// its sketch (it still reads the cell, to go on). A live entry is always
+// The walk skips an entry whose tag differs from the probe's without reading
+// or comparing its sketch (it reads only the cell, to go on). A live entry is always
 // rebuilt exactly; after 2^S inserts an empty or stale reference (a bucket
 // untouched for 2^S inserts) can alias to some other live entry, which is only
 // an extra candidate: callers verify every candidate with its sketch.
@@ -47,7 +49,7 @@
 // real chains): from then on, and if a larger table cannot be mapped, the
 // tables keep their size (longer chains, the same candidates).
 //
-// Memory: (16 + 4 * bands) bytes + 1 bit per slot plus 4 bytes per bucket head
+// Memory: (4 * bands + 16) bytes + 1 bit per slot plus 4 bytes per bucket head
 // per band. Blocks of 2 MiB and more are mapped lazily (zero pages) and
 // advised for transparent huge pages: the heads are read at random, and a TLB
 // miss per band per probe is most of the cost.
@@ -130,7 +132,21 @@ class SketchIndex {
   };
 
   std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
+  /// The slot of the entry `back` (<= capacity_) sequences older than the one
+  /// in slot `newer_at`: slot_of() without its division, for the walks.
+  std::size_t slot_before(std::size_t newer_at, std::uint64_t back) const {
+    const auto b = static_cast<std::size_t>(back);
+    return newer_at >= b ? newer_at - b : newer_at + capacity_ - b;
+  }
   bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
+  /// Slot `at`: its band cells, then its sketch (4-byte aligned: read with sketch_at()).
+  unsigned char* slot(std::size_t at) const { return slots_.as<unsigned char>() + at * slot_bytes_; }
+  std::uint32_t* cells(std::size_t at) const { return reinterpret_cast<std::uint32_t*>(slot(at)); }
+  Sketch sketch_at(std::size_t at) const {
+    Sketch s;
+    std::memcpy(&s, slot(at) + sketch_offset_, sizeof s);
+    return s;
+  }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> (64 - head_bits_)); }
   /// The head of `key`'s bucket in `band`.
   std::uint32_t* head(std::size_t band, std::uint64_t key) const {
@@ -153,11 +169,12 @@ class SketchIndex {
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;
-  std::size_t capacity_ = 0;  // slots in the rings: max_entries (mapped whole, touched as reached)
-  std::size_t slots_used_ = 0;  // slots written at least once (what the rings occupy)
-  Block sketches_;            // Sketch per slot
+  std::size_t capacity_ = 0;  // slots in the ring: max_entries (mapped whole, touched as reached)
+  std::size_t slots_used_ = 0;  // slots written at least once (what the ring occupies)
+  std::size_t sketch_offset_ = 0;  // 4 * bands: the sketch follows the cells
+  std::size_t slot_bytes_ = 0;     // sketch_offset_ + 16
+  Block slots_;               // slot_bytes_ per slot
   Block has_sketch_;          // 1 bit per slot
-  Block next_;                // uint32 per band per slot: [band * capacity_ + slot]
   int head_bits_ = 0;                  // log2 of the buckets per band now
   int first_head_bits_ = 0;            // ... at the start
   int full_head_bits_ = 0;             // ... at the most: bit_ceil(max_entries) / 4, or the size growth stopped at
@@ -168,6 +185,7 @@ class SketchIndex {
   std::size_t heads_per_band_ = 0;
   Block heads_;  // uint32 [band * heads_per_band_ + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
+  std::size_t next_slot_ = 0;        // slot_of(next_sequence_)
   std::uint64_t base_ = 0;           // first sequence - 1: the first entry's offset is 1
   bool empty_ = true;
   SketchIndexStats stats_;
@@ -177,14 +195,13 @@ template <class Visit>
 void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit) {
   ++stats_.probes;
   if (empty_ || probe.shingles == 0) return;
-  const std::uint32_t* next = next_.as<std::uint32_t>();
-  const Sketch* sketches = sketches_.as<Sketch>();
   // One chain per band, walked in lockstep: follow() decodes a reference
   // relative to the newer entry that holds it and, when it names a live older
-  // entry, queues it and prefetches its cell (and its sketch when the tag is
-  // the probe's) for the next round.
+  // entry, queues it and prefetches its slot (the cell; the sketch too when
+  // the tag is the probe's) for the next round.
   struct Cursor {
     std::uint64_t sequence;
+    std::size_t at;  // its slot
     std::size_t band;
     bool same_tag;
   };
@@ -193,30 +210,29 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
   for (int band = 0; band < bands_; ++band)
     tags[static_cast<std::size_t>(band)] = tag(probe.band_keys[static_cast<std::size_t>(band)]);
   std::size_t live = 0;
-  auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t band) {
+  auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t newer_at, std::size_t band) {
     const std::uint64_t sequence = decode(stored, newer, oldest_live);
     if (sequence == kNoEntry) return;
-    const std::size_t at = slot_of(sequence);
+    const std::size_t at = slot_before(newer_at, newer - sequence);
     const bool same_tag = (stored >> offset_bits_) == tags[band];
-    __builtin_prefetch(next + band * capacity_ + at);
-    if (same_tag) __builtin_prefetch(sketches + at);
-    cursors[live++] = Cursor{sequence, band, same_tag};
+    __builtin_prefetch(cells(at) + band);
+    if (same_tag) __builtin_prefetch(slot(at) + slot_bytes_ - 1);
+    cursors[live++] = Cursor{sequence, at, band, same_tag};
   };
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
-    follow(*head(b, probe.band_keys[b]), next_sequence_, b);
+    follow(*head(b, probe.band_keys[b]), next_sequence_, next_slot_, b);
   }
   for (std::size_t steps = 0; steps < kMaxChain && live != 0; ++steps) {
     const std::size_t round = live;
     live = 0;
     for (std::size_t i = 0; i < round; ++i) {
       const Cursor c = cursors[i];  // live <= i: follow() may overwrite cursors[live] only
-      const std::size_t at = slot_of(c.sequence);
-      if (c.same_tag && has_sketch(at)) {
+      if (c.same_tag && has_sketch(c.at)) {
         ++stats_.candidates;
-        visit(c.sequence, sketches[at]);
+        visit(c.sequence, sketch_at(c.at));
       }
-      follow(next[c.band * capacity_ + at], c.sequence, c.band);
+      follow(cells(c.at)[c.band], c.sequence, c.at, c.band);
     }
   }
 }
