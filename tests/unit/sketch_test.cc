@@ -413,6 +413,39 @@ TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
   EXPECT_EQ(index.stats().candidates, 1U);
 }
 
+// A slot holds an entry's band cells and then its sketch, so its width
+// depends on the bands: with every band count, each live entry keeps its own
+// sketch (both words) and its own chain links, across the ring's wrap.
+TEST(SketchIndex, EveryBandCountKeepsEachEntrysSketchAndLinks) {
+  for (int bands : {0, 1, 2, 5, 8}) {
+    SCOPED_TRACE("bands " + std::to_string(bands));
+    SketchOptions options;
+    options.bands = bands;
+    options.band_bins = bands == 0 ? 4 : 64 / bands;
+    constexpr std::size_t kCapacity = 37;
+    SketchIndex index(options, kCapacity);
+    for (std::uint64_t seq = 100; seq < 300; ++seq) {
+      const std::uint64_t oldest = seq + 1 > 100 + kCapacity ? seq + 1 - kCapacity : 100;
+      const SketchResult r = keyed(seq % 3, bands, seq * 0x1234567ULL);  // three keys shared by many entries
+      index.insert(seq, oldest, &r);
+      for (std::uint64_t live = oldest; live <= seq; ++live) {
+        const auto sketch = index.sketch(live, oldest);
+        ASSERT_TRUE(sketch.has_value()) << live;
+        EXPECT_EQ(*sketch, keyed(0, 0, live * 0x1234567ULL).sketch) << live;
+      }
+      std::set<std::uint64_t> visited;
+      index.for_each_candidate(keyed(seq % 3, bands, 0), oldest, [&](std::uint64_t s, const Sketch& sketch) {
+        EXPECT_EQ(sketch, keyed(0, 0, s * 0x1234567ULL).sketch) << s;
+        visited.insert(s);
+      });
+      std::set<std::uint64_t> expected;
+      for (std::uint64_t live = oldest; live <= seq && bands > 0; ++live)
+        if (live % 3 == seq % 3) expected.insert(live);
+      EXPECT_EQ(visited, expected) << "at " << seq;
+    }
+  }
+}
+
 TEST(SketchIndex, SketchOfLiveEntriesOnly) {
   SketchIndex index(SketchOptions{}, 4);
   for (std::uint64_t seq = 10; seq < 20; ++seq) {
