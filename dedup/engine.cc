@@ -23,11 +23,11 @@ std::uint64_t Engine::oldest_live() const {
   return inserted_ ? next_sequence_ - window_.size() : next_sequence_;
 }
 
-void Engine::insert(const TextSummary& summary, EventTime time, RecordRef ref) {
-  const std::uint64_t sequence = window_.insert(summary.fingerprint, time, ref);
+void Engine::insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch) {
+  const std::uint64_t sequence = window_.insert(fp, time, ref);
   next_sequence_ = sequence + 1;
   inserted_ = true;
-  if (sketches_) sketches_->insert(sequence, oldest_live(), summary.sketch.shingles ? &summary.sketch : nullptr);
+  if (sketches_) sketches_->insert(sequence, oldest_live(), sketch);  // no sketch or no shingles: in no band
 }
 
 Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
@@ -87,19 +87,22 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     const Sketch& mine = summary.sketch.sketch;
     // Stage 1a: SimHash neighbours, each verified by its sketch (an entry with
     // no sketch keeps the classic rule: within max_distance is enough).
-    std::uint64_t oldest = 0;
+    // The probe makes every entry it accepts its best so far, so the last
+    // accepted one is the match: its estimate is kept, not computed again.
     std::optional<double> simhash_similarity;
     verdict.match = window_.probe(summary.fingerprint, time, ref, [&](const Match& m) {
       const auto theirs = sketches_->sketch(m.sequence, m.sequence);
-      if (!theirs) return true;
-      return estimate_jaccard(mine, *theirs, so.bits) >= so.threshold;
+      if (!theirs) {
+        simhash_similarity.reset();
+        return true;
+      }
+      const double j = estimate_jaccard(mine, *theirs, so.bits);
+      if (j < so.threshold) return false;
+      simhash_similarity = j;
+      return true;
     });
-    if (verdict.match) {
-      if (const auto theirs = sketches_->sketch(verdict.match->sequence, verdict.match->sequence))
-        simhash_similarity = estimate_jaccard(mine, *theirs, so.bits);
-    }
     // Stage 1b: entries sharing a band; the probe above has advanced the clock.
-    oldest = oldest_live();
+    const std::uint64_t oldest = oldest_live();
     double best = simhash_similarity.value_or(-1.0);
     std::optional<std::uint64_t> best_sequence;
     int best_distance = 65;
@@ -137,25 +140,17 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     verdict.kind = VerdictKind::duplicate;
     ++counts_.duplicate;
   } else {
-    insert(summary, time, ref);
+    insert(summary.fingerprint, time, ref, &summary.sketch);
     last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }
   return verdict;
 }
 
-void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) {
-  const std::uint64_t sequence = window_.insert(fp, time, ref);
-  next_sequence_ = sequence + 1;
-  inserted_ = true;
-  if (sketches_) sketches_->insert(sequence, oldest_live(), nullptr);
-}
+void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) { insert(fp, time, ref, nullptr); }
 
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch) {
-  const std::uint64_t sequence = window_.insert(fp, time, ref);
-  next_sequence_ = sequence + 1;
-  inserted_ = true;
-  if (sketches_) sketches_->insert(sequence, oldest_live(), sketch.shingles ? &sketch : nullptr);
+  insert(fp, time, ref, &sketch);
 }
 
 EngineStats Engine::stats() const {

@@ -116,7 +116,9 @@ class Engine {
 
  private:
   std::uint64_t oldest_live() const;
-  void insert(const TextSummary& summary, EventTime time, RecordRef ref);
+  /// Keeps an entry in the window and, with the sketch stage on, its sketch
+  /// (nullptr, or one with no shingles: judged by SimHash alone, in no band).
+  void insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;

@@ -71,8 +71,7 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   first_head_bits_ = std::max(kMinHeadBits, full_head_bits_ - std::min(kGrowthSteps, tag_bits));
   head_bits_ = first_head_bits_;
   tag_shift_ = 64 - first_head_bits_ - tag_bits;  // >= 64 - 28 - 31: bit_ceil(2^30) / 4 = 2^28
-  heads_per_band_ = std::size_t{1} << head_bits_;
-  heads_ = Block(heads_per_band_ * bands * sizeof(std::uint32_t), true);
+  heads_ = Block(heads_per_band() * bands * sizeof(std::uint32_t), true);
 }
 
 SketchIndex::~SketchIndex() = default;
@@ -102,7 +101,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
   }
   has_word |= bit;
   std::memcpy(slot(at) + sketch_offset_, &sketch->sketch, sizeof(Sketch));
-  if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band_) {
+  if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band()) {
     // Splitting chains must follow every reference exactly: true while fewer
     // than 2^S sequences have passed since the first (no reference, empty or
     // stale, can alias a live entry yet). After that the tables keep their size.
@@ -118,7 +117,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
 }
 
 void SketchIndex::grow(std::uint64_t oldest_live) {
-  const std::size_t old_per_band = heads_per_band_;
+  const std::size_t old_per_band = heads_per_band();
   const std::size_t per_band = old_per_band * 2;
   const auto bands = static_cast<std::size_t>(bands_);
   Block grown;
@@ -181,8 +180,7 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
     }
   }
   heads_ = std::move(grown);
-  heads_per_band_ = per_band;
-  ++head_bits_;
+  ++head_bits_;  // heads_per_band() == per_band
 }
 
 std::optional<Sketch> SketchIndex::sketch(std::uint64_t sequence, std::uint64_t oldest_live) const {
@@ -208,9 +206,7 @@ void SketchIndex::prefetch_cells(const SketchResult& probe, std::uint64_t oldest
     const std::uint32_t stored = *head(b, key);
     const std::uint64_t sequence = decode(stored, next_sequence_, oldest_live);
     if (sequence == kNoEntry) continue;
-    const std::size_t at = slot_before(next_slot_, next_sequence_ - sequence);
-    __builtin_prefetch(cells(at) + b);
-    if ((stored >> offset_bits_) == tag(key)) __builtin_prefetch(slot(at) + slot_bytes_ - 1);
+    prefetch_slot(slot_before(next_slot_, next_sequence_ - sequence), b, (stored >> offset_bits_) == tag(key));
   }
 }
 
@@ -218,7 +214,7 @@ SketchIndexStats SketchIndex::stats() const {
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;
   s.bytes = slots_used_ * slot_bytes_ +
-            words_for_bits(slots_used_) * sizeof(std::uint64_t) + heads_per_band_ * bands * sizeof(std::uint32_t) +
+            words_for_bits(slots_used_) * sizeof(std::uint64_t) + heads_per_band() * bands * sizeof(std::uint32_t) +
             sizeof(*this);
   return s;
 }

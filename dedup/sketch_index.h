@@ -147,10 +147,11 @@ class SketchIndex {
     std::memcpy(&s, slot(at) + sketch_offset_, sizeof s);
     return s;
   }
+  std::size_t heads_per_band() const { return std::size_t{1} << head_bits_; }
   std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> (64 - head_bits_)); }
   /// The head of `key`'s bucket in `band`.
   std::uint32_t* head(std::size_t band, std::uint64_t key) const {
-    return heads_.as<std::uint32_t>() + band * heads_per_band_ + bucket(key);
+    return heads_.as<std::uint32_t>() + band * heads_per_band() + bucket(key);
   }
   std::uint32_t tag(std::uint64_t key) const { return static_cast<std::uint32_t>((key >> tag_shift_) & tag_mask_); }
   /// The reference to `sequence` stored in a head or cell, tagged with `key`.
@@ -163,6 +164,12 @@ class SketchIndex {
   std::uint64_t decode(std::uint32_t stored, std::uint64_t newer, std::uint64_t oldest_live) const {
     const std::uint64_t back = ((newer - base_) - stored) & offset_mask_;
     return back == 0 || back > newer - oldest_live ? kNoEntry : newer - back;
+  }
+  /// Starts loading slot `at` for a walk in `band`: its cell and, when the
+  /// entry's tag is the probe's (it will be verified), the rest of the slot.
+  void prefetch_slot(std::size_t at, std::size_t band, bool same_tag) const {
+    __builtin_prefetch(cells(at) + band);
+    if (same_tag) __builtin_prefetch(slot(at) + slot_bytes_ - 1);  // a slot may straddle two lines
   }
   /// Doubles the head tables, splitting every live chain by its next key bit.
   void grow(std::uint64_t oldest_live);
@@ -182,8 +189,7 @@ class SketchIndex {
   std::uint64_t offset_mask_ = 0;      // 2^S - 1
   std::uint64_t tag_mask_ = 0;         // 2^T - 1, T = 32 - S: the key bits kept above the offset
   int tag_shift_ = 0;                  // 64 - first_head_bits_ - T: the tag's lowest key bit
-  std::size_t heads_per_band_ = 0;
-  Block heads_;  // uint32 [band * heads_per_band_ + bucket]
+  Block heads_;  // uint32 [band * heads_per_band() + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
   std::size_t next_slot_ = 0;        // slot_of(next_sequence_)
   std::uint64_t base_ = 0;           // first sequence - 1: the first entry's offset is 1
@@ -215,8 +221,7 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
     if (sequence == kNoEntry) return;
     const std::size_t at = slot_before(newer_at, newer - sequence);
     const bool same_tag = (stored >> offset_bits_) == tags[band];
-    __builtin_prefetch(cells(at) + band);
-    if (same_tag) __builtin_prefetch(slot(at) + slot_bytes_ - 1);
+    prefetch_slot(at, band, same_tag);
     cursors[live++] = Cursor{sequence, at, band, same_tag};
   };
   for (int band = 0; band < bands_; ++band) {
