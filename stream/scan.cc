@@ -17,45 +17,67 @@ namespace {
 
 /// Ids of kept records, to name the original of a duplicate. The window evicts
 /// in insertion order and holds at most max_entries, so the newest max_entries
-/// kept ids always cover it. Line numbers and ids sit in two rings of at most
-/// `capacity` in kept order: a lookup is a binary search over contiguous 8-byte
-/// lines (its first steps always hit the same, cached elements), not over
-/// 40-byte deque entries behind an index.
+/// kept ids always cover it. Two rings of at most `capacity` in kept order hold
+/// each kept record's line number and where its id starts in one byte arena
+/// (offsets count every byte ever appended; an id ends where the next newer one
+/// starts). A lookup is a binary search over contiguous 8-byte lines (its first
+/// steps always hit the same, cached elements). 16 bytes per kept record plus
+/// its id's bytes (at most twice over, before dead ones are dropped), where a
+/// string per record took 40 bytes and a heap block for ids past 15 bytes.
 class KeptIds {
  public:
   explicit KeptIds(std::size_t capacity) : capacity_(capacity) {}
-  void add(std::uint64_t line, std::string id) {
+  void add(std::uint64_t line, std::string_view id) {
     if (capacity_ == 0) return;
+    const std::uint64_t start = base_ + bytes_.size();
     if (lines_.size() < capacity_) {
       if (lines_.size() == lines_.capacity()) {  // grow, but never past capacity
         const std::size_t want = std::min(capacity_, std::max<std::size_t>(1024, 2 * lines_.size()));
         lines_.reserve(want);
-        ids_.reserve(want);
+        starts_.reserve(want);
       }
       lines_.push_back(line);
-      ids_.push_back(std::move(id));
-      return;
+      starts_.push_back(start);
+    } else {
+      lines_[oldest_] = line;  // full: the newest replaces the oldest
+      starts_[oldest_] = start;
+      if (++oldest_ == capacity_) oldest_ = 0;
+      // The bytes before the oldest id still kept are dead; drop them once they
+      // are half the arena (each byte is moved O(1) times, amortized).
+      const auto dead = static_cast<std::size_t>(starts_[oldest_] - base_);
+      if (dead >= kMinDrop && 2 * dead >= bytes_.size()) {
+        bytes_.erase(0, dead);
+        base_ = starts_[oldest_];
+      }
     }
-    lines_[oldest_] = line;  // full: the newest replaces the oldest
-    ids_[oldest_] = std::move(id);
-    if (++oldest_ == capacity_) oldest_ = 0;
+    bytes_.append(id);
   }
-  /// The id of kept line `line`; nullptr when it had none (the line number is the id).
-  const std::string* find(std::uint64_t line) const {
+  /// The id of kept line `line`; empty when it had none (the line number is the id).
+  std::string_view find(std::uint64_t line) const {
     // In kept (increasing) order the ring is [oldest_, size) then [0, oldest_).
     const bool in_newer = oldest_ != 0 && line >= lines_[0];
     const auto split = lines_.begin() + static_cast<std::ptrdiff_t>(oldest_);
     const auto begin = in_newer ? lines_.begin() : split;
     const auto end = in_newer ? split : lines_.end();
     const auto it = std::lower_bound(begin, end, line);
-    return it != end && *it == line ? &ids_[static_cast<std::size_t>(it - lines_.begin())] : nullptr;
+    if (it == end || *it != line) return {};
+    const auto at = static_cast<std::size_t>(it - lines_.begin());
+    const std::size_t next = at + 1 == lines_.size() ? 0 : at + 1;  // the next newer id's slot, in ring order
+    const bool newest = next == oldest_;
+    const std::uint64_t stop = newest ? base_ + bytes_.size() : starts_[next];
+    return std::string_view(bytes_).substr(static_cast<std::size_t>(starts_[at] - base_),
+                                           static_cast<std::size_t>(stop - starts_[at]));
   }
 
  private:
+  static constexpr std::size_t kMinDrop = 64 * 1024;  // no memmove for a few dead bytes
+
   std::size_t capacity_;
-  std::vector<std::uint64_t> lines_;  // a ring once full
-  std::vector<std::string> ids_;      // ids_[i] belongs to lines_[i]
-  std::size_t oldest_ = 0;            // the ring's oldest slot (0 until full)
+  std::vector<std::uint64_t> lines_;   // a ring once full
+  std::vector<std::uint64_t> starts_;  // starts_[i]: where the id of lines_[i] starts (an arena offset)
+  std::string bytes_;                  // the ids, in kept order, from offset base_ on
+  std::uint64_t base_ = 0;             // the offset of bytes_[0]
+  std::size_t oldest_ = 0;             // the ring's oldest slot (0 until full)
 };
 
 void append_number(std::string& out, std::uint64_t value) {
@@ -79,8 +101,7 @@ class JsonlSink {
     if (verdict.kind == dedup::VerdictKind::duplicate) {
       buffer_.append(",\"of\":");
       const std::uint64_t of = verdict.match->of.value;
-      const std::string* original = kept.find(of);
-      append_id(of, original ? std::string_view(*original) : std::string_view());
+      append_id(of, kept.find(of));
       buffer_.append(",\"distance\":");
       append_number(buffer_, static_cast<std::uint64_t>(verdict.match->distance));
       if (verdict.similarity) {

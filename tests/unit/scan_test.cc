@@ -86,17 +86,17 @@ TEST(Scan, LongLinesBeyondTheReadBufferAreWhole) {
   EXPECT_NE(lines[1].find("duplicate"), std::string::npos);
 }
 
-TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
-  // A small window over many kept records: the ids of evicted records are
-  // overwritten (a ring of 50), and every duplicate still names the id of the
-  // record it matched, never a neighbour's, wherever the ring's seam is.
+// Scans `kept` unrelated records with ids id_of(i) through a window of 50,
+// every `every`-th followed by a repeat of a record 1 to 49 back (`every`
+// prime to the ring's 50, so the ring's seam falls anywhere), and expects
+// every duplicate to name exactly the id of the record it matched, never a
+// neighbour's or a piece of one.
+template <class IdOf>
+void expect_duplicates_name_their_originals(int kept, int every, IdOf id_of) {
   config::Config config = jsonl();
   config.dedup.window.max_entries = 50;
   std::string input;
-  const int kept = 12000;
-  // Every 977th record is repeated (977 is prime to the ring's 50, so the
-  // seam falls anywhere), from 1 to 45 records back.
-  auto back = [](int i) { return 1 + i / 977 * 4; };
+  auto back = [every](int i) { return 1 + i / every * 7 % 49; };
   auto text_of = [](int i) {  // 8 pseudo-random 6-letter words: unrelated texts
     std::uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(i + 1);
     std::string text;
@@ -111,8 +111,8 @@ TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
   };
   int repeats = 0;
   for (int i = 0; i < kept; ++i) {
-    input += "{\"id\":\"r" + std::to_string(i) + "\",\"text\":\"" + text_of(i) + "\"}\n";
-    if (i % 977 == 976) {
+    input += "{\"id\":\"" + id_of(i) + "\",\"text\":\"" + text_of(i) + "\"}\n";
+    if (i % every == every - 1) {
       ++repeats;
       input += "{\"id\":\"dup" + std::to_string(i) + "\",\"text\":\"" + text_of(i - back(i)) + "\"}\n";
     }
@@ -126,8 +126,25 @@ TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
     const auto dup = line.find("\"id\":\"dup");
     ASSERT_NE(dup, std::string::npos) << line;
     const int i = std::stoi(line.substr(dup + 9));  // after "id":"dup
-    EXPECT_NE(line.find("\"of\":\"r" + std::to_string(i - back(i)) + "\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"of\":\"" + id_of(i - back(i)) + "\",\"distance\""), std::string::npos) << line;
   }
+}
+
+TEST(Scan, DuplicateNamesItsOriginalsIdAfterManyOlderIdsLeftTheWindow) {
+  // The ids of evicted records are overwritten (a ring of 50).
+  expect_duplicates_name_their_originals(12000, 977, [](int i) { return std::to_string(i) + "r"; });
+}
+
+TEST(Scan, DuplicateNamesItsOriginalsIdWhenIdsAreLongAndTheirBytesAreDropped) {
+  // Ids of 1 to ~400 bytes (most past a string's 15 inline bytes): the bytes
+  // of evicted ids are dropped from the front of the id store every few
+  // hundred records (~600 KB of ids through 50 slots), and 30 lookups of
+  // every age, many across such a drop, still find whole, right ids.
+  expect_duplicates_name_their_originals(3000, 97, [](int i) {
+    std::string id = std::to_string(i);
+    id.append(static_cast<std::size_t>(i * 7919 % 400), static_cast<char>('a' + i % 26));
+    return id;
+  });
 }
 
 TEST(JsonOut, EscapesControlCharactersAndReplacesInvalidUtf8) {
