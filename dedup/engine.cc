@@ -64,18 +64,15 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   const TextSummary& summary = analysis.summary;
   verdict.fingerprint = summary.fingerprint;
   verdict.features = summary.features;
-  if (summary.features == 0) {
-    verdict.kind = VerdictKind::invalid;
-    verdict.error = analysis.text_bytes == 0 ? "empty text"
-                                             : "no words or characters to compare (only punctuation or spaces)";
-    ++counts_.invalid;
-    return verdict;
-  }
   // Replacement characters are tolerated in real text; a text that is mostly
-  // undecodable bytes is binary data, and comparing it would be noise.
-  if (summary.invalid_bytes * 4 > analysis.text_bytes) {
+  // undecodable bytes is binary data, and comparing it would be noise (said
+  // first: such a text often has no features left either).
+  const bool binary = summary.invalid_bytes * 4 > analysis.text_bytes;
+  if (binary || summary.features == 0) {
     verdict.kind = VerdictKind::invalid;
-    verdict.error = "not text: mostly invalid UTF-8";
+    if (binary) verdict.error = "not text: mostly invalid UTF-8";
+    else if (analysis.text_bytes == 0) verdict.error = "empty text";
+    else verdict.error = "no words or characters to compare (only punctuation or spaces)";
     ++counts_.invalid;
     return verdict;
   }

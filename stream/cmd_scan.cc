@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/config.h"
+#include "config/values.h"
 #include "stream/cli.h"
 #include "stream/json_out.h"
 #include "stream/pipeline.h"
@@ -21,13 +22,16 @@ constexpr const char* kHelp = R"(usage: neardup scan [--config FILE] [--format j
 Finds near-duplicates in a file (or stdin, '-' or no FILE), in order: each
 record is compared with the earlier records still in the window.
 
-  --config FILE      YAML configuration (dedup and window sections apply);
-                     defaults work well without one
+  --config FILE      YAML configuration: the dedup, window and input sections
+                     apply (input.format aside: use --format); defaults work
+                     well without one
   --format F         jsonl (default): one JSON object per line;
                      lines: each line is a text, its id is the line number
   --text-field F     field holding the text (JSON pointer like /body, or a
-                     plain name like body); repeat to join several (default text)
-  --id-field F       field holding the id (default id; absent -> line number)
+                     top-level field name like body); repeat to join several
+                     (default: input.text_fields, /text)
+  --id-field F       field holding the id (default: input.id_field, /id;
+                     absent in a record -> its line number)
 
 Output: one JSON object per input line, in input order:
   {"id":1,"verdict":"unique","fingerprint":"3f2a..."}
@@ -35,16 +39,36 @@ Output: one JSON object per input line, in input order:
   {"id":3,"verdict":"invalid","error":"malformed JSON: ..."}
 "distance" is the SimHash distance in bits; "similarity" (when the MinHash
 sketch decided) the estimated shingle Jaccard. A bad line never stops the
-scan; the exit status is 0 unless the input cannot be read (1) or the options
-are wrong (2).
+scan. Exit status: 0; 1 when the input, the configuration or the output
+fails (cannot be read, is invalid, cannot be written: the message says
+which); 2 for wrong command-line options.
 
 example:
   neardup scan --text-field /title --text-field /body news.jsonl
   printf 'The cat sat.\nthe cat sat!\n' | neardup scan --format lines
 )";
 
-std::string as_pointer(const std::string& field) {
-  return field.empty() || field[0] == '/' ? field : "/" + field;
+// A JSON pointer as given, or a top-level field name made into one (its '~'
+// and '/' escaped as ~0 and ~1). Throws a usage error for anything else.
+std::string as_pointer(const std::string& option, const std::string& field) {
+  std::string pointer;
+  if (!field.empty() && field[0] == '/') {
+    pointer = field;
+  } else if (!field.empty()) {
+    pointer.push_back('/');
+    for (const char c : field) {
+      if (c == '~') pointer.append("~0");
+      else if (c == '/') pointer.append("~1");
+      else pointer.push_back(c);
+    }
+  }
+  if (config::is_json_pointer(pointer)) return pointer;
+  std::string message = "--";
+  message.append(option);
+  message.append(": expected a JSON pointer like /body (~0 for '~', ~1 for '/') or a field name like body, got '");
+  message.append(field);
+  message.push_back('\'');
+  throw cli::UsageError(message);
 }
 
 int run_scan(std::span<const std::string> raw_args) {
@@ -63,9 +87,9 @@ int run_scan(std::span<const std::string> raw_args) {
   }
   if (args.has("text-field")) {
     config.input.text_fields.clear();
-    for (const auto& field : args.all("text-field")) config.input.text_fields.push_back(as_pointer(field));
+    for (const auto& field : args.all("text-field")) config.input.text_fields.push_back(as_pointer("text-field", field));
   }
-  if (auto id = args.get("id-field")) config.input.id_field = as_pointer(*id);
+  if (auto id = args.get("id-field")) config.input.id_field = as_pointer("id-field", *id);
 
   const std::string path = args.positionals().empty() ? "-" : args.positionals()[0];
   FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
@@ -75,6 +99,11 @@ int run_scan(std::span<const std::string> raw_args) {
   }
   ScanStats stats = scan_stream(config, in, stdout);
   if (in != stdin) std::fclose(in);
+  if (stats.write_error) {
+    std::fprintf(stderr, "neardup scan: cannot write the verdicts (stopped after %llu records): %s\n",
+                 static_cast<unsigned long long>(stats.records), stats.write_error_text.c_str());
+    return 1;
+  }
   if (stats.read_error) {
     std::fprintf(stderr, "neardup scan: error reading %s: %s\n", path.c_str(), stats.read_error_text.c_str());
     return 1;

@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "config/values.h"
+
 namespace neardup::stream {
 
 namespace {
@@ -42,8 +44,9 @@ bool append_scalar(simdjson::dom::element element, std::string& out) {
 }
 
 void check_pointer(const std::string& pointer, const char* key) {
-  if (!pointer.empty() && pointer[0] != '/') {
-    throw config::ConfigError(std::string(key) + ": expected a JSON pointer like /text, got '" + pointer + "'");
+  if (!config::is_json_pointer(pointer)) {
+    throw config::ConfigError(std::string(key) + ": expected a JSON pointer like /text (~0 for '~', ~1 for '/'), got '" +
+                              pointer + "'");
   }
 }
 
@@ -57,7 +60,7 @@ struct Decoder::Impl {
 
 Decoder::Decoder(const config::InputOptions& options) : impl_(std::make_unique<Impl>()) {
   for (const auto& field : options.text_fields) check_pointer(field, "input.text_fields");
-  check_pointer(options.id_field, "input.id_field");
+  if (!options.id_field.empty()) check_pointer(options.id_field, "input.id_field");  // empty: ids are line numbers
   impl_->options = options;
 }
 
@@ -88,6 +91,11 @@ Decoded Decoder::decode(std::string_view raw) {
     out.error = "malformed JSON: expected an object";
     return out;
   }
+  // The id first: a record whose text is missing or unusable is still named by its own id.
+  if (!options.id_field.empty()) {
+    simdjson::dom::element id;
+    if (!root.at_pointer(options.id_field).get(id) && !id.is_null()) out.id = simdjson::minify(id);
+  }
   std::string& text = impl_->text;
   text.clear();
   bool found = false;
@@ -105,10 +113,6 @@ Decoded Decoder::decode(std::string_view raw) {
     out.error = options.text_fields.size() == 1 ? "missing text field " + options.text_fields[0]
                                                 : "none of the text fields is present";
     return out;
-  }
-  if (!options.id_field.empty()) {
-    simdjson::dom::element id;
-    if (!root.at_pointer(options.id_field).get(id) && !id.is_null()) out.id = simdjson::minify(id);
   }
   out.ok = true;
   out.text = text;

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + static_cast<long>(words), args.end());
   try {
     for (const auto& arg : rest) {
+      if (arg == "--") break;  // what follows is operands (a file named -h)
       if (arg == "--help" || arg == "-h") {
         std::cout << chosen->help;
         return 0;

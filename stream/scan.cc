@@ -127,11 +127,16 @@ class JsonlSink {
     if (buffer_.size() >= kFlushAt) flush();
   }
 
+  /// Writes what is buffered. After the first failed write nothing more is
+  /// written (verdicts after a gap would look complete); error() tells.
   void flush() {
-    if (!buffer_.empty()) std::fwrite(buffer_.data(), 1, buffer_.size(), out_);
+    if (error_ == 0 && !buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size())
+      error_ = errno != 0 ? errno : EIO;
     buffer_.clear();
-    std::fflush(out_);
+    if (error_ == 0 && std::fflush(out_) != 0) error_ = errno != 0 ? errno : EIO;
   }
+  /// The errno of the first failed write, or 0.
+  int error() const { return error_; }
 
  private:
   static constexpr std::size_t kFlushAt = 1 << 16;
@@ -144,6 +149,7 @@ class JsonlSink {
   }
   std::FILE* out_;
   std::string buffer_;
+  int error_ = 0;
 };
 
 /// Splits a FILE* into lines with one growing buffer (no per-line allocation).
@@ -243,8 +249,13 @@ ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* ou
       case dedup::VerdictKind::invalid: ++stats.invalid; break;
     }
     sink.write(number, record.id, verdict, error, kept);
+    if (sink.error() != 0) break;  // the output is gone: reading on would judge records nobody sees
   }
   sink.flush();
+  if (sink.error() != 0) {
+    stats.write_error = true;
+    stats.write_error_text = std::strerror(sink.error());
+  }
   if (reader.error()) {
     stats.read_error = true;
     stats.read_error_text = std::strerror(reader.error_number());

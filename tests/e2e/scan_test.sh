@@ -26,8 +26,10 @@ for number, (raw, line) in enumerate(zip(fixture, out), start=1):
     if record is None or "text" not in record:
         if verdict["verdict"] != "invalid" or not verdict.get("error"):
             failures.append(f"line {number}: expected invalid with an error, got {line}")
-        if verdict["id"] != number:
-            failures.append(f"line {number}: an invalid line without id is named by its number, got {line}")
+        # Named by its own id when it is a JSON object with one, else by its line number.
+        expected_id = record["id"] if isinstance(record, dict) and record.get("id") is not None else number
+        if verdict["id"] != expected_id:
+            failures.append(f"line {number}: an invalid line is named by its id or its number, got {line}")
         continue
     if verdict["id"] != record["id"]:
         failures.append(f"line {number}: id {verdict['id']!r} != {record['id']!r}")
@@ -55,5 +57,21 @@ grep -q "/nonexistent/input.jsonl" "$out" || { echo "error does not name the fil
 set +e
 "$neardup" scan --format xml - </dev/null >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "bad --format should exit 2"; exit 1; }
+"$neardup" scan --text-field '/a~2b' - </dev/null >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "a --text-field that is no JSON pointer should exit 2"; exit 1; }
+
+# Output that cannot be written: exit 1 and a message, not a silent success.
+"$neardup" scan "$fixture" >/dev/full 2>"$out"
+[ $? -eq 1 ] || { echo "a scan whose output fails should exit 1"; exit 1; }
 set -e
+grep -q "cannot write" "$out" || { echo "no message for the failed output"; cat "$out"; exit 1; }
+
+# A plain field name is a top-level key, '/' and '~' included; after '--' a
+# file may be called -h.
+dir=$(mktemp -d); trap 'rm -f "$out"; rm -rf "$dir"' EXIT
+printf '{"a/b":"the storm closed the northern highway","m~n":"first"}\n' >"$dir/-h"
+printf '{"a/b":"the storm closed the northern highway!","m~n":"second"}\n' >>"$dir/-h"
+binary=$(realpath "$neardup")
+(cd "$dir" && "$binary" scan --text-field a/b --id-field m~n -- -h) >"$out"
+grep -q '"id":"second","verdict":"duplicate","of":"first"' "$out" || { echo "field names or -- mishandled"; cat "$out"; exit 1; }
 echo ok

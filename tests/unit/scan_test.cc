@@ -71,7 +71,32 @@ TEST(Scan, LinesFormatUsesLineNumbersAndSurvivesBinaryGarbage) {
   const auto lines = scan(input);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[1].find("\"verdict\":\"invalid\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("mostly invalid UTF-8"), std::string::npos) << "says why: " << lines[1];
   EXPECT_NE(lines[2].find("\"of\":1"), std::string::npos) << lines[2];
+}
+
+TEST(Scan, ARecordWithoutUsableTextKeepsItsOwnId) {
+  // Named by its line number instead, the second record would share the first one's id.
+  const auto lines = scan("{\"id\":2,\"text\":\"alpha beta gamma delta\"}\n{\"id\":\"b\"}\n{\"id\":\"c\",\"text\":[1]}\n", jsonl());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("{\"id\":\"b\",\"verdict\":\"invalid\""), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("{\"id\":\"c\",\"verdict\":\"invalid\""), std::string::npos) << lines[2];
+}
+
+TEST(Scan, AFailedWriteStopsTheScanAndSaysSo) {
+  std::string input;
+  for (int i = 0; i < 20000; ++i) input += "record number " + std::to_string(i) + " of a long input\n";
+  std::FILE* in = fmemopen(input.data(), input.size(), "r");
+  std::FILE* out = std::fopen("/dev/full", "w");  // every write fails: no space left on device
+  ASSERT_NE(out, nullptr);
+  config::Config config;
+  config.input.format = config::InputFormat::text;
+  const ScanStats stats = scan_stream(config, in, out);
+  std::fclose(in);
+  std::fclose(out);
+  EXPECT_TRUE(stats.write_error);
+  EXPECT_FALSE(stats.write_error_text.empty());
+  EXPECT_LT(stats.records, 20000u) << "reading on after the output failed";
 }
 
 TEST(Scan, LastLineWithoutNewlineIsARecord) {
