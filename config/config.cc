@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,13 +19,14 @@
 #include <utility>
 
 #include "config/values.h"
+#include "dedup/window.h"
 
 namespace neardup::config {
 
 namespace {
 
 constexpr std::uint64_t kMaxInputBytes = 64ULL << 20;
-constexpr std::int64_t kMaxWindowEntries = 1LL << 31;
+constexpr std::int64_t kMaxWindowEntries = 1LL << 30;  // dedup::Window's limit
 constexpr std::int64_t kMaxWindowMs = 365LL * 24 * 3'600'000;  // a year
 constexpr std::size_t kMaxConfigFileBytes = 4U << 20;
 
@@ -172,19 +174,6 @@ Key pointer_list_key(std::string path, Get get) {
   return key;
 }
 
-bool is_broker_list(const std::string& text) {
-  std::size_t start = 0;
-  while (true) {
-    auto comma = text.find(',', start);
-    auto item = std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!is_host_port(item, 1, /*allow_scheme=*/true)) return false;
-    if (comma == std::string::npos) return true;
-    start = comma + 1;
-  }
-}
-
 // The schema. Order matters: it is the order of `config check` output.
 const std::vector<Key>& keys() {
   static const std::vector<Key> kKeys = [] {
@@ -195,7 +184,7 @@ const std::vector<Key>& keys() {
       brokers.nullable = true;
       brokers.expected = "a broker list like \"host:9092,host2:9092\" (absent, ~ or \"\" = the embedded broker)";
       brokers.set = [](Config& config, const std::optional<std::string>& text) {
-        if (!text || text->empty()) {
+        if (!text || text->empty() || *text == "~") {  // "~" too: NEARDUP_KAFKA_BROKERS='~' is not YAML
           config.kafka.brokers.reset();
           return true;
         }
@@ -292,9 +281,9 @@ const std::vector<Key>& keys() {
         return true;
       };
       threshold.show = [](const Config& config) -> std::optional<std::string> {
-        std::ostringstream out;
-        out << config.dedup.sketch.threshold;
-        return out.str();
+        char text[32];  // the shortest form that reads back as the same double
+        const auto end = std::to_chars(text, text + sizeof text, config.dedup.sketch.threshold).ptr;
+        return std::string(text, end);
       };
       k.push_back(std::move(threshold));
     }
@@ -366,10 +355,11 @@ bool is_section(const std::string& path) {
 
 // ---- errors -----------------------------------------------------------------
 
-// A value quoted for an error message: control characters escaped, long ones cut.
-std::string quoted(std::string_view value) {
+// A key or value as an error message shows it: control characters escaped,
+// long ones cut after 80 bytes.
+std::string printable(std::string_view value) {
   constexpr std::size_t kMax = 80;
-  std::string out = "'";
+  std::string out;
   for (std::size_t i = 0; i < value.size() && i < kMax; ++i) {
     auto c = static_cast<unsigned char>(value[i]);
     if (c < 0x20 || c == 0x7f) {
@@ -380,8 +370,11 @@ std::string quoted(std::string_view value) {
     }
   }
   if (value.size() > kMax) out += "...";
-  return out + "'";
+  return out;
 }
+
+// A value quoted for an error message (printable(), in quotes).
+std::string quoted(std::string_view value) { return "'" + printable(value) + "'"; }
 
 [[noreturn]] void fail_expected(const std::string& where, const std::string& expected, const std::string& got) {
   throw ConfigError(where + ": expected " + expected + ", got " + got);
@@ -417,9 +410,18 @@ void check_cross(const Config& config, const Locator& locator) {
                       std::to_string(index.blocks) + ")",
                   quoted(std::to_string(index.max_distance)));
   }
+  // The window's own limits (its tables are sized up front), said here with
+  // the key to blame rather than when a command starts.
+  try {
+    dedup::validate(index, config.dedup.window);
+  } catch (const std::invalid_argument& e) {
+    const std::string path = blame({"dedup.blocks", "window.max_entries", "dedup.max_distance"});
+    throw ConfigError(locator.where(path) + ": " + e.what());
+  }
   const auto& sketch = config.dedup.sketch;
   if (sketch.enabled && sketch.bands * sketch.band_bins > 128 / sketch.bits) {
-    const std::string path = blame({"dedup.sketch.band_bins", "dedup.sketch.bands", "dedup.sketch.bits"});
+    const std::string path =
+        blame({"dedup.sketch.band_bins", "dedup.sketch.bands", "dedup.sketch.bits", "dedup.sketch.enabled"});
     fail_expected(locator.where(path),
                   "dedup.sketch.bands * dedup.sketch.band_bins <= " + std::to_string(128 / sketch.bits) +
                       " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
@@ -512,9 +514,12 @@ class YamlReader final : public Locator {
       const std::string& name = key_node.Scalar();
       const std::string path = prefix.empty() ? name : prefix + "." + name;
       if (auto [first, fresh] = seen.emplace(name, key_at); !fresh) {
-        throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " + first->second + ")");
+        throw ConfigError(key_at + ": " + printable(path) + ": duplicate key (first set at " + first->second + ")");
       }
       if (const Key* key = find_key(path)) {
+        // The same key in dotted and nested form ("dedup.k" and "dedup: {k}") is a duplicate too.
+        if (auto first = set_at_.find(path); first != set_at_.end())
+          throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " + first->second + ")");
         set_at_[path] = value_at(value, key_node);
         read_value(*key, key_node, value);
       } else if (is_section(path)) {
@@ -526,7 +531,7 @@ class YamlReader final : public Locator {
         read_map(value, path);
       } else {
         auto valid = children(prefix);
-        std::string message = key_at + ": " + path + ": unknown key";
+        std::string message = key_at + ": " + printable(path) + ": unknown key";
         if (auto suggestion = nearest(name, valid)) {
           message += " (did you mean '" + *suggestion + "'?)";
         } else {

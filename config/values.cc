@@ -149,6 +149,19 @@ bool is_json_pointer(std::string_view pointer) {
   return true;
 }
 
+bool is_broker_list(std::string_view text) {
+  std::size_t start = 0;
+  while (true) {
+    auto comma = text.find(',', start);
+    auto item = text.substr(start, comma == std::string_view::npos ? std::string::npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!is_host_port(item, 1, /*allow_scheme=*/true)) return false;
+    if (comma == std::string_view::npos) return true;
+    start = comma + 1;
+  }
+}
+
 bool is_host_port(std::string_view address, int min_port, bool allow_scheme) {
   if (allow_scheme) {
     if (auto scheme = address.find("://"); scheme != std::string_view::npos) {

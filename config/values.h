@@ -43,6 +43,10 @@ bool is_topic_name(std::string_view name);
 /// The empty pointer (the whole document) is rejected: it never names a text field.
 bool is_json_pointer(std::string_view pointer);
 
+/// A bootstrap list: is_host_port() items (schemes allowed) separated by
+/// commas, spaces around an item ignored: "kafka-1:9092, kafka-2:9092".
+bool is_broker_list(std::string_view text);
+
 /// "host:port" or "[v6]:port"; port in [min_port, 65535]; host of
 /// [A-Za-z0-9.-_] (or hex/':' inside brackets). With `allow_scheme`, a leading
 /// "name://" is accepted (librdkafka's "SASL_SSL://host:9093").

@@ -32,14 +32,15 @@ struct Entry {
 
 bool no_filter(const void*, const Match&) { return true; }
 
-// Validates what must hold before any table is allocated.
-const WindowOptions& checked(const IndexOptions& index, const WindowOptions& window) {
+}  // namespace
+
+void validate(const IndexOptions& index, const WindowOptions& window) {
   if (window.max_entries > kMaxEntries) {
     throw std::invalid_argument("window max_entries must be at most 2^30 (" + std::to_string(kMaxEntries) +
                                 "), got " + std::to_string(window.max_entries));
   }
   const int blocks = index.blocks == 0 ? PigeonholeLayout::default_blocks(index.max_distance) : index.blocks;
-  if (!PigeonholeLayout::supported(blocks, index.max_distance)) return window;  // the layout explains it
+  if (!PigeonholeLayout::supported(blocks, index.max_distance)) return;  // the layout explains it
   // Bucket headers are allocated up front: refuse layouts whose headers alone are absurd.
   const PigeonholeLayout layout(blocks, index.max_distance, window.max_entries);
   // Bucket slots are allocated up front (at their smallest, for an empty window):
@@ -55,6 +56,12 @@ const WindowOptions& checked(const IndexOptions& index, const WindowOptions& win
                                 " tables; for " + std::to_string(window.max_entries) +
                                 " entries their bucket slots alone exceed 4 GiB (see `neardup plan`)");
   }
+}
+
+namespace {
+
+const WindowOptions& checked(const IndexOptions& index, const WindowOptions& window) {
+  validate(index, window);
   return window;
 }
 

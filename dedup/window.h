@@ -24,6 +24,12 @@ struct WindowStats {
   int blocks = 0;                   ///< pigeonhole blocks in use (the default resolved)
 };
 
+/// Throws std::invalid_argument, with a reason, when a Window cannot be built
+/// with these options: max_entries > 2^30, or a layout whose bucket slots
+/// alone would exceed 4 GiB at this max_entries. An unsupported (blocks,
+/// max_distance) pair is left to the Window's constructor. Allocates no table.
+void validate(const IndexOptions& index, const WindowOptions& window);
+
 /// Not thread-safe: one Window per pipeline thread.
 ///
 /// Entries are evicted in insertion order (FIFO): when an insert finds the window

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "config/config.h"
+#include "config/values.h"
 #include "stream/cli.h"
 #include "stream/service.h"
 
@@ -37,7 +38,8 @@ int run_run(std::span<const std::string> raw) {
   config::Config cfg = args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
   config::apply_env_overrides(cfg);
   if (auto brokers = args.get("brokers")) {
-    if (brokers->empty()) throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...]");
+    if (!config::is_broker_list(*brokers))
+      throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" + *brokers + "'");
     cfg.kafka.brokers = *brokers;
   }
   configure_logging(cfg.log);
