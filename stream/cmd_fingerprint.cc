@@ -26,9 +26,10 @@ example:
 constexpr const char* kCompareHelp = R"(usage: neardup compare [--config FILE] A B
 
 Judges B against a window holding only A, exactly as `scan` and `run` would
-with the same configuration, and prints both fingerprints, their SimHash
+with the same dedup settings, and prints both fingerprints, their SimHash
 distance (bits of 64), the MinHash sketch's estimated shingle Jaccard (when
-the sketch stage is on) and the verdict.
+the sketch stage is on) and the verdict. A and B are texts, not records: the
+input section (fields, input.max_bytes) does not apply.
 
 example:
   neardup compare "Markets rally as rates fall" "Markets rally as rates fall!!"
