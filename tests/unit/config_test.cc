@@ -290,11 +290,34 @@ TEST(ConfigErrors, OtherValidators) {
   EXPECT_TRUE(starts_with(error_of("input: {max_bytes: 0}"), "t.yaml:1:20: input.max_bytes"));
   EXPECT_TRUE(starts_with(error_of("dedup: {normalize: maybe}"), "t.yaml:1:20: dedup.normalize: expected true or"));
   EXPECT_TRUE(starts_with(error_of("dedup: {cjk_ngram: 5}"), "t.yaml:1:20: dedup.cjk_ngram"));
-  EXPECT_TRUE(starts_with(error_of("window: {max_entries: 2147483649}"), "t.yaml:1:23: window.max_entries"));
+  EXPECT_TRUE(starts_with(error_of("window: {max_entries: 1073741825}"), "t.yaml:1:23: window.max_entries"));
   EXPECT_TRUE(starts_with(error_of("window: {duration: 0s}"), "t.yaml:1:20: window.duration"));
   EXPECT_TRUE(starts_with(error_of("metrics: {listen: 'localhost'}"), "t.yaml:1:19: metrics.listen"));
   EXPECT_EQ(error_of("metrics: {listen: ''}"), "");
-  EXPECT_EQ(error_of("window: {max_entries: 2147483648}"), "");
+  EXPECT_EQ(error_of("window: {max_entries: 1073741824}"), "");  // 2^30: the window's own limit
+}
+
+TEST(ConfigErrors, LayoutsTheWindowCannotBuildAreRefusedWithTheKey) {
+  // 560 tables for 10M entries: refused by `config check`, not when a command starts.
+  const std::string error = error_of("dedup:\n  blocks: 16\n");
+  EXPECT_TRUE(starts_with(error, "t.yaml:2:11: dedup.blocks: index layout blocks 16 with max_distance 3")) << error;
+  // The same layout over a small window is fine.
+  EXPECT_EQ(error_of("dedup: {blocks: 16}\nwindow: {max_entries: 1000}\n"), "");
+}
+
+TEST(ConfigErrors, AKeySetInDottedAndNestedFormIsADuplicate) {
+  EXPECT_EQ(error_of("dedup.max_distance: 2\ndedup:\n  max_distance: 5\n"),
+            "t.yaml:3:3: dedup.max_distance: duplicate key (first set at t.yaml:1:21)");
+  EXPECT_EQ(error_of("dedup: {sketch.bits: 4, sketch: {bits: 8}}"),
+            "t.yaml:1:34: dedup.sketch.bits: duplicate key (first set at t.yaml:1:22)");
+}
+
+TEST(ConfigErrors, UnknownKeysAreEscapedAndCut) {
+  std::string error = error_of("\"ac\\x1btion\": tag\n");
+  EXPECT_EQ(error.find('\x1b'), std::string::npos) << error;
+  EXPECT_NE(error.find("ac\\x1btion: unknown key"), std::string::npos) << error;
+  error = error_of(std::string(1000, 'k') + ": 1\n");
+  EXPECT_LT(error.size(), 400u);
 }
 
 TEST(ConfigErrors, ErrorValuesAreEscapedAndCut) {
@@ -409,7 +432,7 @@ TEST(ConfigEnv, ErrorsNameTheVariableAndLeaveTheConfigUntouched) {
   EXPECT_EQ(env_error(config, {{"NEARDUP_DEDUP_MAX_DISTANCE", "9"}}),
             "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..8, got '9'");
   EXPECT_EQ(env_error(config, {{"NEARDUP_WINDOW_MAX_ENTRIES", "0"}}),
-            "environment NEARDUP_WINDOW_MAX_ENTRIES: expected an integer in 1..2147483648, got '0'");
+            "environment NEARDUP_WINDOW_MAX_ENTRIES: expected an integer in 1..1073741824, got '0'");
   EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_BROKERS", "nohost"}}).rfind("environment NEARDUP_KAFKA_BROKERS: expected", 0),
             0u);
   EXPECT_EQ(env_error(config, {{"NEARDUP_METRICS_LISTEN", "9464"}}).rfind("environment NEARDUP_METRICS_LISTEN: expected", 0),
@@ -427,9 +450,18 @@ TEST(ConfigEnv, CrossCheckBlamesTheVariable) {
 }
 
 TEST(ConfigEnv, EmptyBrokersMeansEmbedded) {
-  Config config = parse_config("kafka: {brokers: 'h:1'}", "t.yaml");
-  apply_env_overrides(config, env({{"NEARDUP_KAFKA_BROKERS", ""}}));
-  EXPECT_FALSE(config.kafka.brokers.has_value());
+  for (const char* embedded : {"", "~"}) {  // both, as the error message for a bad value says
+    Config config = parse_config("kafka: {brokers: 'h:1'}", "t.yaml");
+    apply_env_overrides(config, env({{"NEARDUP_KAFKA_BROKERS", embedded}}));
+    EXPECT_FALSE(config.kafka.brokers.has_value()) << "'" << embedded << "'";
+  }
+}
+
+TEST(ConfigEnv, ACrossCheckTheVariableTriggeredNamesIt) {
+  // The file is valid while the sketch is off; the variable turns it on.
+  Config config = parse_config("dedup: {sketch: {enabled: false, bits: 8, bands: 8}}", "t.yaml");
+  const std::string error = env_error(config, {{"NEARDUP_DEDUP_SKETCH_ENABLED", "true"}});
+  EXPECT_TRUE(starts_with(error, "environment NEARDUP_DEDUP_SKETCH_ENABLED: expected dedup.sketch.bands")) << error;
 }
 
 // ---- round trip and files.
@@ -446,6 +478,12 @@ TEST(ConfigRoundTrip, DumpParsesBackToTheSameConfig) {
     EXPECT_EQ(again.dedup.window.duration, config.dedup.window.duration);
     EXPECT_EQ(again.dedup.text.idf_file, config.dedup.text.idf_file);
   }
+}
+
+TEST(ConfigRoundTrip, ThresholdKeepsEveryDigit) {
+  // Printed with 6 significant digits, 0.123456789 read back as 0.123457.
+  const Config config = parse_config("dedup: {sketch: {threshold: 0.123456789}}", "t.yaml");
+  EXPECT_EQ(parse_config(to_yaml(config), "dump.yaml").dedup.sketch.threshold, config.dedup.sketch.threshold);
 }
 
 TEST(ConfigRoundTrip, DumpNamesEveryKey) {
@@ -490,7 +528,7 @@ TEST(ConfigFiles, LoadNamesTheFile) {
     load_config(path);
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), path + ":2:16: window.max_entries: expected an integer in 1..2147483648, got 'lots'");
+    EXPECT_EQ(std::string(e.what()), path + ":2:16: window.max_entries: expected an integer in 1..1073741824, got 'lots'");
   }
   try {
     load_config((dir / "missing.yaml").string());
