@@ -49,10 +49,16 @@ bool stop_signalled() { return g_stop_signal != 0; }
 // ------------------------------------------------------------------ stats
 
 void LatencyHistogram::observe_ms(std::int64_t ms) {
-  std::size_t bucket = ms < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(ms), kBuckets - 1);
-  ++counts[bucket];
+  ms = std::max<std::int64_t>(ms, 0);
+  if (ms < static_cast<std::int64_t>(kBuckets)) {
+    ++counts[static_cast<std::size_t>(ms)];
+  } else {
+    const std::int64_t seconds = (ms + 999) / 1000;  // (s - 1, s]
+    if (seconds <= static_cast<std::int64_t>(kSlowSeconds)) ++slow[static_cast<std::size_t>(seconds - 61)];
+    else ++beyond;
+  }
   ++total;
-  sum_ms += static_cast<double>(ms < 0 ? 0 : ms);
+  sum_ms += static_cast<double>(ms);
 }
 
 std::int64_t LatencyHistogram::quantile_ms(double q) const {
@@ -63,7 +69,11 @@ std::int64_t LatencyHistogram::quantile_ms(double q) const {
     seen += counts[i];
     if (seen >= rank) return static_cast<std::int64_t>(i);
   }
-  return static_cast<std::int64_t>(kBuckets - 1);
+  for (std::size_t i = 0; i < slow.size(); ++i) {
+    seen += slow[i];
+    if (seen >= rank) return static_cast<std::int64_t>(i + 61) * 1000;
+  }
+  return static_cast<std::int64_t>(kSlowSeconds) * 1000;
 }
 
 std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group) {
@@ -322,6 +332,9 @@ struct Service::Impl {
   std::string rebalance_fatal;                 // an error while finishing a batch inside a revoke
   std::exception_ptr rebalance_exception;      // any other exception there (std::bad_alloc)
   bool abandoning = false;                     // after a fatal error: a revoke only lets go
+  // How long a revoke waits for the output of the partitions it takes away: a
+  // rebalance can afford it; the shutdown's revoke comes after its own flush.
+  std::chrono::milliseconds revoke_drain{60'000};
 
   ~Impl() {
     // The consumer's close serves a last revoke, which must find every member
@@ -489,7 +502,18 @@ struct Service::Impl {
         src.assigned = true;
         src.pending.clear();
         src.next_commit = src.done_next = -1;
+        src.position = -1;
       }
+      // Where each partition resumes, for the lag until its first message
+      // arrives (else the lag would count the partition from its start).
+      rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(&parts);
+      if (rd_kafka_committed(consumer->handle(), committed, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < committed->cnt; ++i) {
+          const auto& e = committed->elems[i];
+          if (e.err == RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0) sources[intern(e.topic, e.partition)].position = e.offset;
+        }
+      }
+      rd_kafka_topic_partition_list_destroy(committed);
       stats.assigned = true;
       log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
       if (abandoning) return;
@@ -519,12 +543,17 @@ struct Service::Impl {
     } catch (...) {
       if (!rebalance_exception) rebalance_exception = std::current_exception();
     }
-    if (!drain(std::chrono::seconds(60))) {
-      log(config::LogLevel::error, "revoke: output records still unacknowledged after 60 s; their offsets stay uncommitted");
+    const bool drained = drain(revoke_drain);
+    if (!drained) {
+      log(config::LogLevel::error, "revoke: " + std::to_string(producer->in_flight()) +
+                                       " output record(s) still unacknowledged after " +
+                                       std::to_string(revoke_drain.count()) + " ms; their offsets stay uncommitted");
     }
+    bool committed = true;
     try {
       commit(true, &parts);
     } catch (const KafkaError& e) {
+      committed = false;
       log(config::LogLevel::warn, std::string("revoke: ") + e.what());
     }
     for (int i = 0; i < parts.cnt; ++i) {
@@ -533,7 +562,8 @@ struct Service::Impl {
       src.pending.clear();
     }
     stats.assigned = std::any_of(sources.begin(), sources.end(), [](const Source& s) { return s.assigned; });
-    log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s), progress committed");
+    log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s)" +
+                                    (drained && committed ? ", progress committed" : ", progress committed in part"));
   }
 
   // ---------------------------------------------------------------- per message
@@ -662,6 +692,8 @@ struct Service::Impl {
     const std::uint64_t spent = outcome->spent_ns;
     stats.processing_ns += spent;
     stats.processing_seconds.observe(static_cast<double>(spent) * 1e-9);
+    if (verdict.kind != dedup::VerdictKind::invalid)  // an invalid text is never looked up
+      stats.candidates_per_probe.observe(static_cast<double>(verdict.candidates));
 
     const Source* of = nullptr;
     if (verdict.kind == dedup::VerdictKind::duplicate && verdict.match) {
@@ -985,6 +1017,9 @@ struct Service::Impl {
                                         " output record(s) unacknowledged at shutdown; their input offsets are not "
                                         "committed and will be read again");
       }
+      // Leaving the group revokes the partitions; the flush above had the
+      // shutdown's time, so that revoke only commits what is acknowledged by now.
+      revoke_drain = std::chrono::milliseconds(500);
       consumer->close();
       publish();
       return 0;
@@ -1030,16 +1065,24 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.window_bytes = s.engine.window.bytes;
   m.window_evictions = s.engine.window.evictions;
   m.processing_seconds = s.processing_seconds;
+  m.candidates_per_probe = s.candidates_per_probe;
   auto& e2e = m.end_to_end_latency_seconds;
-  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms) {
-    std::uint64_t n = s.end_to_end.counts[ms];
-    if (n == 0) continue;
-    double seconds = static_cast<double>(ms) / 1000.0;
-    auto bucket = static_cast<std::size_t>(std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), seconds) - e2e.bounds.begin());
+  // Each stored bucket goes whole into the first metric bucket at or above its
+  // upper end (exact while the metric's bounds are whole ms, or whole seconds above 60 s).
+  auto add = [&e2e](double upper_seconds, std::uint64_t n) {
+    if (n == 0) return;
+    const auto bucket = static_cast<std::size_t>(std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), upper_seconds) -
+                                                 e2e.bounds.begin());
     e2e.counts[bucket] += n;
     e2e.count += n;
-    e2e.sum += seconds * static_cast<double>(n);
+  };
+  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms) add(static_cast<double>(ms) / 1000.0, s.end_to_end.counts[ms]);
+  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i) add(static_cast<double>(i + 61), s.end_to_end.slow[i]);
+  if (s.end_to_end.beyond != 0) {  // past every bound: +Inf
+    e2e.counts.back() += s.end_to_end.beyond;
+    e2e.count += s.end_to_end.beyond;
   }
+  e2e.sum += s.end_to_end.sum_ms / 1000.0;
   m.consumer_lag = s.consumer_lag;
   m.produce_errors = s.produce_errors;
   m.dead_letters = s.dead_letters;

@@ -67,14 +67,18 @@ constexpr std::int64_t ref_offset(dedup::RecordRef ref) {
 }
 
 // ------------------------------------------------------------------ stats
-/// Millisecond-resolution latency distribution, 0..60 s (the last bucket holds the rest).
+/// Latency distribution: milliseconds up to 60 s, whole seconds up to an
+/// hour, then one count (a replay of old data lands there). sum_ms is exact.
 struct LatencyHistogram {
-  static constexpr std::size_t kBuckets = 60'001;
+  static constexpr std::size_t kBuckets = 60'001;   ///< counts[ms], 0..60000 ms
+  static constexpr std::size_t kSlowSeconds = 3600;  ///< slow[s - 61]: (s - 1, s] seconds, s = 61..3600
   std::vector<std::uint64_t> counts = std::vector<std::uint64_t>(kBuckets, 0);
+  std::vector<std::uint64_t> slow = std::vector<std::uint64_t>(kSlowSeconds - 60, 0);
+  std::uint64_t beyond = 0;  ///< over kSlowSeconds
   std::uint64_t total = 0;
   double sum_ms = 0;
   void observe_ms(std::int64_t ms);
-  /// The q-quantile in ms (0 when empty). O(buckets).
+  /// The q-quantile in ms (0 when empty), to the second above 60 s; beyond an hour, an hour. O(buckets).
   std::int64_t quantile_ms(double q) const;
 };
 
@@ -99,6 +103,7 @@ struct ServiceSnapshot {
   LatencyHistogram end_to_end;     ///< message timestamp -> output acknowledged
   std::uint64_t processing_ns = 0; ///< time inside decode + analysis (worker) + decision, summed
   metrics::Histogram processing_seconds = metrics::ServiceStats::with_buckets(0).processing_seconds;
+  metrics::Histogram candidates_per_probe = metrics::ServiceStats::with_buckets(0).candidates_per_probe;
   dedup::EngineStats engine;
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;
 };

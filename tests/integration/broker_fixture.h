@@ -69,6 +69,8 @@ struct Running {
   std::thread thread;
   std::atomic<std::uint64_t> consumed{0}, committed{0}, written{0}, replayed{0}, followed{0}, corrupt{0};
   std::atomic<bool> ready{false}, assigned{false};
+  std::atomic<std::int64_t> lag{0};             // summed over the partitions in lag_partitions
+  std::atomic<std::size_t> lag_partitions{0};  // partitions with a lag figure
   std::atomic<int> status{-1};
   ServiceSnapshot last;
   int stop() {
@@ -192,6 +194,10 @@ class BrokerTest : public ::testing::Test {
       r->corrupt.store(s.changelog_corrupt);
       r->ready.store(s.window_ready);
       r->assigned.store(s.assigned);
+      std::int64_t lag = 0;
+      for (const auto& [partition, value] : s.consumer_lag) lag += value;
+      r->lag.store(lag);
+      r->lag_partitions.store(s.consumer_lag.size());
     };
     running->service = std::make_unique<Service>(std::move(options));
     running->thread = std::thread([r] { r->status.store(r->service->run()); });

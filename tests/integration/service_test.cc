@@ -146,6 +146,45 @@ TEST_F(ServiceTest, CommitsOffsetsAndARestartContinuesWithoutLossOrRepeat) {
   for (const auto& t : second) EXPECT_TRUE(values.count(t));
 }
 
+// After a restart with nothing new to read, the lag is what is left to read:
+// nothing. (It counted each partition from its start until a message arrived.)
+TEST_F(ServiceTest, LagAfterARestartCountsFromTheCommittedOffsets) {
+  produce(distinct_texts(200, 7));
+  {
+    auto running = start(config::Action::drop);
+    ASSERT_TRUE(eventually([&] { return running->committed.load() >= 200; }));
+    ASSERT_EQ(running->stop(), 0);
+  }
+  auto running = start(config::Action::drop);
+  ASSERT_TRUE(eventually([&] { return running->lag_partitions.load() == static_cast<std::size_t>(kPartitions); }));
+  EXPECT_TRUE(eventually([&] { return running->lag.load() == 0; }, std::chrono::seconds(10)))
+      << "lag " << running->lag.load() << " with nothing left to read";
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.consumed, 0u);
+}
+
+// A stop while outputs stay unacknowledged (the output topic has no leader, so
+// they wait for one far longer than the test): the flush gives up after its 8 s,
+// the revoke that leaving the group triggers does not wait again (it waited
+// 60 s), and the service exits 0 with those offsets uncommitted. 10 s is the
+// promise; the bound here leaves room for a slow machine.
+TEST_F(ServiceTest, StopWithOutputsUnacknowledgedEndsWithinTheShutdownBudget) {
+  auto texts = distinct_texts(400, 8);
+  produce({texts.begin(), texts.begin() + 200});
+  auto running = start(config::Action::tag);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 200; }));
+  for (int p = 0; p < kPartitions; ++p)
+    ASSERT_EQ(rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, -1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  produce({texts.begin() + 200, texts.end()});
+  ASSERT_TRUE(eventually([&] { return running->consumed.load() >= 250; }));
+  const auto asked = Clock::now();
+  const int status = running->stop();
+  const auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - asked);
+  EXPECT_EQ(status, 0);
+  EXPECT_LT(took.count(), 30) << "the stop took " << took.count() << " s";
+  EXPECT_LT(running->last.committed, 400u) << "offsets of unacknowledged outputs were committed";
+}
+
 TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   auto texts = distinct_texts(600, 3);
   auto running = start(config::Action::tag);
