@@ -77,6 +77,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     return verdict;
   }
 
+  const std::uint64_t examined_before = window_.candidates();
   if (!sketches_ || summary.sketch.shingles == 0) {
     verdict.match = window_.probe(summary.fingerprint, time, ref);
   } else {
@@ -132,6 +133,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     }
     verdict.similarity = simhash_similarity;
   }
+  verdict.candidates = window_.candidates() - examined_before;
 
   if (verdict.match) {
     verdict.kind = VerdictKind::duplicate;

@@ -37,6 +37,7 @@ struct Verdict {
   std::optional<double> similarity;  ///< duplicates judged by the sketch: the estimated Jaccard
   std::string_view error;      ///< set for invalid: a static reason
   std::uint32_t features = 0;
+  std::uint64_t candidates = 0;  ///< window index cells examined by this decision's probe
 };
 
 /// What a decision needs to know about one text: the pure, window-independent

@@ -293,6 +293,8 @@ WindowStats Window::stats() const {
 
 std::size_t Window::size() const { return impl_->live(); }
 
+std::uint64_t Window::candidates() const { return impl_->counters.candidates; }
+
 int Window::max_distance() const { return impl_->k; }
 
 }  // namespace neardup::dedup

@@ -96,6 +96,8 @@ class Window {
   WindowStats stats() const;
   /// Live entries (stats().entries without gathering the rest). O(1).
   std::size_t size() const;
+  /// Index cells examined by all probes so far (stats().candidates, likewise). O(1).
+  std::uint64_t candidates() const;
   int max_distance() const;
 
  private:

@@ -36,7 +36,7 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
   std::vector<double> distance;
   for (int d = 0; d <= max_distance; ++d) distance.push_back(d);
   s.match_distance = Histogram(std::move(distance));
-  s.candidates_per_probe = Histogram({0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
+  s.candidates_per_probe = Histogram({0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
   s.processing_seconds = Histogram({1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
                                     1e-3, 2.5e-3, 1e-2, 0.1, 1});
   s.end_to_end_latency_seconds = Histogram({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,

@@ -148,6 +148,7 @@ series_agree() {
   [ "$(query 'sum(neardup_match_distance_count{job="neardup"})' | cut -d' ' -f2)" = "$n_duplicate" ] &&
   [ "$(query 'sum(neardup_match_distance_bucket{job="neardup",le="0"})' | cut -d' ' -f2)" = "$n_duplicate" ] &&
   [ "$(query 'sum(neardup_window_entries{job="neardup"})' | cut -d' ' -f2)" = "$n_unique" ] &&
+  [ "$(query 'sum(neardup_candidates_per_probe_count{job="neardup"})' | cut -d' ' -f2)" = "$((n_unique + n_duplicate))" ] &&
   [ "$(query 'sum(neardup_ready{job="neardup"})' | cut -d' ' -f2)" = 1 ] &&
   [ "$(query 'count(neardup_build_info{job="neardup",version!=""})' | cut -d' ' -f2)" = 1 ]
 }
@@ -156,14 +157,15 @@ until series_agree; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     for q in 'sum(neardup_dead_letters_total{job="neardup"})' 'sum(neardup_match_distance_count{job="neardup"})' \
              'sum(neardup_match_distance_bucket{job="neardup",le="0"})' 'sum(neardup_window_entries{job="neardup"})' \
+             'sum(neardup_candidates_per_probe_count{job="neardup"})' \
              'sum(neardup_ready{job="neardup"})' 'count(neardup_build_info{job="neardup",version!=""})'; do
       echo "  $q = $(query "$q")"
     done
-    die "series disagree with the feed (expected dead letters $n_invalid, duplicates $n_duplicate, window entries $n_unique)"
+    die "series disagree with the feed (expected dead letters $n_invalid, duplicates $n_duplicate, window entries $n_unique, lookups $((n_unique + n_duplicate)))"
   fi
   sleep 0.5
 done
-echo "ok    Prometheus: dead letters, match distance, window entries, ready and build_info agree with the feed"
+echo "ok    Prometheus: dead letters, match distance, window entries, lookups, ready and build_info agree with the feed"
 
 # --- clean shutdown: SIGTERM -> exit 0, endpoint gone.
 kill -TERM "$neardup_pid"

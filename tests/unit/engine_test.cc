@@ -32,6 +32,19 @@ constexpr std::string_view kPost = "Just finished my first marathon in under fou
 constexpr std::string_view kOtherPost =
     "Training for my first marathon, four hours of running this weekend and my legs are gone";
 
+TEST(Engine, AVerdictCountsTheIndexCellsItsProbeExamined) {
+  for (const DedupOptions& options : {defaults(), classic()}) {
+    Feed feed(options);
+    EXPECT_EQ(feed(kPost).candidates, 0u) << "an empty window has nothing to examine";
+    const Verdict copy = feed(kPost);
+    ASSERT_EQ(copy.kind, VerdictKind::duplicate);
+    EXPECT_GE(copy.candidates, 1u) << "the copy's own entry was examined";
+    const std::uint64_t before = feed.engine.stats().window.candidates;
+    const Verdict other = feed(kOtherPost);
+    EXPECT_EQ(other.candidates, feed.engine.stats().window.candidates - before);
+  }
+}
+
 TEST(Engine, ShortPostWithOneChangedWordIsADuplicate) {
   Feed feed(defaults());
   ASSERT_EQ(feed(kPost).kind, VerdictKind::unique);
