@@ -452,6 +452,17 @@ void check_cross(const Config& config, const Locator& locator) {
     fail_expected(locator.where(blamed), "input topics other than " + std::string(path) + " (it would loop)",
                   quoted(*topic));
   }
+  // The changelog is read back as window records: a topic that also carries
+  // messages would mix the two (and its readers would skip the messages as corrupt).
+  if (!kafka.changelog_topic.empty()) {
+    for (const auto& [path, topic] : outputs) {
+      if (std::string_view(path) == "kafka.changelog_topic" || *topic != kafka.changelog_topic) continue;
+      const std::string blamed = blame({"kafka.changelog_topic", path});
+      const std::string other = blamed == path ? "kafka.changelog_topic" : path;
+      fail_expected(locator.where(blamed), "a topic other than " + other + " (the window changelog has a topic of its own)",
+                    quoted(*topic));
+    }
+  }
 }
 
 // ---- YAML -------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "metrics/log.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -183,6 +185,9 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
     std::lock_guard lock(s.mutex);
     std::FILE* sink = s.sink.load();
     if (sink == nullptr) sink = stderr;
+    // On a terminal the progress line (metrics/progress.h) may stand on the
+    // last line: clear it, so the log line starts clean; it is redrawn later.
+    if (::isatty(::fileno(sink)) == 1) std::fputs("\r\x1b[K", sink);
     std::fwrite(line.data(), 1, line.size(), sink);
     std::fflush(sink);
   } catch (...) {

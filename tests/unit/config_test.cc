@@ -305,6 +305,15 @@ TEST(ConfigErrors, LayoutsTheWindowCannotBuildAreRefusedWithTheKey) {
   EXPECT_EQ(error_of("dedup: {blocks: 16}\nwindow: {max_entries: 1000}\n"), "");
 }
 
+TEST(ConfigErrors, TheChangelogHasATopicOfItsOwn) {
+  // Its readers would skip the output's messages as corrupt window records, and the output would carry window records.
+  EXPECT_EQ(error_of("kafka:\n  changelog_topic: output\n"),
+            "t.yaml:2:20: kafka.changelog_topic: expected a topic other than kafka.output_topic (the window "
+            "changelog has a topic of its own), got 'output'");
+  EXPECT_TRUE(starts_with(error_of("kafka: {dead_letter_topic: neardup-window}"), "t.yaml:1:28: kafka.dead_letter_topic"));
+  EXPECT_EQ(error_of("kafka: {changelog_topic: '', output_topic: out}"), "");
+}
+
 TEST(ConfigErrors, AKeySetInDottedAndNestedFormIsADuplicate) {
   EXPECT_EQ(error_of("dedup.max_distance: 2\ndedup:\n  max_distance: 5\n"),
             "t.yaml:3:3: dedup.max_distance: duplicate key (first set at t.yaml:1:21)");
