@@ -26,7 +26,7 @@ namespace neardup::config {
 namespace {
 
 constexpr std::uint64_t kMaxInputBytes = 64ULL << 20;
-constexpr std::int64_t kMaxWindowEntries = 1LL << 30;  // dedup::Window's limit
+constexpr auto kMaxWindowEntries = static_cast<std::int64_t>(dedup::kMaxWindowEntries);
 constexpr std::int64_t kMaxWindowMs = 365LL * 24 * 3'600'000;  // a year
 constexpr std::size_t kMaxConfigFileBytes = 4U << 20;
 
@@ -529,7 +529,7 @@ class YamlReader final : public Locator {
       }
       if (const Key* key = find_key(path)) {
         // The same key in dotted and nested form ("dedup.k" and "dedup: {k}") is a duplicate too.
-        if (auto first = set_at_.find(path); first != set_at_.end())
+        if (auto [first, fresh] = keys_at_.emplace(path, key_at); !fresh)
           throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " + first->second + ")");
         set_at_[path] = value_at(value, key_node);
         read_value(*key, key_node, value);
@@ -595,11 +595,11 @@ class YamlReader final : public Locator {
           }
           const std::string name = name_node.Scalar();
           if (!property.IsScalar()) {
-            fail_expected(value_at(property, name_node) + ": " + key.path + "." + name,
+            fail_expected(value_at(property, name_node) + ": " + key.path + "." + printable(name),
                           "a scalar property value (passed to librdkafka as text)", kind_of(property));
           }
           if (!properties.emplace(name, property.Scalar()).second) {
-            throw ConfigError(name_at + ": " + key.path + "." + name + ": duplicate key");
+            throw ConfigError(name_at + ": " + key.path + "." + printable(name) + ": duplicate key");
           }
         }
         key.map(config_) = std::move(properties);
@@ -616,7 +616,8 @@ class YamlReader final : public Locator {
 
   std::string origin_;
   Config& config_;
-  std::map<std::string, std::string> set_at_;  // path -> "file:L:C"
+  std::map<std::string, std::string> set_at_;  // path -> "file:L:C" of its value
+  std::map<std::string, std::string> keys_at_;  // path -> "file:L:C" of its key (duplicates)
 };
 
 class EnvLocator final : public Locator {

@@ -15,7 +15,6 @@ namespace neardup::dedup {
 
 namespace {
 
-constexpr std::size_t kMaxEntries = std::size_t{1} << 30;
 // Every bucket is swept for expired cells at least once per 2^30 inserts, so no
 // cell outlives its entry by more than ~2^30 + max_entries <= 2^31 sequence
 // numbers and the 32-bit comparison in CellTables::pop_expired never aliases.
@@ -35,8 +34,8 @@ bool no_filter(const void*, const Match&) { return true; }
 }  // namespace
 
 void validate(const IndexOptions& index, const WindowOptions& window) {
-  if (window.max_entries > kMaxEntries) {
-    throw std::invalid_argument("window max_entries must be at most 2^30 (" + std::to_string(kMaxEntries) +
+  if (window.max_entries > kMaxWindowEntries) {
+    throw std::invalid_argument("window max_entries must be at most 2^30 (" + std::to_string(kMaxWindowEntries) +
                                 "), got " + std::to_string(window.max_entries));
   }
   const int blocks = index.blocks == 0 ? PigeonholeLayout::default_blocks(index.max_distance) : index.blocks;

@@ -24,6 +24,9 @@ struct WindowStats {
   int blocks = 0;                   ///< pigeonhole blocks in use (the default resolved)
 };
 
+/// The most entries a Window holds (WindowOptions::max_entries).
+inline constexpr std::size_t kMaxWindowEntries = std::size_t{1} << 30;
+
 /// Throws std::invalid_argument, with a reason, when a Window cannot be built
 /// with these options: max_entries > 2^30, or a layout whose bucket slots
 /// alone would exceed 4 GiB at this max_entries. An unsupported (blocks,

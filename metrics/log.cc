@@ -17,6 +17,7 @@ struct LogState {
   std::atomic<int> level{static_cast<int>(LogLevel::info)};
   std::atomic<int> format{static_cast<int>(LogFormat::text)};
   std::atomic<std::FILE*> sink{nullptr};  // nullptr: stderr
+  int sink_is_terminal = -1;              // of the sink in use; -1: not asked yet (under `mutex`)
 };
 
 LogState& state() {
@@ -168,6 +169,7 @@ void configure_logging(LogFormat format, LogLevel level, std::FILE* sink) {
   s.format.store(static_cast<int>(format));
   s.level.store(static_cast<int>(level));
   s.sink.store(sink);
+  s.sink_is_terminal = -1;
 }
 
 bool log_enabled(LogLevel level) {
@@ -187,7 +189,8 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
     if (sink == nullptr) sink = stderr;
     // On a terminal the progress line (metrics/progress.h) may stand on the
     // last line: clear it, so the log line starts clean; it is redrawn later.
-    if (::isatty(::fileno(sink)) == 1) std::fputs("\r\x1b[K", sink);
+    if (s.sink_is_terminal < 0) s.sink_is_terminal = ::isatty(::fileno(sink)) == 1 ? 1 : 0;
+    if (s.sink_is_terminal == 1) std::fputs("\r\x1b[K", sink);
     std::fwrite(line.data(), 1, line.size(), sink);
     std::fflush(sink);
   } catch (...) {

@@ -100,8 +100,10 @@ int run_scan(std::span<const std::string> raw_args) {
   ScanStats stats = scan_stream(config, in, stdout);
   if (in != stdin) std::fclose(in);
   if (stats.write_error) {
-    std::fprintf(stderr, "neardup scan: cannot write the verdicts (stopped after %llu records): %s\n",
-                 static_cast<unsigned long long>(stats.records), stats.write_error_text.c_str());
+    std::fprintf(stderr,
+                 "neardup scan: cannot write the verdicts: %s (stopped after judging %llu records; the output "
+                 "may end before them, mid-line)\n",
+                 stats.write_error_text.c_str(), static_cast<unsigned long long>(stats.records));
     return 1;
   }
   if (stats.read_error) {

@@ -461,7 +461,8 @@ struct Service::Impl {
     }
   }
 
-  void commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr) {
+  /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the offsets).
+  bool commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr) {
     kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
     for (auto& src : sources) {
       if (!src.assigned) continue;
@@ -472,7 +473,7 @@ struct Service::Impl {
         src.next_commit = src.done_next;
       }
     }
-    if (list->cnt == 0) return;
+    if (list->cnt == 0) return true;
     rd_kafka_resp_err_t err = consumer->commit(*list, !sync);
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
       log(config::LogLevel::warn, std::string("offset commit failed (will retry with later offsets): ") +
@@ -483,7 +484,9 @@ struct Service::Impl {
           if (src.partition == list->elems[i].partition && src.topic == list->elems[i].topic) src.next_commit = -1;
         }
       }
+      return false;
     }
+    return true;
   }
 
   /// Waits until every produced record is acknowledged (or `limit` passes).
@@ -504,19 +507,22 @@ struct Service::Impl {
         src.next_commit = src.done_next = -1;
         src.position = -1;
       }
+      stats.assigned = true;
+      log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
+      if (abandoning) return;
       // Where each partition resumes, for the lag until its first message
       // arrives (else the lag would count the partition from its start).
-      rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(&parts);
-      if (rd_kafka_committed(consumer->handle(), committed, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      kafka::PartitionListPtr committed(rd_kafka_topic_partition_list_copy(&parts));
+      const rd_kafka_resp_err_t err = rd_kafka_committed(consumer->handle(), committed.get(), 2000);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < committed->cnt; ++i) {
           const auto& e = committed->elems[i];
           if (e.err == RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0) sources[intern(e.topic, e.partition)].position = e.offset;
         }
+      } else {
+        log(config::LogLevel::debug, std::string("committed offsets unknown (the lag counts from the partitions' "
+                                                 "start until their first message): ") + rd_kafka_err2str(err));
       }
-      rd_kafka_topic_partition_list_destroy(committed);
-      stats.assigned = true;
-      log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
-      if (abandoning) return;
       try {  // nothing may unwind through librdkafka's frames: raised after the poll
         read_changelog_to_end();
       } catch (const KafkaError& e) {
@@ -549,11 +555,10 @@ struct Service::Impl {
                                        " output record(s) still unacknowledged after " +
                                        std::to_string(revoke_drain.count()) + " ms; their offsets stay uncommitted");
     }
-    bool committed = true;
+    bool committed = false;
     try {
-      commit(true, &parts);
+      committed = commit(true, &parts);
     } catch (const KafkaError& e) {
-      committed = false;
       log(config::LogLevel::warn, std::string("revoke: ") + e.what());
     }
     for (int i = 0; i < parts.cnt; ++i) {
@@ -563,7 +568,10 @@ struct Service::Impl {
     }
     stats.assigned = std::any_of(sources.begin(), sources.end(), [](const Source& s) { return s.assigned; });
     log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s)" +
-                                    (drained && committed ? ", progress committed" : ", progress committed in part"));
+                                    (!committed ? "; the commit failed, so their messages since the last commit "
+                                                  "will be read again"
+                                     : drained ? ", progress committed"
+                                               : ", progress committed up to the first unacknowledged output"));
   }
 
   // ---------------------------------------------------------------- per message
@@ -937,7 +945,8 @@ struct Service::Impl {
       if (rd_kafka_get_watermark_offsets(consumer->handle(), src.topic.c_str(), src.partition, &lo, &hi) ==
               RD_KAFKA_RESP_ERR_NO_ERROR &&
           hi >= 0) {
-        std::int64_t pos = src.position >= 0 ? src.position : (src.next_commit >= 0 ? src.next_commit : lo);
+        // A committed offset below the log start (trimmed by retention) resumes at the start.
+        std::int64_t pos = std::max(lo, src.position >= 0 ? src.position : (src.next_commit >= 0 ? src.next_commit : lo));
         stats.consumer_lag[{src.topic, src.partition}] = std::max<std::int64_t>(0, hi - pos);
       }
     }

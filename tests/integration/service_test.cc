@@ -167,7 +167,7 @@ TEST_F(ServiceTest, LagAfterARestartCountsFromTheCommittedOffsets) {
 // they wait for one far longer than the test): the flush gives up after its 8 s,
 // the revoke that leaving the group triggers does not wait again (it waited
 // 60 s), and the service exits 0 with those offsets uncommitted. 10 s is the
-// promise; the bound here leaves room for a slow machine.
+// promise; the bound here leaves room for a slow machine (it took 68 s).
 TEST_F(ServiceTest, StopWithOutputsUnacknowledgedEndsWithinTheShutdownBudget) {
   auto texts = distinct_texts(400, 8);
   produce({texts.begin(), texts.begin() + 200});
@@ -181,8 +181,10 @@ TEST_F(ServiceTest, StopWithOutputsUnacknowledgedEndsWithinTheShutdownBudget) {
   const int status = running->stop();
   const auto took = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - asked);
   EXPECT_EQ(status, 0);
-  EXPECT_LT(took.count(), 30) << "the stop took " << took.count() << " s";
-  EXPECT_LT(running->last.committed, 400u) << "offsets of unacknowledged outputs were committed";
+  EXPECT_LT(took.count(), 20) << "the stop took " << took.count() << " s";
+  std::int64_t committed = 0;  // as the group coordinator has it
+  for (const auto& [partition, offset] : committed_offsets()) committed += std::max<std::int64_t>(offset, 0);
+  EXPECT_EQ(committed, 200) << "offsets of unacknowledged outputs were committed";
 }
 
 TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {

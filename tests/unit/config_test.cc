@@ -316,9 +316,9 @@ TEST(ConfigErrors, TheChangelogHasATopicOfItsOwn) {
 
 TEST(ConfigErrors, AKeySetInDottedAndNestedFormIsADuplicate) {
   EXPECT_EQ(error_of("dedup.max_distance: 2\ndedup:\n  max_distance: 5\n"),
-            "t.yaml:3:3: dedup.max_distance: duplicate key (first set at t.yaml:1:21)");
+            "t.yaml:3:3: dedup.max_distance: duplicate key (first set at t.yaml:1:1)");
   EXPECT_EQ(error_of("dedup: {sketch.bits: 4, sketch: {bits: 8}}"),
-            "t.yaml:1:34: dedup.sketch.bits: duplicate key (first set at t.yaml:1:22)");
+            "t.yaml:1:34: dedup.sketch.bits: duplicate key (first set at t.yaml:1:9)");
 }
 
 TEST(ConfigErrors, UnknownKeysAreEscapedAndCut) {

@@ -6,11 +6,13 @@
 namespace neardup::stream {
 namespace {
 
-// Bucket i of a metrics::Histogram holds bounds[i-1] < value <= bounds[i]; the last one is +Inf.
+// The count in the bucket with upper bound `upper` (bucket i of a
+// metrics::Histogram holds bounds[i-1] < value <= bounds[i]; counts.back() is +Inf).
 std::uint64_t in_bucket(const metrics::Histogram& h, double upper) {
   for (std::size_t i = 0; i < h.bounds.size(); ++i)
     if (h.bounds[i] == upper) return h.counts[i];
-  return h.counts.back();  // upper past every bound: +Inf
+  ADD_FAILURE() << "no bucket with upper bound " << upper;
+  return 0;
 }
 
 TEST(ServiceStats, EndToEndLatencyKeepsValuesAboveAMinute) {
@@ -46,13 +48,15 @@ TEST(ServiceStats, LatencyAtTheBucketEdgesFallsInTheRightBucket) {
 
 TEST(ServiceStats, CandidatesPerProbeReachTheMetric) {
   ServiceSnapshot snapshot;
-  for (double n : {0.0, 3.0, 3.0, 3000.0}) snapshot.candidates_per_probe.observe(n);
+  for (double n : {0.0, 3.0, 3.0, 2000.0, 3000.0, 5000.0}) snapshot.candidates_per_probe.observe(n);
   const auto& c = to_metrics(snapshot, 3).candidates_per_probe;
-  EXPECT_EQ(c.count, 4u);
-  EXPECT_DOUBLE_EQ(c.sum, 3006.0);
+  EXPECT_EQ(c.count, 6u);
+  EXPECT_DOUBLE_EQ(c.sum, 10006.0);
   EXPECT_EQ(in_bucket(c, 0), 1u);
   EXPECT_EQ(in_bucket(c, 4), 2u);
+  EXPECT_EQ(in_bucket(c, 2048), 1u);
   EXPECT_EQ(in_bucket(c, 4096), 1u);
+  EXPECT_EQ(c.counts.back(), 1u);
 }
 
 }  // namespace
