@@ -18,6 +18,7 @@ struct LogState {
   std::atomic<int> format{static_cast<int>(LogFormat::text)};
   std::atomic<std::FILE*> sink{nullptr};  // nullptr: stderr
   int sink_is_terminal = -1;              // of the sink in use; -1: not asked yet (under `mutex`)
+  std::FILE* progress_on = nullptr;       // the stream whose current line the progress line holds (under `mutex`)
 };
 
 LogState& state() {
@@ -189,13 +190,35 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
     if (sink == nullptr) sink = stderr;
     // On a terminal the progress line (metrics/progress.h) may stand on the
     // last line: clear it, so the log line starts clean; it is redrawn later.
-    if (s.sink_is_terminal < 0) s.sink_is_terminal = ::isatty(::fileno(sink)) == 1 ? 1 : 0;
-    if (s.sink_is_terminal == 1) std::fputs("\r\x1b[K", sink);
+    if (s.progress_on == sink) {  // the log line must not run on after the progress line
+      if (s.sink_is_terminal < 0) s.sink_is_terminal = ::isatty(::fileno(sink)) == 1 ? 1 : 0;
+      std::fputs(s.sink_is_terminal == 1 ? "\r\x1b[K" : "\n", sink);  // redrawn at its next update
+      s.progress_on = nullptr;
+    }
     std::fwrite(line.data(), 1, line.size(), sink);
     std::fflush(sink);
   } catch (...) {
     // Logging must never take the service down (e.g. bad_alloc); the line is lost.
   }
+}
+
+void write_progress_line(std::FILE* out, std::string_view text) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  std::fputc('\r', out);
+  std::fwrite(text.data(), 1, text.size(), out);
+  std::fputs("\x1b[K", out);
+  std::fflush(out);
+  s.progress_on = out;
+}
+
+void end_progress_line(std::FILE* out) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.progress_on != out) return;
+  std::fputc('\n', out);
+  std::fflush(out);
+  s.progress_on = nullptr;
 }
 
 }  // namespace neardup::metrics

@@ -42,8 +42,16 @@ struct LogField {
 void configure_logging(LogFormat format, LogLevel level, std::FILE* sink = stderr);
 /// True if a line at `level` would be written (skip building expensive fields otherwise).
 bool log_enabled(LogLevel level);
-/// Writes one line if `level` is enabled. Never throws.
+/// Writes one line if `level` is enabled. Never throws. If the progress line
+/// stands on the sink's current line, it is cleared first (on a terminal) or
+/// ended with a newline (elsewhere), so the log line starts on a line of its own.
 void log(LogLevel level, std::string_view message, std::initializer_list<LogField> fields = {});
+
+/// For the progress line (metrics/progress.h), under the same lock as log():
+/// writes `text` in place ("\r...\x1b[K") on `out` and remembers that it stands there.
+void write_progress_line(std::FILE* out, std::string_view text);
+/// Ends a progress line that still stands on `out`'s current line (a newline); else nothing.
+void end_progress_line(std::FILE* out);
 
 /// The line log() would write (without the trailing newline). Pure.
 std::string format_log_line(LogFormat format, LogLevel level, std::chrono::system_clock::time_point time,

@@ -1,5 +1,7 @@
 #include "metrics/progress.h"
 
+#include "metrics/log.h"
+
 #include <unistd.h>
 
 #include <array>
@@ -52,8 +54,7 @@ bool ProgressLine::update(const ServiceStats& stats, std::chrono::steady_clock::
   if (now - previous_time_ < interval_) return false;
   const double seconds = std::chrono::duration<double>(now - previous_time_).count();
   const std::string line = format_progress(*previous_, stats, seconds);
-  std::fprintf(out_, "\r%s\x1b[K", line.c_str());
-  std::fflush(out_);
+  write_progress_line(out_, line);  // under the log's lock: a log line never cuts into it
   printed_ = true;
   previous_ = stats;
   previous_time_ = now;
@@ -62,8 +63,7 @@ bool ProgressLine::update(const ServiceStats& stats, std::chrono::steady_clock::
 
 void ProgressLine::finish() {
   if (!printed_) return;
-  std::fputc('\n', out_);
-  std::fflush(out_);
+  end_progress_line(out_);  // nothing when a log line has ended it already
   printed_ = false;
 }
 

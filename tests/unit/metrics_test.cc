@@ -373,5 +373,28 @@ TEST(Progress, PrintsAtMostOncePerIntervalAndOnlyWhenEnabled) {
   EXPECT_EQ(written, "\r5 msg/s | dup 0.0% | lag 0 | window 0 entries, 0.0 MiB\x1b[K\n");
 }
 
+TEST(Progress, ALogLineAfterTheProgressLineStartsALineOfItsOwn) {
+  // The demo shows the progress line on any stderr; logs went on after it ("...MiB\x1b[K2026-... info").
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  configure_logging(LogFormat::text, LogLevel::info, sink);
+  ProgressLine line(sink, std::chrono::seconds(1), /*force=*/true);
+  const auto t0 = std::chrono::steady_clock::time_point{};
+  ServiceStats s;
+  line.update(s, t0);
+  ASSERT_TRUE(line.update(s, t0 + std::chrono::seconds(1)));
+  log(LogLevel::info, "assigned 8 partition(s)");
+  line.finish();  // the log line ended the progress line: no blank line
+  configure_logging(LogFormat::text, LogLevel::info, stderr);
+  std::rewind(sink);
+  std::string written;
+  for (int c; (c = std::fgetc(sink)) != EOF;) written += static_cast<char>(c);
+  std::fclose(sink);
+  const std::string progress = "\r0 msg/s | dup 0.0% | lag 0 | window 0 entries, 0.0 MiB\x1b[K\n";
+  ASSERT_EQ(written.substr(0, progress.size()), progress) << written;
+  EXPECT_NE(written.find(" info assigned 8 partition(s)\n"), std::string::npos) << written;
+  EXPECT_EQ(written.find("\n\n"), std::string::npos) << "a blank line: " << written;
+}
+
 }  // namespace
 }  // namespace neardup::metrics
