@@ -52,6 +52,10 @@ void check_pointer(const std::string& pointer, const char* key) {
 
 }  // namespace
 
+std::string oversize_error(std::size_t bytes, std::size_t max_bytes) {
+  return "record of " + std::to_string(bytes) + " bytes exceeds input.max_bytes (" + std::to_string(max_bytes) + ")";
+}
+
 struct Decoder::Impl {
   config::InputOptions options;
   simdjson::dom::parser parser;
@@ -72,8 +76,7 @@ Decoded Decoder::decode(std::string_view raw) {
   Decoded out;
   const auto& options = impl_->options;
   if (raw.size() > options.max_bytes) {
-    out.error = "record of " + std::to_string(raw.size()) + " bytes exceeds input.max_bytes (" +
-                std::to_string(options.max_bytes) + ")";
+    out.error = oversize_error(raw.size(), options.max_bytes);
     return out;
   }
   if (options.format == config::InputFormat::text) {

@@ -17,6 +17,10 @@ struct Decoded {
   std::string error;       ///< set when !ok: what is wrong, for the dead-letter header
 };
 
+/// The error of a record of `bytes` over `max_bytes` (input.max_bytes), for
+/// callers that refuse such a record before decoding it.
+std::string oversize_error(std::size_t bytes, std::size_t max_bytes);
+
 /// Not thread-safe (reuses its parser and buffers): one per pipeline thread.
 /// Never throws on any input; malformed input gives ok == false with a reason.
 class Decoder {

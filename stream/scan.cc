@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "stream/decode.h"
 #include "stream/json_out.h"
 #include "stream/pipeline.h"
 
@@ -153,33 +154,55 @@ class JsonlSink {
 };
 
 /// Splits a FILE* into lines with one growing buffer (no per-line allocation).
+/// A line longer than `max_line` bytes is not held: its bytes are counted and
+/// dropped as they arrive, and it comes back empty with skipped() its size, so
+/// memory stays within a few times max_line whatever the input.
 class LineReader {
  public:
-  explicit LineReader(std::FILE* in) : in_(in) { buffer_.resize(1 << 16); }
+  LineReader(std::FILE* in, std::size_t max_line) : in_(in), max_line_(max_line) { buffer_.resize(1 << 16); }
 
   /// Next line without its terminator; false at EOF or on a read error.
   bool next(std::string_view& line) {
+    skipped_ = 0;
     for (;;) {
       const char* start = buffer_.data() + begin_;
       if (const void* nl = std::memchr(start, '\n', end_ - begin_)) {
         const auto length = static_cast<std::size_t>(static_cast<const char*>(nl) - start);
-        line = trim_cr(std::string_view(start, length));
         begin_ += length + 1;
-        return true;
+        return deliver(line, start, length);
       }
       if (eof_) {
-        if (begin_ == end_) return false;
-        line = trim_cr(std::string_view(start, end_ - begin_));
+        if (begin_ == end_ && dropped_ == 0) return false;
+        const std::size_t length = end_ - begin_;
         begin_ = end_;
-        return true;
+        return deliver(line, start, length);
+      }
+      // Past max_line (and a "\r") with no end in sight: too long to be a record.
+      if (dropped_ != 0 || end_ - begin_ > max_line_ + 1) {
+        if (end_ > begin_) last_dropped_ = buffer_[end_ - 1];
+        dropped_ += end_ - begin_;
+        begin_ = end_ = 0;
       }
       fill();
     }
   }
+  /// The size of the line next() just returned empty because it was too long; else 0.
+  std::size_t skipped() const { return skipped_; }
   bool error() const { return error_ != 0; }
   int error_number() const { return error_; }
 
  private:
+  bool deliver(std::string_view& line, const char* start, std::size_t length) {
+    if (dropped_ != 0) {
+      const char last = length != 0 ? start[length - 1] : last_dropped_;
+      skipped_ = dropped_ + length - (last == '\r' ? 1 : 0);  // its size as trim_cr() would leave it
+      dropped_ = 0;
+      line = {};
+      return true;
+    }
+    line = trim_cr(std::string_view(start, length));
+    return true;
+  }
   static std::string_view trim_cr(std::string_view line) {
     return !line.empty() && line.back() == '\r' ? line.substr(0, line.size() - 1) : line;
   }
@@ -198,8 +221,12 @@ class LineReader {
     }
   }
   std::FILE* in_;
+  std::size_t max_line_;
   std::string buffer_;
   std::size_t begin_ = 0, end_ = 0;
+  std::size_t dropped_ = 0;  // bytes of the current line dropped so far (it is too long)
+  char last_dropped_ = 0;    // the last of them
+  std::size_t skipped_ = 0;
   bool eof_ = false;
   int error_ = 0;
 };
@@ -211,7 +238,7 @@ ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* ou
   Classifier classifier(config);
   KeptIds kept(config.dedup.window.max_entries);
   JsonlSink sink(out);
-  LineReader reader(in);
+  LineReader reader(in, config.input.max_bytes);
   ScanStats stats;
   // Two records ahead: line n + 2 is decoded, analyzed and its window
   // accesses started (Classifier::prefetch), and line n + 1's second, dependent
@@ -223,16 +250,19 @@ ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* ou
   std::size_t ready = 0;  // records prepared and not yet judged, in the slots from `current` on
   std::string_view line;
   bool have = true;
-  while (ready < 2 && (have = reader.next(line))) {
-    analyzer.prepare(line, prepared[ready]);
-    classifier.prefetch(prepared[ready]);
-    ++ready;
-  }
+  auto prepare = [&](Prepared& record) {
+    if (reader.skipped() != 0) {  // too long to hold: invalid, as the decoder would say
+      record = Prepared{};
+      record.error = oversize_error(reader.skipped(), config.input.max_bytes);
+    } else {
+      analyzer.prepare(line, record);
+    }
+    classifier.prefetch(record);
+  };
+  while (ready < 2 && (have = reader.next(line))) prepare(prepared[ready++]);
   for (std::size_t current = 0; ready != 0; current = (current + 1) % 3, --ready) {
     if (have && (have = reader.next(line))) {
-      Prepared& next = prepared[(current + ready) % 3];
-      analyzer.prepare(line, next);
-      classifier.prefetch(next);
+      prepare(prepared[(current + ready) % 3]);
       ++ready;
     }
     if (ready >= 2) classifier.prefetch_cells(prepared[(current + 1) % 3]);

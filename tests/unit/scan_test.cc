@@ -111,6 +111,23 @@ TEST(Scan, LongLinesBeyondTheReadBufferAreWhole) {
   EXPECT_NE(lines[1].find("duplicate"), std::string::npos);
 }
 
+TEST(Scan, LinesOverMaxBytesAreInvalidWithTheirSizeAndTheOthersAreWhole) {
+  // Such a line is dropped while it is read (not held whole), yet reported with its true size.
+  config::Config config;
+  config.input.format = config::InputFormat::text;
+  config.input.max_bytes = 100000;
+  const std::string normal = "the storm closed the northern highway";
+  const std::string input = normal + "\n" + std::string(300000, 'x') + "\r\n" + normal + "!\r\n" +
+                            std::string(100000, 'y') + "\n" + std::string(250001, 'z');  // the last without "\n"
+  const auto lines = scan(input, config);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_NE(lines[0].find("\"unique\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("record of 300000 bytes exceeds input.max_bytes (100000)"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("\"verdict\":\"duplicate\",\"of\":1"), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[3].find("exceeds"), std::string::npos) << "exactly max_bytes is allowed: " << lines[3];
+  EXPECT_NE(lines[4].find("record of 250001 bytes exceeds input.max_bytes (100000)"), std::string::npos) << lines[4];
+}
+
 // Scans `kept` unrelated records with ids id_of(i) through a window of 50,
 // every `every`-th followed by a repeat of a record 1 to 49 back (`every`
 // prime to the ring's 50, so the ring's seam falls anywhere), and expects
