@@ -188,11 +188,12 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
     std::lock_guard lock(s.mutex);
     std::FILE* sink = s.sink.load();
     if (sink == nullptr) sink = stderr;
-    // On a terminal the progress line (metrics/progress.h) may stand on the
-    // last line: clear it, so the log line starts clean; it is redrawn later.
-    if (s.progress_on == sink) {  // the log line must not run on after the progress line
+    // The progress line (metrics/progress.h) may stand on the sink's current
+    // line: clear it on a terminal (it is redrawn at its next update), end it
+    // elsewhere, so the log line starts on a line of its own.
+    if (s.progress_on == sink) {
       if (s.sink_is_terminal < 0) s.sink_is_terminal = ::isatty(::fileno(sink)) == 1 ? 1 : 0;
-      std::fputs(s.sink_is_terminal == 1 ? "\r\x1b[K" : "\n", sink);  // redrawn at its next update
+      std::fputs(s.sink_is_terminal == 1 ? "\r\x1b[K" : "\n", sink);
       s.progress_on = nullptr;
     }
     std::fwrite(line.data(), 1, line.size(), sink);
