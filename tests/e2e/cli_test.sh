@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Command-line errors that must fail fast, with the documented exit status and
+# a message a person can act on; none of these starts a broker or opens a port.
+set -uo pipefail
+neardup=${NEARDUP:?set NEARDUP to the neardup binary}
+export NEARDUP_METRICS_LISTEN=""  # should a check regress and `run` start, it opens no port
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# expect STATUS PATTERN -- COMMAND...: runs COMMAND (at most 20 s), checks its
+# exit status and that stderr matches PATTERN (grep -E).
+expect() {
+  local status=$1 pattern=$2
+  shift 3
+  timeout 20 "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$status" ] || ! grep -Eq -- "$pattern" "$tmp/err"; then
+    echo "FAIL  $*: exit $got (expected $status), stderr:"; sed 's/^/      /' "$tmp/err"
+    failures=$((failures + 1))
+  else
+    echo "ok    $* -> $status"
+  fi
+}
+
+# Usage errors: 2.
+expect 2 "--brokers: expected HOST:PORT" -- "$neardup" run --brokers 127.0.0.1:notaport
+expect 2 "--brokers: expected HOST:PORT" -- "$neardup" run --brokers 127.0.0.1:99999
+expect 2 "unknown option" -- "$neardup" scan --no-such-option
+expect 2 "--id-field: expected a JSON pointer" -- "$neardup" scan --id-field '/a~9'
+
+# Configuration errors: 1, naming the file, line, column and key.
+printf 'window:\n  max_entries: 1073741825\n' >"$tmp/big.yaml"
+expect 1 "big.yaml:2:16: window.max_entries: expected an integer in 1..1073741824" -- "$neardup" config check "$tmp/big.yaml"
+printf 'dedup:\n  blocks: 16\n' >"$tmp/blocks.yaml"
+expect 1 "blocks.yaml:2:11: dedup.blocks: index layout blocks 16" -- "$neardup" run --config "$tmp/blocks.yaml"
+printf 'kafka:\n  changelog_topic: output\n' >"$tmp/changelog.yaml"
+expect 1 "changelog.yaml:2:20: kafka.changelog_topic" -- "$neardup" scan --config "$tmp/changelog.yaml" /dev/null
+
+[ "$failures" -eq 0 ] || { echo "cli_test: $failures failure(s)"; exit 1; }
+echo "cli_test: all as documented"
