@@ -54,7 +54,7 @@ void LatencyHistogram::observe_ms(std::int64_t ms) {
     ++counts[static_cast<std::size_t>(ms)];
   } else {
     const std::int64_t seconds = (ms + 999) / 1000;  // (s - 1, s]
-    if (seconds <= static_cast<std::int64_t>(kSlowSeconds)) ++slow[static_cast<std::size_t>(seconds - 61)];
+    if (seconds <= static_cast<std::int64_t>(kSlowSeconds)) ++slow[static_cast<std::size_t>(seconds) - kFirstSlowSecond];
     else ++beyond;
   }
   ++total;
@@ -71,7 +71,7 @@ std::int64_t LatencyHistogram::quantile_ms(double q) const {
   }
   for (std::size_t i = 0; i < slow.size(); ++i) {
     seen += slow[i];
-    if (seen >= rank) return static_cast<std::int64_t>(i + 61) * 1000;
+    if (seen >= rank) return static_cast<std::int64_t>(i + kFirstSlowSecond) * 1000;
   }
   return static_cast<std::int64_t>(kSlowSeconds) * 1000;
 }
@@ -1086,7 +1086,7 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
     e2e.count += n;
   };
   for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms) add(static_cast<double>(ms) / 1000.0, s.end_to_end.counts[ms]);
-  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i) add(static_cast<double>(i + 61), s.end_to_end.slow[i]);
+  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i) add(static_cast<double>(i + LatencyHistogram::kFirstSlowSecond), s.end_to_end.slow[i]);
   if (s.end_to_end.beyond != 0) {  // past every bound: +Inf
     e2e.counts.back() += s.end_to_end.beyond;
     e2e.count += s.end_to_end.beyond;

@@ -70,10 +70,11 @@ constexpr std::int64_t ref_offset(dedup::RecordRef ref) {
 /// Latency distribution: milliseconds up to 60 s, whole seconds up to an
 /// hour, then one count (a replay of old data lands there). sum_ms is exact.
 struct LatencyHistogram {
-  static constexpr std::size_t kBuckets = 60'001;   ///< counts[ms], 0..60000 ms
-  static constexpr std::size_t kSlowSeconds = 3600;  ///< slow[s - 61]: (s - 1, s] seconds, s = 61..3600
+  static constexpr std::size_t kBuckets = 60'001;       ///< counts[ms], 0..60000 ms
+  static constexpr std::size_t kFirstSlowSecond = 61;   ///< slow[s - kFirstSlowSecond]: (s - 1, s] seconds
+  static constexpr std::size_t kSlowSeconds = 3600;     ///< ... up to s = kSlowSeconds
   std::vector<std::uint64_t> counts = std::vector<std::uint64_t>(kBuckets, 0);
-  std::vector<std::uint64_t> slow = std::vector<std::uint64_t>(kSlowSeconds - 60, 0);
+  std::vector<std::uint64_t> slow = std::vector<std::uint64_t>(kSlowSeconds + 1 - kFirstSlowSecond, 0);
   std::uint64_t beyond = 0;  ///< over kSlowSeconds
   std::uint64_t total = 0;
   double sum_ms = 0;
