@@ -12,13 +12,16 @@ namespace neardup::stream {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: neardup broker [--partitions N] [--topics a,b,...] [--bootstrap-file F]\n"
+    "usage: neardup broker [--port N] [--partitions N] [--topics a,b,...] [--bootstrap-file F]\n"
     "\n"
     "Runs librdkafka's in-process Kafka-protocol mock cluster on 127.0.0.1 until\n"
     "SIGTERM/SIGINT and prints its bootstrap address on stdout, so kcat or a\n"
     "second `neardup run --brokers ADDR` can use it. For tests and demos only: it\n"
     "keeps just a few MB per partition and silently trims older records.\n"
     "\n"
+    "  --port N             listen on 127.0.0.1:N (default: a free port). A broker stopped\n"
+    "                       and started again on the same port is found again by running\n"
+    "                       clients; it starts empty (topics recreated, offsets from 0)\n"
     "  --partitions N       partitions per topic (default 8)\n"
     "  --topics a,b         topics to create (default input,output,duplicates,dead-letters,\n"
     "                       neardup-window: the service's topics)\n"
@@ -29,8 +32,9 @@ constexpr const char* kHelp =
     "  kcat -b $(cat /tmp/bootstrap) -L\n";
 
 int run_broker(std::span<const std::string> raw) {
-  cli::Args args(raw, {"partitions", "topics", "bootstrap-file"});
+  cli::Args args(raw, {"port", "partitions", "topics", "bootstrap-file"});
   if (!args.positionals().empty()) throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  const int port = static_cast<int>(args.get_int("port", 1, 65535).value_or(0));
   const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
   std::vector<std::string> topics;
   if (auto list = args.get("topics")) {
@@ -43,7 +47,7 @@ int run_broker(std::span<const std::string> raw) {
     topics = service_topics(config::KafkaOptions{});
   }
   install_stop_signal_handlers();
-  EmbeddedBroker broker;
+  EmbeddedBroker broker(1, port);
   for (const auto& t : topics) broker.create_topic(t, partitions);
   const std::string address = broker.bootstrap();
   if (auto file = args.get("bootstrap-file")) write_bootstrap_file(*file, address);

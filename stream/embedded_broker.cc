@@ -1,13 +1,217 @@
 #include "stream/embedded_broker.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <list>
 #include <stdexcept>
+#include <thread>
 
 namespace neardup::stream {
 
-EmbeddedBroker::EmbeddedBroker(int brokers) {
+// ------------------------------------------------------------------ forwarder
+
+/// Relays every connection accepted on 127.0.0.1:`port` to 127.0.0.1:`target`,
+/// byte for byte, both ways. One thread polls every socket; each direction has
+/// a 64 KiB buffer and reads stop while it is full, so memory stays bounded
+/// (kMaxLinks connections, more are refused). When one side ends its output the
+/// other side's output is ended too (shutdown), and a link is closed on both
+/// sides once both directions are done or either side fails. The destructor
+/// wakes the thread, joins it and closes every socket.
+class EmbeddedBroker::Forwarder {
+ public:
+  static constexpr std::size_t kMaxLinks = 256;
+  static constexpr std::size_t kBufferBytes = 64 * 1024;
+
+  Forwarder(int port, int target) : target_(target) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) fail("socket", port);
+    const int on = 1;
+    // A restarted broker must get its port back while old connections sit in TIME_WAIT.
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in address = loopback(port);
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listen_fd_, 64) != 0 || !set_nonblocking(listen_fd_) || ::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+      const int error = errno;
+      close_all();
+      errno = error;
+      fail("bind", port);
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~Forwarder() {
+    const char byte = 0;
+    (void)!::write(wake_[1], &byte, 1);
+    thread_.join();
+    close_all();
+  }
+
+  Forwarder(const Forwarder&) = delete;
+  Forwarder& operator=(const Forwarder&) = delete;
+
+ private:
+  /// Bytes read from fd[from] waiting to be written to the other side.
+  struct Direction {
+    std::unique_ptr<char[]> buffer;
+    std::size_t begin = 0, end = 0;
+    bool eof = false;       // fd[from] ended its output
+    bool shut = false;      // ... and the other side's output was ended too
+    bool pending() const { return begin < end; }
+  };
+  struct Link {
+    std::array<int, 2> fd{-1, -1};  // [0] the client, [1] the mock broker
+    std::array<Direction, 2> out;   // out[i]: read from fd[i], written to fd[1 - i]
+    bool failed = false;
+  };
+
+  static sockaddr_in loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    return address;
+  }
+  static bool set_nonblocking(int fd) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+  }
+  [[noreturn]] static void fail(const char* what, int port) {
+    throw kafka::KafkaError("embedded broker: cannot listen on 127.0.0.1:" + std::to_string(port) + " (" + what +
+                                ": " + std::strerror(errno) + ")",
+                            RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  }
+
+  void close_all() {
+    for (Link& link : links_) close_link(link);
+    links_.clear();
+    for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+  }
+  static void close_link(Link& link) {
+    for (int& fd : link.fd) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  }
+
+  void accept_one() {
+    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) return;  // EAGAIN, or the client gave up already
+    if (links_.size() >= kMaxLinks) {
+      ::close(client);
+      return;
+    }
+    // Loopback connect to a listening socket completes at once (or is refused:
+    // then the client sees its connection closed, as if the broker were down).
+    const int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = loopback(target_);
+    if (upstream < 0 || ::connect(upstream, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      if (upstream >= 0) ::close(upstream);
+      ::close(client);
+      return;
+    }
+    const int on = 1;
+    Link& link = links_.emplace_back();
+    link.fd = {client, upstream};
+    for (int i = 0; i < 2; ++i) {
+      ::setsockopt(link.fd[i], IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      if (!set_nonblocking(link.fd[i])) link.failed = true;
+      link.out[i].buffer = std::make_unique<char[]>(kBufferBytes);
+    }
+  }
+
+  /// Moves what it can for one link after poll() reported `revents` for its two sockets.
+  static void serve(Link& link, const std::array<short, 2>& revents) {
+    for (int i = 0; i < 2 && !link.failed; ++i) {
+      Direction& d = link.out[i];
+      if ((revents[i] & (POLLIN | POLLHUP | POLLERR)) && !d.eof && !d.pending()) {
+        const ssize_t n = ::recv(link.fd[i], d.buffer.get(), kBufferBytes, 0);
+        if (n > 0) d.begin = 0, d.end = static_cast<std::size_t>(n);
+        else if (n == 0) d.eof = true;
+        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) link.failed = true;
+      }
+    }
+    for (int i = 0; i < 2 && !link.failed; ++i) {
+      Direction& d = link.out[i];
+      const int to = link.fd[1 - i];
+      if (d.pending()) {
+        // Try at once: a fresh read usually fits in the socket buffer.
+        const ssize_t n = ::send(to, d.buffer.get() + d.begin, d.end - d.begin, MSG_NOSIGNAL);
+        if (n > 0) d.begin += static_cast<std::size_t>(n);
+        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) link.failed = true;
+      }
+      if (d.eof && !d.pending() && !d.shut) {
+        ::shutdown(to, SHUT_WR);
+        d.shut = true;
+      }
+    }
+  }
+
+  void run() {
+    std::vector<pollfd> fds;
+    std::vector<Link*> order;
+    for (;;) {
+      fds.clear();
+      order.clear();
+      fds.push_back({wake_[0], POLLIN, 0});
+      fds.push_back({listen_fd_, POLLIN, 0});
+      for (Link& link : links_) {
+        order.push_back(&link);
+        for (int i = 0; i < 2; ++i) {
+          short events = 0;
+          if (!link.out[i].eof && !link.out[i].pending()) events |= POLLIN;
+          if (link.out[1 - i].pending()) events |= POLLOUT;
+          // Nothing wanted: ignore the socket (-1), or a hang-up would wake poll() again and again.
+          fds.push_back({events ? link.fd[i] : -1, events, 0});
+        }
+      }
+      if (::poll(fds.data(), fds.size(), -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[0].revents) return;  // woken by the destructor
+      if (fds[1].revents & POLLIN) accept_one();
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        Link& link = *order[k];
+        const std::array<short, 2> revents{fds[2 + 2 * k].revents, fds[3 + 2 * k].revents};
+        if (revents[0] || revents[1]) serve(link, revents);
+      }
+      links_.remove_if([](Link& link) {
+        const bool done = link.failed || (link.out[0].shut && link.out[1].shut);
+        if (done) close_link(link);
+        return done;
+      });
+    }
+  }
+
+  int target_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  std::list<Link> links_;  // only the thread touches it while it runs
+  std::thread thread_;     // last: starts after everything it uses
+};
+
+// ------------------------------------------------------------------ broker
+
+EmbeddedBroker::EmbeddedBroker(int brokers, int port) {
+  if (port != 0 && brokers != 1) {
+    throw kafka::KafkaError("embedded broker: a fixed port needs exactly one broker", RD_KAFKA_RESP_ERR__INVALID_ARG,
+                            kafka::Severity::fatal);
+  }
   // The mock cluster lives inside a librdkafka handle; a bare producer that
   // never produces is the lightest host.
   kafka::ConfPtr conf = kafka::make_conf({{"log_level", "3"}});
@@ -24,13 +228,26 @@ EmbeddedBroker::EmbeddedBroker(int brokers) {
     throw kafka::KafkaError("embedded broker: cannot start the mock cluster (no free loopback port?)",
                             RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
+  if (port != 0) {
+    try {
+      const std::string own = rd_kafka_mock_cluster_bootstraps(cluster_);  // "127.0.0.1:port"
+      forwarder_ = std::make_unique<Forwarder>(port, std::stoi(own.substr(own.rfind(':') + 1)));
+    } catch (...) {
+      rd_kafka_mock_cluster_destroy(cluster_);
+      throw;
+    }
+    fixed_bootstrap_ = "127.0.0.1:" + std::to_string(port);
+  }
 }
 
 EmbeddedBroker::~EmbeddedBroker() {
+  forwarder_.reset();  // its connections first, while the mock broker still answers
   if (cluster_) rd_kafka_mock_cluster_destroy(cluster_);
 }
 
-std::string EmbeddedBroker::bootstrap() const { return rd_kafka_mock_cluster_bootstraps(cluster_); }
+std::string EmbeddedBroker::bootstrap() const {
+  return fixed_bootstrap_.empty() ? rd_kafka_mock_cluster_bootstraps(cluster_) : fixed_bootstrap_;
+}
 
 void EmbeddedBroker::create_topic(const std::string& topic, int partitions) {
   rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);

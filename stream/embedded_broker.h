@@ -3,11 +3,20 @@
 // listening on loopback. Real clients (kcat, another neardup) can connect to
 // bootstrap(). It is for demos, tests and benchmarks, not for keeping data: the
 // mock keeps only a few MB per partition and silently trims older records.
+//
+// librdkafka 2.0.2's mock brokers always listen on ephemeral ports (there is no
+// API to choose one). For a fixed address (`neardup broker --port N`, so a
+// broker can be stopped and started again where clients expect it) a small
+// loopback TCP forwarder listens on N and relays each connection to the mock
+// broker. Clients bootstrap through N; the metadata then names the mock
+// broker's own port, and after a restart (a new port) clients learn it again
+// through N: librdkafka updates a broker's address when the metadata changes it.
 
 #include <librdkafka/rdkafka.h>
 // rdkafka_mock.h needs rdkafka.h first.
 #include <librdkafka/rdkafka_mock.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,14 +30,17 @@ namespace neardup::stream {
 /// below may be made from any thread.
 class EmbeddedBroker {
  public:
-  /// Starts `brokers` mock brokers on 127.0.0.1 (ephemeral ports).
-  /// Throws kafka::KafkaError when the cluster cannot start.
-  explicit EmbeddedBroker(int brokers = 1);
+  /// Starts `brokers` mock brokers on 127.0.0.1 (ephemeral ports). With
+  /// `port` != 0 (one broker only), clients reach the cluster through
+  /// 127.0.0.1:`port`, which is then what bootstrap() returns. Throws
+  /// kafka::KafkaError when the cluster cannot start or the port cannot be bound
+  /// (in use, or 1 < brokers).
+  explicit EmbeddedBroker(int brokers = 1, int port = 0);
   ~EmbeddedBroker();
   EmbeddedBroker(const EmbeddedBroker&) = delete;
   EmbeddedBroker& operator=(const EmbeddedBroker&) = delete;
 
-  /// "127.0.0.1:port[,...]": the bootstrap.servers for clients.
+  /// "127.0.0.1:port[,...]": the bootstrap.servers for clients (the fixed port when one was given).
   std::string bootstrap() const;
 
   /// Creates a topic (an existing one is left as it is). Throws kafka::KafkaError.
@@ -48,8 +60,11 @@ class EmbeddedBroker {
   rd_kafka_mock_cluster_t* cluster() const { return cluster_; }
 
  private:
+  class Forwarder;
   kafka::HandlePtr host_;
   rd_kafka_mock_cluster_t* cluster_ = nullptr;
+  std::unique_ptr<Forwarder> forwarder_;  // with a fixed port; stopped before the cluster
+  std::string fixed_bootstrap_;           // "127.0.0.1:port" with a fixed port
 };
 
 /// The topics `neardup run` uses: inputs, output, duplicates, dead letters and
