@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "metrics/log.h"
+#include "stream/broker_health.h"
+
 namespace neardup::stream::kafka {
 
 std::string_view to_string(Severity severity) {
@@ -49,8 +52,50 @@ Severity classify(rd_kafka_resp_err_t err, bool fatal_flag) {
   }
 }
 
+metrics::LogLevel log_level_of(int syslog_level) {
+  if (syslog_level <= 3) return metrics::LogLevel::error;  // emerg, alert, crit, err
+  if (syslog_level == 4) return metrics::LogLevel::warn;
+  if (syslog_level <= 6) return metrics::LogLevel::info;   // notice, info
+  return metrics::LogLevel::debug;
+}
+
+namespace {
+
+// Called on librdkafka's own threads (log.queue is false): metrics::log is thread-safe.
+void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
+  const metrics::LogLevel ours = log_level_of(level);
+  if (!metrics::log_enabled(ours)) return;
+  metrics::log(ours, text ? text : "", {{"client", rk ? rd_kafka_name(rk) : "rdkafka"}, {"facility", facility ? facility : ""}});
+}
+
+/// make_conf() plus the callbacks that feed `health`, if any.
+ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health,
+                         int (*on_statistics)(rd_kafka_t*, char*, size_t, void*)) {
+  ConfPtr conf;
+  if (health && !properties.contains("statistics.interval.ms")) {
+    Properties with_statistics = properties;
+    with_statistics.emplace("statistics.interval.ms", kHealthStatisticsMs);
+    conf = make_conf(with_statistics);
+  } else {
+    conf = make_conf(properties);
+  }
+  rd_kafka_conf_set_opaque(conf.get(), opaque);
+  if (health) rd_kafka_conf_set_stats_cb(conf.get(), on_statistics);
+  return conf;
+}
+
+/// The fatal error's reason as "ERR_NAME: text", for fatal_reason().
+std::string fatal_reason_of(rd_kafka_t* rk) {
+  char buf[512];
+  rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+  return std::string(rd_kafka_err2name(orig)) + ": " + buf;
+}
+
+}  // namespace
+
 ConfPtr make_conf(const Properties& properties) {
   ConfPtr conf(rd_kafka_conf_new());
+  rd_kafka_conf_set_log_cb(conf.get(), &on_log);
   char errstr[512];
   for (const auto& [name, value] : properties) {
     if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
@@ -79,9 +124,9 @@ int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milli
 
 // ---------------------------------------------------------------- Producer
 
-Producer::Producer(const Properties& properties, DeliveryHandler on_delivery) : on_delivery_(std::move(on_delivery)) {
-  ConfPtr conf = make_conf(properties);
-  rd_kafka_conf_set_opaque(conf.get(), this);
+Producer::Producer(const Properties& properties, DeliveryHandler on_delivery, BrokerHealth* health)
+    : on_delivery_(std::move(on_delivery)), health_(health) {
+  ConfPtr conf = make_client_conf(properties, this, health, &Producer::on_statistics_cb);
   rd_kafka_conf_set_dr_msg_cb(conf.get(), &Producer::on_delivery_cb);
   rd_kafka_conf_set_error_cb(conf.get(), &Producer::on_error_cb);
   char errstr[512];
@@ -155,20 +200,23 @@ void Producer::on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, vo
 
 void Producer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<Producer*>(opaque);
-  if (err == RD_KAFKA_RESP_ERR__FATAL) {
-    char buf[512];
-    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-    self->fatal_reason_ = std::string(rd_kafka_err2name(orig)) + ": " + buf;
-  }
-  (void)reason;  // other errors are transient; librdkafka retries and reports per record
+  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
+  // Other errors are transient: librdkafka retries and reports per record; the
+  // broker connection state is BrokerHealth's to tell.
+  if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
+}
+
+int Producer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* opaque) {
+  auto* self = static_cast<Producer*>(opaque);
+  if (self->health_) self->health_->on_statistics(rd_kafka_name(rk), std::string_view(json, size));
+  return 0;  // librdkafka frees the JSON
 }
 
 // ---------------------------------------------------------------- Consumer
 
-Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance)
-    : on_rebalance_(std::move(on_rebalance)) {
-  ConfPtr conf = make_conf(properties);
-  rd_kafka_conf_set_opaque(conf.get(), this);
+Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance, BrokerHealth* health)
+    : on_rebalance_(std::move(on_rebalance)), health_(health) {
+  ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
   rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
   rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
   char errstr[512];
@@ -237,12 +285,14 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka
 
 void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  if (err == RD_KAFKA_RESP_ERR__FATAL) {
-    char buf[512];
-    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-    self->fatal_reason_ = std::string(rd_kafka_err2name(orig)) + ": " + buf;
-  }
-  (void)reason;
+  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
+  if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
+}
+
+int Consumer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  if (self->health_) self->health_->on_statistics(rd_kafka_name(rk), std::string_view(json, size));
+  return 0;
 }
 
 std::optional<std::string_view> header(const rd_kafka_headers_t* headers, const char* name) {

@@ -17,6 +17,12 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/log.h"
+
+namespace neardup::stream {
+class BrokerHealth;
+}
+
 namespace neardup::stream::kafka {
 
 enum class Severity { fatal, retriable, message };
@@ -43,11 +49,19 @@ class KafkaError : public std::runtime_error {
 using Properties = std::map<std::string, std::string>;
 
 /// Builds an rd_kafka_conf_t; throws KafkaError naming the bad property.
+/// Every handle made from it writes librdkafka's log lines through neardup's
+/// logger (metrics/log.h: the configured format and level), with the fields
+/// `client` (e.g. "rdkafka#consumer-3") and `facility` (e.g. "FAIL"); how much
+/// librdkafka says is still its `log_level` property.
 struct ConfDeleter {
   void operator()(rd_kafka_conf_t* conf) const { rd_kafka_conf_destroy(conf); }
 };
 using ConfPtr = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
 ConfPtr make_conf(const Properties& properties);
+
+/// librdkafka's syslog levels (0 emerg .. 7 debug) as neardup's: 0-3 error,
+/// 4 warn, 5-6 info, 7 debug.
+metrics::LogLevel log_level_of(int syslog_level);
 
 struct MessageDeleter {
   void operator()(rd_kafka_message_t* m) const { rd_kafka_message_destroy(m); }
@@ -65,6 +79,10 @@ struct HandleDeleter {
 };
 using HandlePtr = std::unique_ptr<rd_kafka_t, HandleDeleter>;
 
+/// statistics.interval.ms of clients that feed a BrokerHealth, unless the
+/// properties set it: how soon a broker's return is seen.
+inline constexpr const char* kHealthStatisticsMs = "1000";
+
 /// Number of partitions of `topic` as the cluster reports it; 0 if the topic
 /// does not exist. Throws KafkaError when the metadata request fails.
 int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout);
@@ -79,7 +97,10 @@ class Producer {
   using DeliveryHandler = std::function<void(const rd_kafka_message_t&)>;
 
   /// Throws KafkaError when the client cannot be created (bad property).
-  Producer(const Properties& properties, DeliveryHandler on_delivery);
+  /// With `health` (not owned; must outlive the producer), the client's error
+  /// events and statistics feed it; statistics.interval.ms defaults to
+  /// kHealthStatisticsMs then. They are served on the thread calling poll().
+  Producer(const Properties& properties, DeliveryHandler on_delivery, BrokerHealth* health = nullptr);
   ~Producer();
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
@@ -118,8 +139,10 @@ class Producer {
   rd_kafka_topic_t* topic(std::string_view name);
   static void on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque);
   static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
+  static int on_statistics_cb(rd_kafka_t*, char* json, size_t size, void* opaque);
 
   DeliveryHandler on_delivery_;
+  BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;
   std::map<std::string, rd_kafka_topic_t*, std::less<>> topics_;
@@ -134,8 +157,9 @@ class Consumer {
   /// `assigned` true for an assignment, false for a revocation.
   using RebalanceHandler = std::function<void(bool assigned, const rd_kafka_topic_partition_list_t& partitions)>;
 
-  /// Throws KafkaError when the client cannot be created.
-  Consumer(const Properties& properties, RebalanceHandler on_rebalance);
+  /// Throws KafkaError when the client cannot be created. `health` as for
+  /// Producer; served inside poll_batch().
+  Consumer(const Properties& properties, RebalanceHandler on_rebalance, BrokerHealth* health = nullptr);
   ~Consumer();  ///< closes (leaves the group) and destroys
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
@@ -157,8 +181,10 @@ class Consumer {
   static void on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
                               void* opaque);
   static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
+  static int on_statistics_cb(rd_kafka_t*, char* json, size_t size, void* opaque);
 
   RebalanceHandler on_rebalance_;
+  BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;
   rd_kafka_queue_t* queue_ = nullptr;

@@ -1,0 +1,97 @@
+#pragma once
+// Whether neardup reaches its Kafka brokers, from what librdkafka tells the
+// service's clients (its producer and consumer share one BrokerHealth):
+//   - an outage begins when a client reports that all its brokers are down
+//     (RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN); the brokers named are those the
+//     clients' recent connection errors (__TRANSPORT, __RESOLVE) were about;
+//   - it ends when a client's statistics (statistics.interval.ms) show a broker
+//     in state UP whose connection was made after the outage began: an older
+//     connection that librdkafka had not yet seen fail is no evidence.
+// Each transition is logged once, in neardup's words (metrics/log.h):
+//   warn "Kafka brokers unreachable: 127.0.0.1:39211 (Connect to ... failed: Connection refused)"
+//   info "Kafka brokers reachable again after 10.2 s"
+// and snapshot() gives the state to /readyz and Prometheus.
+//
+// Thread-safe: the callbacks come from whichever thread serves a client's
+// queue; one mutex, held for O(brokers) work and the one log line.
+// The state machine itself is pure (time is a parameter), so it is tested
+// without a broker.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup::stream {
+
+/// One broker as a client's statistics describe it.
+struct BrokerObservation {
+  std::string address;             ///< "host:port" (the statistics' nodename)
+  std::string state;               ///< librdkafka's: "UP", "DOWN", "CONNECT", "INIT", ...
+  std::int64_t state_age_us = 0;   ///< how long it has been in that state
+};
+
+/// The brokers of one librdkafka statistics JSON document ("brokers" object),
+/// configured and learned ones only (not the logical "GroupCoordinator" nor the
+/// internal broker). Empty if the document cannot be read. O(document size).
+std::vector<BrokerObservation> parse_broker_statistics(std::string_view json);
+
+/// "127.0.0.1:9092" from a librdkafka error reason like
+/// "127.0.0.1:9092/1: Connect to ipv4#127.0.0.1:9092 failed: ..." (also
+/// ".../bootstrap: ..." and "ssl://host:9093/2: ..."); "" if the reason does
+/// not start with a broker's name (e.g. "GroupCoordinator: ...").
+std::string broker_of_reason(std::string_view reason);
+
+class BrokerHealth {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Snapshot {
+    bool reachable = true;              ///< false during an outage
+    Clock::time_point since;            ///< when `reachable` last changed (construction at first)
+    std::vector<std::string> unreachable;  ///< during an outage: the brokers named when it began
+    std::string reason;                 ///< during an outage: what librdkafka said
+    std::uint64_t outages = 0;          ///< outages begun since construction
+    /// Per broker address, from every client's latest statistics: up if any
+    /// client has a connection to it. Brokers no client has tried yet are absent.
+    std::map<std::string, bool> brokers;
+
+    /// For /readyz: "Kafka brokers unreachable for 12.3 s: 127.0.0.1:9092 (reason)".
+    std::string describe(Clock::time_point now) const;
+  };
+
+  /// `log_transitions` false: only the state changes (tests of the machine alone).
+  explicit BrokerHealth(bool log_transitions = true, Clock::time_point now = Clock::now());
+  BrokerHealth(const BrokerHealth&) = delete;
+  BrokerHealth& operator=(const BrokerHealth&) = delete;
+
+  /// A client's error callback (rd_kafka_conf_set_error_cb): `client` is
+  /// rd_kafka_name(), `err` the rd_kafka_resp_err_t. Other errors are ignored.
+  void on_error(std::string_view client, int err, std::string_view reason, Clock::time_point now = Clock::now());
+  /// A client's statistics callback (rd_kafka_conf_set_stats_cb), parsed.
+  void on_statistics(std::string_view client, std::string_view json, Clock::time_point now = Clock::now());
+  /// The same with the brokers already read (tests).
+  void on_brokers(std::string_view client, const std::vector<BrokerObservation>& brokers,
+                  Clock::time_point now = Clock::now());
+
+  Snapshot snapshot() const;
+
+ private:
+  struct LastError {
+    std::string reason;
+    Clock::time_point at;
+  };
+
+  void begin_outage(std::string_view client, std::string_view reason, Clock::time_point now);
+
+  const bool log_;
+  mutable std::mutex mutex_;
+  Snapshot state_;
+  std::map<std::string, LastError, std::less<>> errors_;  ///< per broker address, since the last transition
+  std::map<std::string, std::map<std::string, bool>, std::less<>> clients_;  ///< client -> address -> up
+};
+
+}  // namespace neardup::stream

@@ -1,0 +1,234 @@
+// stream/broker_health: the broker connection state machine, fed the events
+// librdkafka would send (no broker needed; time is a parameter).
+
+#include "stream/broker_health.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "metrics/log.h"
+
+namespace neardup::stream {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Clock = BrokerHealth::Clock;
+using namespace std::chrono_literals;
+
+const Clock::time_point t0 = Clock::time_point{} + 1000s;
+
+constexpr const char* kRefused =
+    "127.0.0.1:39211/bootstrap: Connect to ipv4#127.0.0.1:39211 failed: Connection refused (after 0ms in state "
+    "CONNECT)";
+constexpr const char* kDisconnected = "127.0.0.1:40123/1: Disconnected (after 5032ms in state UP)";
+
+BrokerObservation up(const char* address, std::chrono::microseconds age) { return {address, "UP", age.count()}; }
+
+/// Drops an outage on `health` at `at`: both brokers fail, then every broker is down.
+void lose_brokers(BrokerHealth& health, Clock::time_point at, const char* client = "rdkafka#consumer-2") {
+  health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, at - 2ms);
+  health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kRefused, at - 1ms);
+  health.on_error(client, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "2/2 brokers are down", at);
+}
+
+TEST(BrokerOfReason, ReadsTheBrokerNameLibrdkafkaPutsFirst) {
+  EXPECT_EQ(broker_of_reason(kRefused), "127.0.0.1:39211");
+  EXPECT_EQ(broker_of_reason(kDisconnected), "127.0.0.1:40123");
+  EXPECT_EQ(broker_of_reason("ssl://kafka-0.example:9093/2: SSL handshake failed"), "kafka-0.example:9093");
+  EXPECT_EQ(broker_of_reason("[::1]:9092/bootstrap: Connect to ipv6#[::1]:9092 failed"), "[::1]:9092");
+  EXPECT_EQ(broker_of_reason("kafka:9092/bootstrap: Failed to resolve 'kafka:9092': Name or service not known"),
+            "kafka:9092");
+  EXPECT_EQ(broker_of_reason("GroupCoordinator: 127.0.0.1:40123: Connect failed"), "");  // logical broker
+  EXPECT_EQ(broker_of_reason("2/2 brokers are down"), "");
+  EXPECT_EQ(broker_of_reason(""), "");
+}
+
+TEST(ParseBrokerStatistics, KeepsConfiguredAndLearnedBrokers) {
+  const std::string json = R"({"name":"rdkafka#consumer-2","type":"consumer","brokers":{
+    "127.0.0.1:39211/bootstrap":{"name":"127.0.0.1:39211/bootstrap","nodeid":-1,"nodename":"127.0.0.1:39211",
+                                 "source":"configured","state":"UP","stateage":1500000},
+    "127.0.0.1:40123/1":{"name":"127.0.0.1:40123/1","nodeid":1,"nodename":"127.0.0.1:40123",
+                         "source":"learned","state":"DOWN","stateage":250},
+    "GroupCoordinator":{"name":"GroupCoordinator","nodeid":1,"nodename":"127.0.0.1:40123",
+                        "source":"logical","state":"UP","stateage":9},
+    ":0/internal":{"name":":0/internal","nodeid":-1,"nodename":"","source":"internal","state":"UP","stateage":9}},
+    "topics":{}})";
+  const auto brokers = parse_broker_statistics(json);
+  ASSERT_EQ(brokers.size(), 2u);
+  EXPECT_EQ(brokers[0].address, "127.0.0.1:39211");
+  EXPECT_EQ(brokers[0].state, "UP");
+  EXPECT_EQ(brokers[0].state_age_us, 1500000);
+  EXPECT_EQ(brokers[1].address, "127.0.0.1:40123");
+  EXPECT_EQ(brokers[1].state, "DOWN");
+  EXPECT_TRUE(parse_broker_statistics("not json").empty());
+  EXPECT_TRUE(parse_broker_statistics(R"({"brokers":[]})").empty());
+  EXPECT_TRUE(parse_broker_statistics("").empty());
+}
+
+TEST(BrokerHealth, StartsReachableWithNoOutage) {
+  BrokerHealth health(false, t0);
+  const auto s = health.snapshot();
+  EXPECT_TRUE(s.reachable);
+  EXPECT_EQ(s.since, t0);
+  EXPECT_EQ(s.outages, 0u);
+  EXPECT_TRUE(s.brokers.empty());
+  EXPECT_EQ(s.describe(t0 + 1s), "Kafka brokers reachable");
+}
+
+TEST(BrokerHealth, ConnectionErrorsAloneAreNoOutage) {
+  BrokerHealth health(false, t0);
+  // An idle connection closed by the broker: librdkafka reconnects on demand.
+  health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, t0 + 1s);
+  health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "message timed out", t0 + 2s);
+  EXPECT_TRUE(health.snapshot().reachable);
+  EXPECT_EQ(health.snapshot().outages, 0u);
+}
+
+TEST(BrokerHealth, AllBrokersDownBeginsAnOutageNamingTheFailedBrokers) {
+  BrokerHealth health(false, t0);
+  lose_brokers(health, t0 + 5s);
+  const auto s = health.snapshot();
+  EXPECT_FALSE(s.reachable);
+  EXPECT_EQ(s.since, t0 + 5s);
+  EXPECT_THAT(s.unreachable, ElementsAre("127.0.0.1:39211", "127.0.0.1:40123"));
+  EXPECT_EQ(s.reason, "Connect to ipv4#127.0.0.1:39211 failed: Connection refused");  // the latest error
+  EXPECT_EQ(s.outages, 1u);
+  EXPECT_EQ(s.describe(t0 + 7500ms),
+            "Kafka brokers unreachable for 2.5 s: 127.0.0.1:39211, 127.0.0.1:40123 (Connect to "
+            "ipv4#127.0.0.1:39211 failed: Connection refused)");
+}
+
+TEST(BrokerHealth, EveryClientLosingItsBrokersIsStillOneOutage) {
+  BrokerHealth health(false, t0);
+  lose_brokers(health, t0 + 5s, "rdkafka#consumer-2");
+  lose_brokers(health, t0 + 5s + 3ms, "rdkafka#producer-1");
+  lose_brokers(health, t0 + 20s, "rdkafka#consumer-3");
+  EXPECT_EQ(health.snapshot().outages, 1u);
+  EXPECT_EQ(health.snapshot().since, t0 + 5s);
+}
+
+TEST(BrokerHealth, WithoutConnectionErrorsTheOutageNamesTheClientsBrokers) {
+  BrokerHealth health(false, t0);
+  health.on_brokers("c", {{"kafka-0:9092", "DOWN", 10}, {"kafka-1:9092", "CONNECT", 10}}, t0 + 1s);
+  // An error seen long ago is about something else.
+  health.on_error("c", RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, t0 + 2s);
+  health.on_error("c", RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "2/2 brokers are down", t0 + 200s);
+  const auto s = health.snapshot();
+  EXPECT_THAT(s.unreachable, ElementsAre("kafka-0:9092", "kafka-1:9092"));
+  EXPECT_EQ(s.reason, "2/2 brokers are down");
+}
+
+TEST(BrokerHealth, AConnectionOlderThanTheOutageDoesNotEndIt) {
+  BrokerHealth health(false, t0);
+  lose_brokers(health, t0 + 5s, "rdkafka#consumer-2");
+  // The producer's statistics, written before librdkafka noticed its connection fail.
+  health.on_brokers("rdkafka#producer-1", {up("127.0.0.1:40123", 4s)}, t0 + 5s + 200ms);
+  EXPECT_FALSE(health.snapshot().reachable);
+  // Still down, still trying.
+  health.on_brokers("rdkafka#consumer-2", {{"127.0.0.1:40123", "CONNECT", 100}}, t0 + 6s);
+  EXPECT_FALSE(health.snapshot().reachable);
+}
+
+TEST(BrokerHealth, ANewConnectionEndsTheOutageWithItsLength) {
+  BrokerHealth health(false, t0);
+  lose_brokers(health, t0 + 5s);
+  // Connected 10.2 s after the outage began, seen in statistics 0.6 s later.
+  health.on_brokers("rdkafka#consumer-2",
+                    {{"127.0.0.1:40123", "DOWN", 20}, up("127.0.0.1:39211", 600ms)}, t0 + 15s + 800ms);
+  const auto s = health.snapshot();
+  EXPECT_TRUE(s.reachable);
+  EXPECT_EQ(s.since, t0 + 15s + 200ms);
+  EXPECT_TRUE(s.unreachable.empty());
+  EXPECT_TRUE(s.reason.empty());
+  EXPECT_EQ(s.outages, 1u);
+  // A second client reconnecting later changes nothing.
+  health.on_brokers("rdkafka#producer-1", {up("127.0.0.1:39211", 10ms)}, t0 + 17s);
+  EXPECT_EQ(health.snapshot().since, t0 + 15s + 200ms);
+}
+
+TEST(BrokerHealth, CountsEachOutage) {
+  BrokerHealth health(false, t0);
+  for (int i = 0; i < 3; ++i) {
+    const auto at = t0 + std::chrono::seconds(100 * (i + 1));
+    lose_brokers(health, at);
+    health.on_brokers("c", {up("127.0.0.1:39211", 1s)}, at + 30s);
+    EXPECT_TRUE(health.snapshot().reachable);
+  }
+  EXPECT_EQ(health.snapshot().outages, 3u);
+}
+
+TEST(BrokerHealth, BrokerIsUpIfAnyClientIsConnectedToIt) {
+  BrokerHealth health(false, t0);
+  health.on_brokers("producer", {{"b:1", "DOWN", 5}, {"b:2", "INIT", 5}, up("b:3", 1s)}, t0 + 1s);
+  health.on_brokers("consumer", {up("b:1", 1s), {"b:3", "CONNECT", 5}}, t0 + 1s);
+  auto s = health.snapshot();
+  EXPECT_EQ(s.brokers.size(), 2u);  // b:2 was never tried (sparse connections)
+  EXPECT_TRUE(s.brokers.at("b:1"));
+  EXPECT_TRUE(s.brokers.at("b:3"));
+  // The consumer's next statistics no longer list b:1 (its address changed): only the producer's view remains.
+  health.on_brokers("consumer", {{"b:3", "CONNECT", 5}}, t0 + 2s);
+  s = health.snapshot();
+  EXPECT_FALSE(s.brokers.at("b:1"));
+  // A bootstrap and a learned broker at one address: up if either is.
+  health.on_brokers("producer", {{"b:9", "DOWN", 5}, up("b:9", 1s)}, t0 + 3s);
+  EXPECT_TRUE(health.snapshot().brokers.at("b:9"));
+}
+
+TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  metrics::configure_logging(metrics::LogFormat::json, metrics::LogLevel::info, sink);
+  {
+    BrokerHealth health(true, t0);
+    lose_brokers(health, t0 + 5s, "rdkafka#consumer-2");
+    lose_brokers(health, t0 + 5s, "rdkafka#producer-1");
+    health.on_brokers("rdkafka#consumer-2", {up("127.0.0.1:39211", 100ms)}, t0 + 15s + 300ms);
+    health.on_brokers("rdkafka#producer-1", {up("127.0.0.1:39211", 100ms)}, t0 + 16s);
+  }
+  metrics::configure_logging(metrics::LogFormat::text, metrics::LogLevel::info, stderr);
+  std::rewind(sink);
+  std::vector<std::string> lines;
+  std::string line;
+  for (int c; (c = std::fgetc(sink)) != EOF;) {
+    if (c == '\n') lines.push_back(std::exchange(line, {}));
+    else line += static_cast<char>(c);
+  }
+  std::fclose(sink);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[0], HasSubstr(R"("level":"warn","msg":"Kafka brokers unreachable: 127.0.0.1:39211, 127.0.0.1:40123 (Connect to ipv4#127.0.0.1:39211 failed: Connection refused); waiting for them to return")"));
+  EXPECT_THAT(lines[0], HasSubstr(R"("brokers":"127.0.0.1:39211, 127.0.0.1:40123","client":"rdkafka#consumer-2")"));
+  EXPECT_THAT(lines[1], HasSubstr(R"("level":"info","msg":"Kafka brokers reachable again after 10.2 s")"));
+  EXPECT_THAT(lines[1], HasSubstr(R"("outage_seconds":10.2)"));
+}
+
+TEST(BrokerHealth, CallbacksFromManyThreadsAtOnce) {
+  BrokerHealth health(false, t0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&health, t] {
+      const std::string client = "client-" + std::to_string(t);
+      for (int i = 0; i < 500; ++i) {
+        const auto at = t0 + std::chrono::milliseconds(i);
+        health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kRefused, at);
+        health.on_error(client, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "1/1 brokers are down", at);
+        health.on_brokers(client, {up("127.0.0.1:39211", 0us)}, at + 1ms);
+        (void)health.snapshot();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const auto s = health.snapshot();
+  EXPECT_GE(s.outages, 1u);
+  EXPECT_TRUE(s.brokers.at("127.0.0.1:39211"));
+}
+
+}  // namespace
+}  // namespace neardup::stream
