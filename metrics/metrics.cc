@@ -49,6 +49,7 @@ struct Exporter::Impl {
   mutable std::mutex mutex;
   std::shared_ptr<const ServiceStats> last = std::make_shared<const ServiceStats>();
   std::atomic<bool> ready{false};
+  std::string why_not;  // under `mutex`
   std::unique_ptr<HttpServer> server;
 
   HttpResponse handle(const HttpRequest& request) const {
@@ -67,7 +68,12 @@ struct Exporter::Impl {
     if (request.path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n", {}};
     if (request.path == "/readyz") {
       if (ready.load(std::memory_order_relaxed)) return {200, "text/plain; charset=utf-8", "ready\n", {}};
-      return {503, "text/plain; charset=utf-8", "not ready\n", {}};
+      std::string body = "not ready";
+      {
+        std::lock_guard lock(mutex);
+        if (!why_not.empty()) body += ": " + why_not;
+      }
+      return {503, "text/plain; charset=utf-8", body + "\n", {}};
     }
     if (request.path == "/") {
       return {200, "text/html; charset=utf-8",
@@ -95,7 +101,13 @@ void Exporter::publish(const ServiceStats& stats) {
   impl_->last.swap(copy);
 }
 
-void Exporter::set_ready(bool ready) { impl_->ready.store(ready, std::memory_order_relaxed); }
+void Exporter::set_ready(bool ready, std::string why_not) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->why_not.swap(why_not);  // the old text is freed outside the lock
+  }
+  impl_->ready.store(ready, std::memory_order_relaxed);
+}
 
 std::string Exporter::address() const { return impl_->server->address(); }
 

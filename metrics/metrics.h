@@ -42,6 +42,10 @@ struct ServiceStats {
   std::uint64_t changelog_followed = 0;  ///< result="followed": other instances' records remembered
   std::uint64_t changelog_corrupt = 0;   ///< result="corrupt": skipped as unreadable
   double window_rebuild_seconds = 0;     ///< neardup_window_rebuild_seconds
+  /// Kafka broker connections, as the service's clients see them (stream/broker_health.h).
+  bool kafka_brokers_up = true;                 ///< neardup_kafka_brokers_up: false during an outage
+  std::uint64_t kafka_broker_outages = 0;       ///< neardup_kafka_broker_outages_total
+  std::map<std::string, bool> kafka_broker_up;  ///< neardup_kafka_broker_up{broker="host:port"}
 
   /// Histograms with neardup's standard buckets for max distance k.
   static ServiceStats with_buckets(int max_distance);
@@ -53,7 +57,8 @@ struct BuildInfo {
 };
 
 /// Serves /metrics, /healthz (200 while the process is alive) and /readyz
-/// (200 once set_ready(true): partitions assigned and window rebuilt; 503 before).
+/// (200 once set_ready(true): partitions assigned, window rebuilt and Kafka
+/// brokers reachable; 503 otherwise, the body saying why).
 /// Thread-safe: publish() and set_ready() may be called from any thread.
 class Exporter {
  public:
@@ -65,7 +70,8 @@ class Exporter {
   Exporter& operator=(const Exporter&) = delete;
 
   void publish(const ServiceStats& stats);
-  void set_ready(bool ready);
+  /// `why_not` (when not ready) becomes /readyz's body: "not ready: <why_not>".
+  void set_ready(bool ready, std::string why_not = {});
   /// "host:port" actually bound.
   std::string address() const;
 

@@ -104,8 +104,24 @@ class SnapshotCollectable final : public prometheus::Collectable {
     out.push_back(scalar("neardup_window_rebuild_seconds",
                          "Seconds the start-up rebuild of the window from the changelog took.", MetricType::Gauge,
                          s.window_rebuild_seconds));
-    out.push_back(scalar("neardup_ready", "1 when partitions are assigned and the window is rebuilt (/readyz).",
+    out.push_back(scalar("neardup_ready",
+                         "1 when partitions are assigned, the window is rebuilt and Kafka brokers are reachable "
+                         "(/readyz).",
                          MetricType::Gauge, ready_ ? 1 : 0));
+    out.push_back(scalar("neardup_kafka_brokers_up",
+                         "0 during a Kafka outage (a client lost every broker), 1 otherwise.", MetricType::Gauge,
+                         s.kafka_brokers_up ? 1 : 0));
+    MetricFamily broker_up{"neardup_kafka_broker_up",
+                           "1 if a neardup client is connected to this broker, 0 if its connection is down "
+                           "(librdkafka statistics; brokers never tried are absent).",
+                           MetricType::Gauge, {}};
+    for (const auto& [broker, up] : s.kafka_broker_up) {
+      broker_up.metric.push_back(number(up ? 1 : 0, MetricType::Gauge, {{"broker", broker}}));
+    }
+    out.push_back(std::move(broker_up));
+    out.push_back(scalar("neardup_kafka_broker_outages_total",
+                         "Kafka outages begun: times a client lost every broker.", MetricType::Counter,
+                         static_cast<double>(s.kafka_broker_outages)));
 
     std::vector<ClientMetric::Label> labels{{"version", build_.version}};
     for (const auto& [name, value] : build_.labels) {

@@ -177,12 +177,31 @@ TEST(Render, ExposesEverySeriesWithCumulativeBuckets) {
   EXPECT_EQ(m.at("neardup_build_info{version=\"1.2.3\",k=\"3\"}"), 1);
 }
 
+TEST(Render, ExposesKafkaBrokerConnectionState) {
+  ServiceStats stats;
+  const auto healthy = samples(render_text(stats, {"1.2.3", {}}, true));
+  EXPECT_EQ(healthy.at("neardup_kafka_brokers_up"), 1);  // no outage known
+  EXPECT_EQ(healthy.at("neardup_kafka_broker_outages_total"), 0);
+  EXPECT_EQ(healthy.count("neardup_kafka_broker_up{broker=\"127.0.0.1:9092\"}"), 0u);  // never tried: absent
+
+  stats.kafka_brokers_up = false;
+  stats.kafka_broker_outages = 2;
+  stats.kafka_broker_up = {{"127.0.0.1:9092", false}, {"127.0.0.1:9093", true}};
+  const auto outage = samples(render_text(stats, {"1.2.3", {}}, false));
+  EXPECT_EQ(outage.at("neardup_kafka_brokers_up"), 0);
+  EXPECT_EQ(outage.at("neardup_kafka_broker_outages_total"), 2);
+  EXPECT_EQ(outage.at("neardup_kafka_broker_up{broker=\"127.0.0.1:9092\"}"), 0);
+  EXPECT_EQ(outage.at("neardup_kafka_broker_up{broker=\"127.0.0.1:9093\"}"), 1);
+  EXPECT_EQ(outage.at("neardup_ready"), 0);
+}
+
 TEST(Render, PassesPromtoolCheckMetrics) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool not installed";
   const auto dir = std::filesystem::temp_directory_path() / ("neardup_metrics_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto stats = sample_stats();
   stats.consumer_lag[{"we\"ird\\topic\n", 1}] = 3;  // label escaping must stay valid
+  stats.kafka_broker_up = {{"127.0.0.1:9092", false}, {"[::1]:9093", true}};
   std::ofstream(dir / "metrics.txt") << render_text(stats, {"1.2.3", {{"k", "3"}}}, false);
   const std::string command = "promtool check metrics < " + (dir / "metrics.txt").string() + " > " +
                               (dir / "out.txt").string() + " 2>&1";
@@ -222,6 +241,18 @@ TEST(Exporter, ReadyzIs503UntilSetReady) {
   EXPECT_EQ(samples(get(exporter.address(), "/metrics").body).at("neardup_ready"), 1);
   exporter.set_ready(false);  // e.g. partitions revoked during a rebalance
   EXPECT_EQ(get(exporter.address(), "/readyz").status, 503);
+}
+
+TEST(Exporter, ReadyzSaysWhyItIsNotReady) {
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  EXPECT_EQ(get(exporter.address(), "/readyz").body, "not ready\n");
+  exporter.set_ready(false, "Kafka brokers unreachable for 3.0 s: 127.0.0.1:9092");
+  const auto reply = get(exporter.address(), "/readyz");
+  EXPECT_EQ(reply.status, 503);
+  EXPECT_EQ(reply.body, "not ready: Kafka brokers unreachable for 3.0 s: 127.0.0.1:9092\n");
+  EXPECT_EQ(get(exporter.address(), "/healthz").status, 200);  // alive: a restart cannot bring brokers back
+  exporter.set_ready(true, "ignored when ready");
+  EXPECT_EQ(get(exporter.address(), "/readyz").body, "ready\n");
 }
 
 TEST(Exporter, HealthzIsAlways200) {
