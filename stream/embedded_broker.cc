@@ -12,29 +12,56 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <list>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 namespace neardup::stream {
 
 // ------------------------------------------------------------------ forwarder
 
-/// Relays every connection accepted on 127.0.0.1:`port` to 127.0.0.1:`target`,
-/// byte for byte, both ways. One thread polls every socket; each direction has
-/// a 64 KiB buffer and reads stop while it is full, so memory stays bounded
-/// (kMaxLinks connections, more are refused). When one side ends its output the
-/// other side's output is ended too (shutdown), and a link is closed on both
-/// sides once both directions are done or either side fails. The destructor
-/// wakes the thread, joins it and closes every socket.
+namespace {
+
+std::uint32_t be32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) | u[3];
+}
+
+constexpr std::int16_t kApiMetadata = 3;
+constexpr std::int16_t kApiFindCoordinator = 10;
+constexpr std::size_t kMaxHeldResponse = 4 << 20;  // a Metadata response of the mock is a few KB
+
+}  // namespace
+
+/// Relays every connection accepted on 127.0.0.1:`port` to the mock broker at
+/// 127.0.0.1:`target`, so that clients only ever know 127.0.0.1:`port`: in
+/// Metadata and FindCoordinator responses the mock's own address (host
+/// "127.0.0.1" then the int32 port `target`, in every version of both) is
+/// rewritten to `port`. Without that, clients would connect to the mock's
+/// ephemeral port directly, and after a restart (a new port) librdkafka 2.0.2
+/// re-points the broker but not its group coordinator handle, whose id stays
+/// the same: a consumer could never rejoin its group.
+///
+/// One thread polls every socket. Requests pass through as they come (their
+/// headers are read to know which responses to rewrite); responses pass through
+/// too, except the few to rewrite, held whole (at most kMaxHeldResponse).
+/// Reads from a side stop while kBufferBytes wait to be written to the other,
+/// so memory stays bounded (kMaxLinks connections, more are refused). When one
+/// side ends its output the other side's is ended too (shutdown); a link is
+/// closed on both sides once both directions are done or either side fails.
+/// The destructor wakes the thread, joins it and closes every socket.
 class EmbeddedBroker::Forwarder {
  public:
   static constexpr std::size_t kMaxLinks = 256;
   static constexpr std::size_t kBufferBytes = 64 * 1024;
 
-  Forwarder(int port, int target) : target_(target) {
+  Forwarder(int port, int target) : port_(port), target_(target) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) fail("socket", port);
     const int on = 1;
@@ -62,17 +89,24 @@ class EmbeddedBroker::Forwarder {
   Forwarder& operator=(const Forwarder&) = delete;
 
  private:
-  /// Bytes read from fd[from] waiting to be written to the other side.
+  /// One direction of a link: the Kafka frames (int32 size, then the body) read
+  /// from one side and the bytes waiting to be written to the other.
   struct Direction {
-    std::unique_ptr<char[]> buffer;
-    std::size_t begin = 0, end = 0;
-    bool eof = false;       // fd[from] ended its output
-    bool shut = false;      // ... and the other side's output was ended too
-    bool pending() const { return begin < end; }
+    std::string out;           // to write; out[sent..] still pending
+    std::size_t sent = 0;
+    std::string head;          // the start of a frame being read (size and header)
+    std::uint32_t remaining = 0;  // body bytes of the current frame still to come (after head)
+    bool holding = false;      // the current frame (a response to rewrite) is kept in `held`
+    std::string held;
+    bool eof = false;          // the side read from ended its output
+    bool shut = false;         // ... and the other side's output was ended too
+    bool pending() const { return sent < out.size(); }
+    bool full() const { return out.size() - sent >= kBufferBytes; }
   };
   struct Link {
     std::array<int, 2> fd{-1, -1};  // [0] the client, [1] the mock broker
-    std::array<Direction, 2> out;   // out[i]: read from fd[i], written to fd[1 - i]
+    std::array<Direction, 2> dir;   // dir[i]: read from fd[i], written to fd[1 - i]
+    std::vector<std::uint32_t> rewrite;  // correlation ids of requests whose responses name brokers
     bool failed = false;
   };
 
@@ -91,6 +125,91 @@ class EmbeddedBroker::Forwarder {
     throw kafka::KafkaError("embedded broker: cannot listen on 127.0.0.1:" + std::to_string(port) + " (" + what +
                                 ": " + std::strerror(errno) + ")",
                             RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  }
+
+  /// Client -> broker: everything passes; a request's header (size, api key,
+  /// version, correlation id) says whether its response is to be rewritten.
+  static void feed_requests(Link& link, std::string_view data) {
+    Direction& d = link.dir[0];
+    d.out.append(data);
+    while (!data.empty()) {
+      if (d.remaining == 0) {
+        const std::size_t take = std::min<std::size_t>(12 - d.head.size(), data.size());
+        d.head.append(data.substr(0, take));
+        data.remove_prefix(take);
+        if (d.head.size() < 12) return;
+        const std::uint32_t size = be32(d.head.data());
+        const auto api_key = static_cast<std::int16_t>((be32(d.head.data() + 4) >> 16) & 0xFFFF);
+        if (size < 8) {
+          link.failed = true;  // not Kafka
+          return;
+        }
+        if (api_key == kApiMetadata || api_key == kApiFindCoordinator) link.rewrite.push_back(be32(d.head.data() + 8));
+        d.remaining = size - 8;
+        d.head.clear();
+      } else {
+        const std::size_t take = std::min<std::size_t>(d.remaining, data.size());
+        d.remaining -= static_cast<std::uint32_t>(take);
+        data.remove_prefix(take);
+      }
+    }
+  }
+
+  /// Broker -> client: responses pass, except those named in link.rewrite,
+  /// held whole and rewritten.
+  void feed_responses(Link& link, std::string_view data) const {
+    Direction& d = link.dir[1];
+    while (!data.empty() && !link.failed) {
+      if (d.remaining == 0 && !d.holding) {
+        const std::size_t take = std::min<std::size_t>(8 - d.head.size(), data.size());
+        d.head.append(data.substr(0, take));
+        data.remove_prefix(take);
+        if (d.head.size() < 8) return;
+        const std::uint32_t size = be32(d.head.data());
+        const std::uint32_t correlation = be32(d.head.data() + 4);
+        if (size < 4) {
+          link.failed = true;
+          return;
+        }
+        d.remaining = size - 4;
+        const auto it = std::find(link.rewrite.begin(), link.rewrite.end(), correlation);
+        if (it != link.rewrite.end()) {
+          link.rewrite.erase(it);
+          if (d.remaining > kMaxHeldResponse) {
+            link.failed = true;
+            return;
+          }
+          d.holding = true;
+          d.held = std::move(d.head);
+        } else {
+          d.out += d.head;
+        }
+        d.head.clear();
+      } else {
+        const std::size_t take = std::min<std::size_t>(d.remaining, data.size());
+        (d.holding ? d.held : d.out).append(data.substr(0, take));
+        d.remaining -= static_cast<std::uint32_t>(take);
+        data.remove_prefix(take);
+      }
+      if (d.holding && d.remaining == 0) {
+        rewrite_address(d.held);
+        d.out += d.held;
+        d.held.clear();
+        d.holding = false;
+      }
+    }
+  }
+
+  /// "127.0.0.1" followed by the int32 mock port -> the same with our port.
+  void rewrite_address(std::string& frame) const {
+    std::string from = "127.0.0.1", to = "127.0.0.1";
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      from.push_back(static_cast<char>((static_cast<std::uint32_t>(target_) >> shift) & 0xFF));
+      to.push_back(static_cast<char>((static_cast<std::uint32_t>(port_) >> shift) & 0xFF));
+    }
+    for (std::size_t at = frame.find(from); at != std::string::npos; at = frame.find(from, at + to.size())) {
+      frame.replace(at, from.size(), to);
+    }
   }
 
   void close_all() {
@@ -130,29 +249,35 @@ class EmbeddedBroker::Forwarder {
     for (int i = 0; i < 2; ++i) {
       ::setsockopt(link.fd[i], IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
       if (!set_nonblocking(link.fd[i])) link.failed = true;
-      link.out[i].buffer = std::make_unique<char[]>(kBufferBytes);
     }
   }
 
   /// Moves what it can for one link after poll() reported `revents` for its two sockets.
-  static void serve(Link& link, const std::array<short, 2>& revents) {
+  void serve(Link& link, const std::array<short, 2>& revents, char* buffer) const {
     for (int i = 0; i < 2 && !link.failed; ++i) {
-      Direction& d = link.out[i];
-      if ((revents[i] & (POLLIN | POLLHUP | POLLERR)) && !d.eof && !d.pending()) {
-        const ssize_t n = ::recv(link.fd[i], d.buffer.get(), kBufferBytes, 0);
-        if (n > 0) d.begin = 0, d.end = static_cast<std::size_t>(n);
-        else if (n == 0) d.eof = true;
-        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) link.failed = true;
+      Direction& d = link.dir[i];
+      if ((revents[i] & (POLLIN | POLLHUP | POLLERR)) && !d.eof && !d.full()) {
+        const ssize_t n = ::recv(link.fd[i], buffer, kBufferBytes, 0);
+        if (n > 0) {
+          const std::string_view data(buffer, static_cast<std::size_t>(n));
+          if (i == 0) feed_requests(link, data);
+          else feed_responses(link, data);
+        } else if (n == 0) {
+          d.eof = true;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          link.failed = true;
+        }
       }
     }
     for (int i = 0; i < 2 && !link.failed; ++i) {
-      Direction& d = link.out[i];
+      Direction& d = link.dir[i];
       const int to = link.fd[1 - i];
       if (d.pending()) {
         // Try at once: a fresh read usually fits in the socket buffer.
-        const ssize_t n = ::send(to, d.buffer.get() + d.begin, d.end - d.begin, MSG_NOSIGNAL);
-        if (n > 0) d.begin += static_cast<std::size_t>(n);
+        const ssize_t n = ::send(to, d.out.data() + d.sent, d.out.size() - d.sent, MSG_NOSIGNAL);
+        if (n > 0) d.sent += static_cast<std::size_t>(n);
         else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) link.failed = true;
+        if (d.sent == d.out.size()) d.out.clear(), d.sent = 0;
       }
       if (d.eof && !d.pending() && !d.shut) {
         ::shutdown(to, SHUT_WR);
@@ -164,6 +289,7 @@ class EmbeddedBroker::Forwarder {
   void run() {
     std::vector<pollfd> fds;
     std::vector<Link*> order;
+    const auto buffer = std::make_unique<char[]>(kBufferBytes);
     for (;;) {
       fds.clear();
       order.clear();
@@ -173,8 +299,8 @@ class EmbeddedBroker::Forwarder {
         order.push_back(&link);
         for (int i = 0; i < 2; ++i) {
           short events = 0;
-          if (!link.out[i].eof && !link.out[i].pending()) events |= POLLIN;
-          if (link.out[1 - i].pending()) events |= POLLOUT;
+          if (!link.dir[i].eof && !link.dir[i].full()) events |= POLLIN;
+          if (link.dir[1 - i].pending()) events |= POLLOUT;
           // Nothing wanted: ignore the socket (-1), or a hang-up would wake poll() again and again.
           fds.push_back({events ? link.fd[i] : -1, events, 0});
         }
@@ -188,16 +314,17 @@ class EmbeddedBroker::Forwarder {
       for (std::size_t k = 0; k < order.size(); ++k) {
         Link& link = *order[k];
         const std::array<short, 2> revents{fds[2 + 2 * k].revents, fds[3 + 2 * k].revents};
-        if (revents[0] || revents[1]) serve(link, revents);
+        if (revents[0] || revents[1]) serve(link, revents, buffer.get());
       }
       links_.remove_if([](Link& link) {
-        const bool done = link.failed || (link.out[0].shut && link.out[1].shut);
+        const bool done = link.failed || (link.dir[0].shut && link.dir[1].shut);
         if (done) close_link(link);
         return done;
       });
     }
   }
 
+  int port_;
   int target_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};

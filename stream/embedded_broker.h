@@ -7,10 +7,11 @@
 // librdkafka 2.0.2's mock brokers always listen on ephemeral ports (there is no
 // API to choose one). For a fixed address (`neardup broker --port N`, so a
 // broker can be stopped and started again where clients expect it) a small
-// loopback TCP forwarder listens on N and relays each connection to the mock
-// broker. Clients bootstrap through N; the metadata then names the mock
-// broker's own port, and after a restart (a new port) clients learn it again
-// through N: librdkafka updates a broker's address when the metadata changes it.
+// loopback TCP forwarder listens on N, relays each connection to the mock
+// broker and writes N for the mock's port in the broker addresses of Metadata
+// and FindCoordinator responses, so clients only ever know 127.0.0.1:N. A
+// client that learned the ephemeral port would not find a restarted broker's
+// group coordinator again (librdkafka keeps its old address while its id stays).
 
 #include <librdkafka/rdkafka.h>
 // rdkafka_mock.h needs rdkafka.h first.
