@@ -193,4 +193,18 @@ BrokerHealth::Snapshot BrokerHealth::snapshot() const {
   return s;
 }
 
+void add_to_metrics(const BrokerHealth::Snapshot& health, metrics::ServiceStats& stats) {
+  stats.kafka_brokers_up = health.reachable;
+  stats.kafka_broker_outages = health.outages;
+  stats.kafka_broker_up = health.brokers;
+}
+
+std::string not_ready_reason(const BrokerHealth::Snapshot& health, bool assigned, bool window_ready,
+                             BrokerHealth::Clock::time_point now) {
+  if (!health.reachable) return health.describe(now);
+  if (!assigned) return "no input partitions assigned";
+  if (!window_ready) return "rebuilding the window from the changelog";
+  return "";
+}
+
 }  // namespace neardup::stream

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "metrics/metrics.h"
+
 namespace neardup::stream {
 
 /// One broker as a client's statistics describe it.
@@ -93,5 +95,15 @@ class BrokerHealth {
   std::map<std::string, LastError, std::less<>> errors_;  ///< per broker address, since the last transition
   std::map<std::string, std::map<std::string, bool>, std::less<>> clients_;  ///< client -> address -> up
 };
+
+/// Copies the broker connection state into the Prometheus snapshot
+/// (neardup_kafka_brokers_up, neardup_kafka_broker_up, neardup_kafka_broker_outages_total).
+void add_to_metrics(const BrokerHealth::Snapshot& health, metrics::ServiceStats& stats);
+
+/// /readyz's answer: ready when the service holds partitions, its window is
+/// rebuilt and the brokers are reachable; else the reason, brokers first (an
+/// outage also explains missing partitions). "" when ready.
+std::string not_ready_reason(const BrokerHealth::Snapshot& health, bool assigned, bool window_ready,
+                             BrokerHealth::Clock::time_point now = BrokerHealth::Clock::now());
 
 }  // namespace neardup::stream

@@ -209,6 +209,22 @@ TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
   EXPECT_THAT(lines[1], HasSubstr(R"("outage_seconds":10.2)"));
 }
 
+TEST(BrokerHealth, ReadinessNamesTheOutageFirst) {
+  BrokerHealth health(false, t0);
+  EXPECT_EQ(not_ready_reason(health.snapshot(), true, true, t0), "");
+  EXPECT_EQ(not_ready_reason(health.snapshot(), false, true, t0), "no input partitions assigned");
+  EXPECT_EQ(not_ready_reason(health.snapshot(), true, false, t0), "rebuilding the window from the changelog");
+  lose_brokers(health, t0 + 5s);
+  EXPECT_THAT(not_ready_reason(health.snapshot(), false, true, t0 + 8s),
+              ::testing::StartsWith("Kafka brokers unreachable for 3.0 s: 127.0.0.1:39211, 127.0.0.1:40123 ("));
+  metrics::ServiceStats stats;
+  health.on_brokers("c", {{"127.0.0.1:39211", "DOWN", 5}}, t0 + 8s);
+  add_to_metrics(health.snapshot(), stats);
+  EXPECT_FALSE(stats.kafka_brokers_up);
+  EXPECT_EQ(stats.kafka_broker_outages, 1u);
+  EXPECT_EQ(stats.kafka_broker_up, (std::map<std::string, bool>{{"127.0.0.1:39211", false}}));
+}
+
 TEST(BrokerHealth, CallbacksFromManyThreadsAtOnce) {
   BrokerHealth health(false, t0);
   std::vector<std::thread> threads;
