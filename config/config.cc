@@ -389,6 +389,15 @@ class Locator {
   virtual std::string where(const std::string& path) const = 0;
 };
 
+std::size_t producer_message_max_bytes_impl(const KafkaOptions& kafka) {
+  auto it = kafka.producer.find("message.max.bytes");
+  if (it == kafka.producer.end()) return kDefaultProducerMessageMaxBytes;
+  std::size_t value = 0;
+  const char* end = it->second.data() + it->second.size();
+  auto [ptr, ec] = std::from_chars(it->second.data(), end, value);
+  return ec == std::errc() && ptr == end && value > 0 ? value : kDefaultProducerMessageMaxBytes;
+}
+
 // Checks that involve more than one key. Blames a key the user set, if any.
 void check_cross(const Config& config, const Locator& locator) {
   auto blame = [&](std::initializer_list<const char*> paths) -> std::string {
@@ -417,6 +426,17 @@ void check_cross(const Config& config, const Locator& locator) {
   } catch (const std::invalid_argument& e) {
     const std::string path = blame({"dedup.blocks", "window.max_entries", "dedup.max_distance"});
     throw ConfigError(locator.where(path) + ": " + e.what());
+  }
+  // Every input that passes input.max_bytes must fit in an output record.
+  const std::size_t record_max = producer_message_max_bytes(config.kafka);
+  if (config.input.max_bytes + kRecordHeadroomBytes > record_max) {
+    const std::string path = blame({"input.max_bytes", "kafka.producer"});
+    throw ConfigError(locator.where(path) + ": input.max_bytes (" + std::to_string(config.input.max_bytes) +
+                      ") + " + std::to_string(kRecordHeadroomBytes) +
+                      " bytes for key and headers exceeds the producer's message.max.bytes (" +
+                      std::to_string(record_max) +
+                      "): messages near input.max_bytes could not be republished. Lower input.max_bytes, or raise "
+                      "kafka.producer message.max.bytes (and the output topics' max.message.bytes)");
   }
   const auto& sketch = config.dedup.sketch;
   if (sketch.enabled && sketch.bands * sketch.band_bins > 128 / sketch.bits) {
@@ -823,5 +843,7 @@ std::vector<KeyInfo> schema() {
   }
   return out;
 }
+
+std::size_t producer_message_max_bytes(const KafkaOptions& kafka) { return producer_message_max_bytes_impl(kafka); }
 
 }  // namespace neardup::config

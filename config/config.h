@@ -37,7 +37,7 @@ struct InputOptions {
   InputFormat format = InputFormat::text;
   std::vector<std::string> text_fields{"/text"};  ///< JSON pointers, joined with a space
   std::string id_field = "/id";                   ///< JSON pointer
-  std::size_t max_bytes = 1'048'576;
+  std::size_t max_bytes = 1'000'000;  ///< leaves kRecordHeadroomBytes under the producer's message.max.bytes
 };
 
 struct MetricsOptions {
@@ -57,6 +57,17 @@ struct Config {
   MetricsOptions metrics;
   LogOptions log;
 };
+
+/// neardup's default for the producer's message.max.bytes (librdkafka's own is
+/// 1000000; Kafka brokers accept 1048588 by default).
+inline constexpr std::size_t kDefaultProducerMessageMaxBytes = 1'048'576;
+/// What an output record may need besides the input's value: its key, the
+/// input's headers and neardup's. input.max_bytes + this must fit under the
+/// producer's message.max.bytes.
+inline constexpr std::size_t kRecordHeadroomBytes = 16 * 1024;
+/// The producer's message.max.bytes as the service will use it: kafka.producer's
+/// value when it is a number, else kDefaultProducerMessageMaxBytes.
+std::size_t producer_message_max_bytes(const KafkaOptions& kafka);
 
 /// Thrown for any invalid configuration. what() reads
 /// "FILE:LINE:COLUMN: KEY: expected ..., got '...'" (a person can act on it).

@@ -36,6 +36,7 @@ struct ServiceStats {
   Histogram end_to_end_latency_seconds;                  ///< message timestamp -> output acked
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;  ///< {topic, partition}
   std::uint64_t produce_errors = 0, dead_letters = 0;
+  std::uint64_t dead_letters_truncated = 0;  ///< dead letters cut to fit the producer's record limit
   /// neardup_changelog_records_total{result}: window changelog records
   std::uint64_t changelog_written = 0;   ///< result="written": appended and acknowledged
   std::uint64_t changelog_replayed = 0;  ///< result="replayed": remembered by the start-up rebuild

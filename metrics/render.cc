@@ -90,6 +90,9 @@ class SnapshotCollectable final : public prometheus::Collectable {
                          MetricType::Counter, static_cast<double>(s.produce_errors)));
     out.push_back(scalar("neardup_dead_letters_total", "Messages sent to the dead-letter topic.",
                          MetricType::Counter, static_cast<double>(s.dead_letters)));
+    out.push_back(scalar("neardup_dead_letters_truncated_total",
+                         "Dead letters whose value was cut (or left out) to fit the record size limit.",
+                         MetricType::Counter, static_cast<double>(s.dead_letters_truncated)));
     MetricFamily changelog{"neardup_changelog_records_total",
                            "Window changelog records, by result (written, replayed at start, followed from "
                            "other instances, corrupt and skipped).",

@@ -6,7 +6,7 @@
 
 #include "stream/cli.h"
 #include "stream/embedded_broker.h"
-#include "stream/service.h"
+#include "stream/process.h"
 
 namespace neardup::stream {
 namespace {

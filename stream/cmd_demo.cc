@@ -14,7 +14,7 @@
 
 #include "stream/cli.h"
 #include "stream/kafka.h"
-#include "stream/service.h"
+#include "stream/host.h"
 
 #ifndef NEARDUP_SOURCE_DIR_DEFAULT
 #define NEARDUP_SOURCE_DIR_DEFAULT "."

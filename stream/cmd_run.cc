@@ -4,7 +4,7 @@
 #include "config/config.h"
 #include "config/values.h"
 #include "stream/cli.h"
-#include "stream/service.h"
+#include "stream/host.h"
 
 namespace neardup::stream {
 namespace {

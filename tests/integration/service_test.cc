@@ -25,6 +25,7 @@ using namespace testing;
 
 class ServiceTest : public BrokerTest {
  protected:
+  explicit ServiceTest(int brokers = 1) : BrokerTest(brokers) {}
   void produce(const std::vector<std::string>& values, std::int32_t partition = RD_KAFKA_PARTITION_UA,
                const std::optional<std::string>& key = std::nullopt,
                const std::map<std::string, std::string>& headers = {}, std::int64_t timestamp = 0) {
@@ -221,23 +222,38 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   for (const auto& t : texts) EXPECT_TRUE(values.count(t)) << t;
 }
 
-// A record that neither the output nor the dead-letter topic accepts (larger
-// than the producer's message.max.bytes) stops the service with a clear error,
-// and its offset is never committed: a restart reads it again.
-TEST_F(ServiceTest, ARecordNoTopicAcceptsStopsTheServiceWithoutCommittingIt) {
+// A record too large for every topic (over the producer's message.max.bytes)
+// goes to the dead-letter topic cut to fit, with its original size, and the
+// service goes on: the messages after it come out and every offset commits.
+TEST_F(ServiceTest, ARecordTooLargeForTheOutputIsDeadLetteredCutToFitAndTheServiceGoesOn) {
   config::Config cfg = cfg_;
   cfg.action = config::Action::tag;
-  cfg.kafka.changelog_topic = "";                  // (its batches would outgrow the limit first)
-  cfg.kafka.producer["message.max.bytes"] = "1000";  // librdkafka's minimum
-  auto small = distinct_texts(10, 5);
-  produce(small, 0);
+  cfg.kafka.changelog_topic = "";                    // (its batches would outgrow the limit first)
+  cfg.kafka.producer["message.max.bytes"] = "1200";  // librdkafka's minimum is 1000
+  auto small = distinct_texts(16, 5);
+  produce({small.begin(), small.begin() + 10}, 0);
   auto running = start_service(cfg);
   ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 10; }));
-  produce({std::string(5000, 'x') + " " + distinct_texts(1, 6)[0]}, 0);  // offset 10
-  ASSERT_TRUE(eventually([&] { return running->status.load() != -1; }, std::chrono::seconds(60)));
-  EXPECT_EQ(running->status.load(), 1);
-  EXPECT_NE(running->service->fatal_error().find("dead-letter"), std::string::npos) << running->service->fatal_error();
-  EXPECT_EQ(committed_offsets()[0], 10) << "the refused record's offset was committed";
+  const std::string big = std::string(5000, 'x') + " " + distinct_texts(1, 6)[0];
+  produce({big}, 0, std::string("big-key"));  // offset 10
+  produce({small.begin() + 10, small.end()}, 0);
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 16; }, std::chrono::seconds(60)));
+  EXPECT_EQ(running->status.load(), -1) << "the service stopped: " << running->service->fatal_error();
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.dead_letters, 1u);
+  EXPECT_EQ(running->last.dead_letters_truncated, 1u);
+  EXPECT_EQ(read_all("output").size(), 16u);
+  const auto dead = read_all("dead-letters");
+  ASSERT_EQ(dead.size(), 1u);
+  const Record& letter = dead[0];
+  EXPECT_EQ(letter.key, std::optional<std::string>("big-key"));
+  EXPECT_GT(letter.value.size(), 0u);
+  EXPECT_LT(letter.value.size(), 1200u);
+  EXPECT_EQ(letter.value, big.substr(0, letter.value.size())) << "the cut keeps the value's first bytes";
+  EXPECT_EQ(letter.headers.at("neardup-original-size"), std::to_string(big.size()));
+  EXPECT_EQ(letter.headers.at("neardup-truncated-to"), std::to_string(letter.value.size()));
+  EXPECT_EQ(letter.headers.at("neardup-source"), "input/0/10");
+  EXPECT_EQ(letter.headers.at("neardup-error"), "output to 'output' rejected: Broker: Message size too large");
 }
 
 TEST_F(ServiceTest, StopMidStreamThenRestartAccountsForEveryMessage) {
@@ -264,6 +280,71 @@ TEST_F(ServiceTest, StopMidStreamThenRestartAccountsForEveryMessage) {
   std::size_t accounted = 0;
   for (const auto& t : texts) accounted += values.count(t);
   EXPECT_EQ(accounted + dead.size(), texts.size());
+}
+
+// The broker refuses records as records (its limit below the producer's): the
+// output goes to the dead-letter topic instead; a refused dead letter is sent
+// again as neardup's headers alone. The input topic lives on broker 1, the
+// outputs on broker 2, whose next Produce requests fail.
+class TwoBrokerServiceTest : public ServiceTest {
+ protected:
+  TwoBrokerServiceTest() : ServiceTest(2) {}
+  void SetUp() override {
+    ServiceTest::SetUp();
+    for (int p = 0; p < kPartitions; ++p) {
+      rd_kafka_mock_partition_set_leader(broker_.cluster(), "input", p, 1);
+      rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, 2);
+      rd_kafka_mock_partition_set_leader(broker_.cluster(), "dead-letters", p, 2);
+    }
+  }
+  void refuse_next_produces(std::size_t n) {
+    if (n == 1) {
+      rd_kafka_mock_broker_push_request_error_rtts(broker_.cluster(), 2, EmbeddedBroker::kApiProduce, 1,
+                                                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
+    } else {
+      rd_kafka_mock_broker_push_request_error_rtts(broker_.cluster(), 2, EmbeddedBroker::kApiProduce, 2,
+                                                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
+                                                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
+    }
+  }
+};
+
+TEST_F(TwoBrokerServiceTest, ARecordTheBrokerRefusesIsDeadLetteredAndTheServiceGoesOn) {
+  config::Config cfg = cfg_;
+  cfg.action = config::Action::tag;
+  cfg.kafka.changelog_topic = "";  // (a refused changelog batch is a cluster fault: it would stop the service)
+  auto texts = distinct_texts(10, 7);
+  auto running = start_service(cfg);
+  produce({texts.begin(), texts.begin() + 5}, 0);
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 5; }));
+  refuse_next_produces(1);
+  produce({texts[5]}, 0, std::string("k5"));  // output refused: a dead letter, value whole
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 6; }));
+  refuse_next_produces(2);
+  produce({texts[6]}, 0, std::string("k6"));  // output and dead letter refused: a bare dead letter
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 7; }));
+  produce({texts.begin() + 7, texts.end()}, 0);
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 10; }));
+  EXPECT_EQ(running->status.load(), -1) << "the service stopped: " << running->service->fatal_error();
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(read_all("output").size(), 8u);
+  auto dead = read_all("dead-letters");
+  ASSERT_EQ(dead.size(), 2u);
+  std::sort(dead.begin(), dead.end(), [](const Record& a, const Record& b) { return a.headers.at("neardup-source") < b.headers.at("neardup-source"); });
+  EXPECT_EQ(dead[0].key, std::optional<std::string>("k5"));
+  EXPECT_EQ(dead[0].value, texts[5]);
+  EXPECT_EQ(dead[0].headers.at("neardup-source"), "input/0/5");
+  EXPECT_EQ(dead[0].headers.at("neardup-error"), "output to 'output' rejected by the broker: Broker: Message size too large");
+  EXPECT_EQ(dead[0].headers.count("neardup-truncated-to"), 0u);
+  EXPECT_EQ(dead[1].key, std::nullopt);
+  EXPECT_EQ(dead[1].value, "");
+  EXPECT_EQ(dead[1].headers.at("neardup-source"), "input/0/6");
+  EXPECT_EQ(dead[1].headers.at("neardup-error"),
+            "output to 'output' rejected by the broker: Broker: Message size too large; dead letter rejected by the "
+            "broker: Broker: Message size too large");
+  EXPECT_EQ(dead[1].headers.at("neardup-original-size"), std::to_string(texts[6].size()));
+  EXPECT_EQ(dead[1].headers.at("neardup-truncated-to"), "0");
+  EXPECT_EQ(running->last.dead_letters_truncated, 1u);
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ TEST(Config, EmptyTextGivesAllDefaults) {
   EXPECT_EQ(config.kafka.dead_letter_topic, "dead-letters");
   EXPECT_EQ(config.input.format, InputFormat::text);
   EXPECT_EQ(config.input.text_fields, std::vector<std::string>{"/text"});
-  EXPECT_EQ(config.input.max_bytes, 1048576u);
+  EXPECT_EQ(config.input.max_bytes, 1000000u);
   EXPECT_EQ(config.action, Action::drop);
   EXPECT_EQ(config.dedup.index.max_distance, 3);
   EXPECT_EQ(config.dedup.index.blocks, 0);
@@ -312,6 +312,20 @@ TEST(ConfigErrors, TheChangelogHasATopicOfItsOwn) {
             "changelog has a topic of its own), got 'output'");
   EXPECT_TRUE(starts_with(error_of("kafka: {dead_letter_topic: neardup-window}"), "t.yaml:1:28: kafka.dead_letter_topic"));
   EXPECT_EQ(error_of("kafka: {changelog_topic: '', output_topic: out}"), "");
+}
+
+TEST(ConfigErrors, InputMaxBytesMustFitUnderTheProducersRecordLimit) {
+  // The defaults fit: 1000000 + 16 KiB <= 1 MiB.
+  EXPECT_EQ(config::producer_message_max_bytes(Config{}.kafka), 1048576u);
+  EXPECT_EQ(error_of("input: {max_bytes: 1032192}\n"), "");  // exactly 1 MiB - 16 KiB
+  const std::string error = error_of("input:\n  max_bytes: 1MiB\n");
+  EXPECT_TRUE(starts_with(error, "t.yaml:2:14: input.max_bytes: input.max_bytes (1048576) + 16384 bytes for key and "
+                                 "headers exceeds the producer's message.max.bytes (1048576)"))
+      << error;
+  // A raised producer limit makes room; a lowered one is blamed when it was set.
+  EXPECT_EQ(error_of("input: {max_bytes: 8MiB}\nkafka: {producer: {message.max.bytes: '9000000'}}\n"), "");
+  EXPECT_TRUE(starts_with(error_of("kafka:\n  producer: {message.max.bytes: '500000'}\n"), "t.yaml:2:13: kafka.producer: input.max_bytes (1000000)"))
+      << error_of("kafka:\n  producer: {message.max.bytes: '500000'}\n");
 }
 
 TEST(ConfigErrors, AKeySetInDottedAndNestedFormIsADuplicate) {

@@ -1,0 +1,104 @@
+#include "stream/dedup_worker.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <utility>
+
+#include "stream/sources.h"
+
+namespace neardup::stream {
+
+using Clock = std::chrono::steady_clock;
+
+DedupWorker::DedupWorker(const config::Config& config)
+    : analyzer_(config), classifier_(config), thread_([this] { loop(); }) {}
+
+DedupWorker::~DedupWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void DedupWorker::submit(Slot& slot) {
+  {
+    std::lock_guard lock(mutex_);
+    job_ = &slot;
+  }
+  wake_.notify_all();
+}
+
+void DedupWorker::wait() {
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [this] { return job_ == nullptr; });
+  if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+void DedupWorker::loop() {
+  pthread_setname_np(pthread_self(), "neardup-analyze");  // (15 characters at most)
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return quit_ || job_ != nullptr; });
+    if (job_ == nullptr) return;  // quit with nothing to do
+    Slot& slot = *job_;
+    lock.unlock();
+    try {
+      prepare(slot);
+    } catch (...) {
+      lock.lock();
+      failure_ = std::current_exception();
+      lock.unlock();
+    }
+    lock.lock();
+    job_ = nullptr;
+    done_.notify_all();
+  }
+}
+
+void DedupWorker::prepare(Slot& slot) {
+  dedup::Engine& engine = classifier_.engine();
+  for (const Remembered& r : slot.remember) engine.remember(r.fingerprint, r.time, r.ref, r.sketch);
+  slot.remember.clear();
+  const std::size_t n = slot.messages.size();
+  if (slot.prepared.size() < n) slot.prepared.resize(n);
+  if (slot.outcomes.size() < n) slot.outcomes.resize(n);
+  // Two messages ahead: a message to judge is decoded, analyzed and its
+  // window accesses started (Classifier::prefetch) two judged messages before
+  // its turn, and its second, dependent accesses (Classifier::prefetch_cells)
+  // one before.
+  std::size_t ahead = 0;  // the next message to analyze
+  auto analyze_next = [&]() -> std::size_t {
+    while (ahead < n && !slot.jobs[ahead].judge) ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
+    if (ahead == n) return n;
+    const auto started = Clock::now();
+    const rd_kafka_message_t& m = *slot.messages[ahead];
+    analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), slot.prepared[ahead]);
+    classifier_.prefetch(slot.prepared[ahead]);
+    slot.outcomes[ahead].spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
+    return ahead++;
+  };
+  // The next two messages to judge, analyzed (n: none).
+  std::size_t next_up = analyze_next();
+  std::size_t then = analyze_next();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Job& job = slot.jobs[i];
+    if (!job.judge) continue;
+    // i == next_up: the queue moves on by one.
+    next_up = then;
+    then = analyze_next();
+    const auto started = Clock::now();
+    if (next_up < n) classifier_.prefetch_cells(slot.prepared[next_up]);
+    Outcome& out = slot.outcomes[i];
+    out.error = {};
+    out.verdict = classifier_.judge(slot.prepared[i], job.time, pack_ref(job.source, slot.messages[i]->offset), &out.error);
+    out.kept_sketch.shingles = 0;
+    if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();
+    out.spent_ns += static_cast<std::uint64_t>((Clock::now() - started).count());
+  }
+  slot.engine_stats = engine.stats();
+}
+
+}  // namespace neardup::stream

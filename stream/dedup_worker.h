@@ -1,0 +1,92 @@
+#pragma once
+// The dedup worker of `neardup run`: one thread that owns the window and
+// decodes, analyzes (normalize, SimHash, sketch) and judges (Engine::decide)
+// one batch of polled messages at a time, strictly in input order, while the
+// pipeline thread produces the batch before it. A slot is the pipeline
+// thread's before submit() and after wait(), the worker's in between.
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "dedup/engine.h"
+#include "stream/kafka.h"
+#include "stream/pipeline.h"
+
+namespace neardup::stream {
+
+/// What the pipeline thread tells the worker about one polled message.
+struct Job {
+  std::uint32_t source = 0;  ///< index into Impl::sources
+  bool judge = false;        ///< false: a consumer error, or a partition not assigned when polled
+  dedup::EventTime time;     ///< event time (the message timestamp, else the time it was polled)
+};
+
+/// What the worker made of one message.
+struct Outcome {
+  dedup::Verdict verdict;
+  std::string_view error;           ///< for invalid: views Slot::prepared or a static string
+  dedup::SketchResult kept_sketch;  ///< a unique message's sketch (for the changelog); shingles 0 if none
+  std::uint64_t spent_ns = 0;       ///< decoding, analysis and the window decision
+};
+
+/// A changelog entry of another instance, for the worker's window.
+struct Remembered {
+  dedup::Fingerprint fingerprint;
+  dedup::EventTime time;
+  dedup::RecordRef ref;
+  dedup::SketchResult sketch;  ///< shingles 0: remembered by its fingerprint only
+};
+
+/// Polled messages and what the worker made of them (index by index).
+struct Slot {
+  std::vector<kafka::MessagePtr> messages;
+  std::vector<Job> jobs;
+  std::vector<Remembered> remember;  ///< applied to the window before the messages are judged
+  std::vector<Prepared> prepared;
+  std::vector<Outcome> outcomes;
+  dedup::EngineStats engine_stats;   ///< the engine's counters after this slot
+};
+
+/// Decodes, analyzes and judges one batch of polled messages at a time on its
+/// own thread, which owns the window (messages strictly in order, so a learned
+/// IDF sees the same history as without it, and the window sees every message
+/// in input order), while the pipeline thread produces, acknowledges and commits
+/// the previous batch. submit() and wait() alternate, from one thread; the slot
+/// is the worker's between them, and engine() is the pipeline thread's only
+/// while no slot is submitted.
+class DedupWorker {
+ public:
+  explicit DedupWorker(const config::Config& config);
+  ~DedupWorker();
+  DedupWorker(const DedupWorker&) = delete;
+  DedupWorker& operator=(const DedupWorker&) = delete;
+
+  /// The window. Only between wait() and the next submit() (or before the first).
+  dedup::Engine& engine() { return classifier_.engine(); }
+
+  /// Hands `slot` (messages, jobs, remembered entries filled) to the worker thread.
+  void submit(Slot& slot);
+  /// Until the submitted slot is prepared; rethrows what the worker threw (std::bad_alloc).
+  void wait();
+
+ private:
+  void loop();
+  void prepare(Slot& slot);
+
+  Analyzer analyzer_;        // worker thread only (and construction)
+  Classifier classifier_;    // worker thread, or the pipeline thread while no slot is submitted
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  Slot* job_ = nullptr;      // guarded by mutex_
+  bool quit_ = false;        // guarded by mutex_
+  std::exception_ptr failure_;  // guarded by mutex_
+  std::thread thread_;  // last: starts after everything it uses
+};
+
+}  // namespace neardup::stream

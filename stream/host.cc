@@ -1,0 +1,68 @@
+#include "stream/host.h"
+
+#include <memory>
+
+#include "metrics/progress.h"
+#include "stream/embedded_broker.h"
+#include "stream/process.h"
+
+namespace neardup::stream {
+
+int host_service(const config::Config& config, const HostOptions& host, ServiceSnapshot* final) {
+  install_stop_signal_handlers();
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::string brokers;
+  if (config.kafka.brokers && !config.kafka.brokers->empty()) {
+    brokers = *config.kafka.brokers;
+  } else {
+    broker = std::make_unique<EmbeddedBroker>();
+    for (const auto& topic : service_topics(config.kafka)) broker->create_topic(topic, config.kafka.embedded_partitions);
+    brokers = broker->bootstrap();
+    log(config::LogLevel::info, "embedded broker at " + brokers);
+    if (!host.bootstrap_file.empty()) write_bootstrap_file(host.bootstrap_file, brokers);
+  }
+
+  std::unique_ptr<metrics::Exporter> exporter;
+  if (!config.metrics.listen.empty()) {
+    metrics::BuildInfo build;
+#ifdef NEARDUP_VERSION
+    build.version = NEARDUP_VERSION;
+#endif
+    build.labels = {{"k", std::to_string(config.dedup.index.max_distance)},
+                    {"action", config.action == config::Action::drop  ? "drop"
+                               : config.action == config::Action::tag ? "tag"
+                                                                      : "route"}};
+    exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build);
+    log(config::LogLevel::info, "metrics at http://" + exporter->address() + "/metrics");
+  }
+  metrics::ProgressLine progress(stderr, host.progress_every, host.force_progress);
+
+  ServiceOptions options;
+  options.config = config;
+  options.brokers = brokers;
+  options.on_verdict = host.on_verdict;
+  Service* self = nullptr;
+  const int k = config.dedup.index.max_distance;
+  options.on_progress = [&](const ServiceSnapshot& snapshot) {
+    metrics::ServiceStats m = to_metrics(snapshot, k);
+    if (exporter) {
+      exporter->publish(m);
+      exporter->set_ready(snapshot.assigned && snapshot.window_ready);
+    }
+    progress.update(m, std::chrono::steady_clock::now());
+    if (host.done && self && host.done(snapshot)) self->request_stop();
+  };
+  Service service(std::move(options));
+  self = &service;
+  if (host.on_brokers) host.on_brokers(brokers);
+  log(config::LogLevel::info, "consuming " + std::to_string(config.kafka.input_topics.size()) +
+                                  " topic(s) from " + brokers + " as group '" + config.kafka.group_id + "'");
+  int status = service.run();
+  progress.finish();
+  ServiceSnapshot last = service.snapshot();
+  if (exporter) exporter->publish(to_metrics(last, k));
+  if (final) *final = std::move(last);
+  return status;
+}
+
+}  // namespace neardup::stream

@@ -1,0 +1,80 @@
+#include "stream/service_stats.h"
+
+#include <algorithm>
+
+namespace neardup::stream {
+
+void LatencyHistogram::observe_ms(std::int64_t ms) {
+  ms = std::max<std::int64_t>(ms, 0);
+  if (ms < static_cast<std::int64_t>(kBuckets)) {
+    ++counts[static_cast<std::size_t>(ms)];
+  } else {
+    const std::int64_t seconds = (ms + 999) / 1000;  // (s - 1, s]
+    if (seconds <= static_cast<std::int64_t>(kSlowSeconds)) ++slow[static_cast<std::size_t>(seconds) - kFirstSlowSecond];
+    else ++beyond;
+  }
+  ++total;
+  sum_ms += static_cast<double>(ms);
+}
+
+std::int64_t LatencyHistogram::quantile_ms(double q) const {
+  if (total == 0) return 0;
+  auto rank = static_cast<std::uint64_t>(q * static_cast<double>(total - 1)) + 1;
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    seen += counts[i];
+    if (seen >= rank) return static_cast<std::int64_t>(i);
+  }
+  for (std::size_t i = 0; i < slow.size(); ++i) {
+    seen += slow[i];
+    if (seen >= rank) return static_cast<std::int64_t>(i + kFirstSlowSecond) * 1000;
+  }
+  return static_cast<std::int64_t>(kSlowSeconds) * 1000;
+}
+
+metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
+  metrics::ServiceStats m = metrics::ServiceStats::with_buckets(max_distance);
+  m.unique = s.unique + s.passed;
+  m.duplicate = s.duplicate;
+  m.invalid = s.invalid;
+  for (std::size_t d = 0; d < s.match_distance.size(); ++d) {
+    // Filled bucket by bucket: one observe() per duplicate would be O(duplicates).
+    if (d < m.match_distance.counts.size()) m.match_distance.counts[d] += s.match_distance[d];
+    m.match_distance.count += s.match_distance[d];
+    m.match_distance.sum += static_cast<double>(d * s.match_distance[d]);
+  }
+  m.window_entries = s.engine.window.entries;
+  m.window_bytes = s.engine.window.bytes;
+  m.window_evictions = s.engine.window.evictions;
+  m.processing_seconds = s.processing_seconds;
+  m.candidates_per_probe = s.candidates_per_probe;
+  auto& e2e = m.end_to_end_latency_seconds;
+  // Each stored bucket goes whole into the first metric bucket at or above its
+  // upper end (exact while the metric's bounds are whole ms, or whole seconds above 60 s).
+  auto add = [&e2e](double upper_seconds, std::uint64_t n) {
+    if (n == 0) return;
+    const auto bucket = static_cast<std::size_t>(std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), upper_seconds) -
+                                                 e2e.bounds.begin());
+    e2e.counts[bucket] += n;
+    e2e.count += n;
+  };
+  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms) add(static_cast<double>(ms) / 1000.0, s.end_to_end.counts[ms]);
+  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i) add(static_cast<double>(i + LatencyHistogram::kFirstSlowSecond), s.end_to_end.slow[i]);
+  if (s.end_to_end.beyond != 0) {  // past every bound: +Inf
+    e2e.counts.back() += s.end_to_end.beyond;
+    e2e.count += s.end_to_end.beyond;
+  }
+  e2e.sum += s.end_to_end.sum_ms / 1000.0;
+  m.consumer_lag = s.consumer_lag;
+  m.produce_errors = s.produce_errors;
+  m.dead_letters = s.dead_letters;
+  m.dead_letters_truncated = s.dead_letters_truncated;
+  m.changelog_written = s.changelog_written;
+  m.changelog_replayed = s.changelog_replayed;
+  m.changelog_followed = s.changelog_followed;
+  m.changelog_corrupt = s.changelog_corrupt;
+  m.window_rebuild_seconds = s.changelog_rebuild_seconds;
+  return m;
+}
+
+}  // namespace neardup::stream
