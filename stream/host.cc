@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "metrics/progress.h"
+#include "stream/broker_health.h"
 #include "stream/embedded_broker.h"
 #include "stream/process.h"
 
@@ -37,17 +38,22 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   }
   metrics::ProgressLine progress(stderr, host.progress_every, host.force_progress);
 
+  BrokerHealth broker_health;  // before the service: its clients report here until they are gone
   ServiceOptions options;
   options.config = config;
   options.brokers = brokers;
   options.on_verdict = host.on_verdict;
+  options.broker_health = &broker_health;
   Service* self = nullptr;
   const int k = config.dedup.index.max_distance;
   options.on_progress = [&](const ServiceSnapshot& snapshot) {
     metrics::ServiceStats m = to_metrics(snapshot, k);
+    const BrokerHealth::Snapshot kafka = broker_health.snapshot();
+    add_to_metrics(kafka, m);
     if (exporter) {
       exporter->publish(m);
-      exporter->set_ready(snapshot.assigned && snapshot.window_ready);
+      const std::string why_not = not_ready_reason(kafka, snapshot.assigned, snapshot.window_ready);
+      exporter->set_ready(why_not.empty(), why_not);
     }
     progress.update(m, std::chrono::steady_clock::now());
     if (host.done && self && host.done(snapshot)) self->request_stop();
@@ -60,7 +66,11 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   int status = service.run();
   progress.finish();
   ServiceSnapshot last = service.snapshot();
-  if (exporter) exporter->publish(to_metrics(last, k));
+  if (exporter) {
+    metrics::ServiceStats m = to_metrics(last, k);
+    add_to_metrics(broker_health.snapshot(), m);
+    exporter->publish(m);
+  }
   if (final) *final = std::move(last);
   return status;
 }

@@ -126,17 +126,17 @@ struct Service::Impl {
     instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
                   static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
     if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg);
-    producer = std::make_unique<kafka::Producer>(producer_props,
-                                                 [this](const rd_kafka_message_t& m) { on_delivery(m); });
+    producer = std::make_unique<kafka::Producer>(
+        producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); }, options.broker_health);
     router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                             config::producer_message_max_bytes(cfg.kafka));
     if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup) {
       changelog_writer = std::make_unique<ChangelogWriter>(cfg, *producer, ledger, instance_id);
     }
     consumer = std::make_unique<kafka::Consumer>(
-        consumer_props, [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
-          on_rebalance(assigned, parts);
-        });
+        consumer_props,
+        [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) { on_rebalance(assigned, parts); },
+        options.broker_health);
   }
 
   // ---------------------------------------------------------------- delivery

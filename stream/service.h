@@ -48,6 +48,8 @@
 
 namespace neardup::stream {
 
+class BrokerHealth;
+
 /// Everything the per-verdict hook sees (demo, tests). `text` is valid only during the call.
 struct VerdictEvent {
   std::string_view topic;
@@ -70,6 +72,9 @@ struct ServiceOptions {
   std::chrono::milliseconds shutdown_flush{8000};  ///< SIGTERM must exit within 10 s
   std::function<void(const ServiceSnapshot&)> on_progress;  ///< pipeline thread
   std::function<void(const VerdictEvent&)> on_verdict;      ///< pipeline thread
+  /// Fed by the service's producer and consumer (stream/broker_health.h); not
+  /// owned, must outlive the Service. nullptr: no broker connection tracking.
+  BrokerHealth* broker_health = nullptr;
 };
 
 /// Owns the consumer, the producer and the Engine. Construct and run() on one
