@@ -76,6 +76,32 @@ std::int32_t OutputRouter::output_partition(const Source& src, const std::string
   return (in > 0 && in == out) ? src.partition : RD_KAFKA_PARTITION_UA;
 }
 
+void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
+                         std::string_view error, const Source* of) {
+  switch (verdict.kind) {
+    case dedup::VerdictKind::invalid:
+      ++stats_.invalid;
+      dead_letter(in, ticket, error);
+      return;
+    case dedup::VerdictKind::unique:
+      ++stats_.unique;
+      forward(in, ticket);
+      return;
+    case dedup::VerdictKind::duplicate:
+      break;
+  }
+  ++stats_.duplicate;
+  if (verdict.match) {
+    const auto d = static_cast<std::size_t>(verdict.match->distance);
+    if (d < stats_.match_distance.size()) ++stats_.match_distance[d];
+  }
+  if (cfg_.action == config::Action::drop) {
+    ++stats_.dropped;
+    return;
+  }
+  duplicate(in, ticket, verdict, of);
+}
+
 void OutputRouter::forward(const rd_kafka_message_t& in, Ticket ticket) {
   const Source& src = sources_[ticket.source];
   send(cfg_.kafka.output_topic, output_partition(src, cfg_.kafka.output_topic), in, copy_headers(in), ticket);

@@ -51,6 +51,10 @@ class OutputRouter {
   OutputRouter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger, Sources& sources,
                ServiceSnapshot& stats, std::size_t max_record_bytes);
 
+  /// Sends a judged input by its verdict and the configured action, counting
+  /// it in the snapshot (unique, duplicate by distance, dropped, invalid).
+  void route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict, std::string_view error,
+             const Source* of);
   /// A unique message (or, in bypass mode, any message): to the output topic, its headers kept.
   void forward(const rd_kafka_message_t& in, Ticket ticket);
   /// A near-duplicate of `of` (null if its source is unknown) by the configured action.

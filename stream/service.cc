@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stream/changelog.h"
+#include "stream/client_properties.h"
 #include "stream/changelog_writer.h"
 #include "stream/dedup_worker.h"
 #include "stream/kafka.h"
@@ -16,40 +17,6 @@
 #include "stream/window_restore.h"
 
 namespace neardup::stream {
-
-std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group) {
-  return {
-      {"bootstrap.servers", brokers},
-      {"group.id", group},
-      {"enable.auto.commit", "false"},
-      {"enable.auto.offset.store", "false"},
-      {"auto.offset.reset", "earliest"},
-      {"enable.partition.eof", "false"},
-      // Throughput: large prefetch queue, fetches answered quickly.
-      {"queued.min.messages", "200000"},
-      {"fetch.wait.max.ms", "20"},
-      {"fetch.max.bytes", "52428800"},
-      {"max.partition.fetch.bytes", "4194304"},
-      {"log_level", "3"},
-  };
-}
-
-std::map<std::string, std::string> default_producer_properties(const std::string& brokers) {
-  return {
-      {"bootstrap.servers", brokers},
-      {"enable.idempotence", "true"},  // retries without duplicates or reordering; acks=all
-      {"linger.ms", "5"},
-      {"batch.num.messages", "10000"},
-      {"batch.size", "4194304"},
-      {"queue.buffering.max.messages", "1000000"},
-      {"queue.buffering.max.kbytes", "1048576"},
-      {"message.timeout.ms", "300000"},
-      // Room for an input of input.max_bytes plus its key and headers
-      // (config check refuses an input.max_bytes that leaves less).
-      {"message.max.bytes", std::to_string(config::kDefaultProducerMessageMaxBytes)},
-      {"log_level", "3"},
-  };
-}
 
 namespace {
 
@@ -87,9 +54,7 @@ struct Service::Impl {
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<OutputRouter> router;
   std::unique_ptr<ChangelogWriter> changelog_writer;  // null when the changelog is off
-  std::unique_ptr<ChangelogReader> changelog;         // set while the changelog is on and read
-  SketchCompatibility sketches;
-  std::uint64_t corrupt_logged = 0;
+  std::unique_ptr<ChangelogFollower> changelog;       // set while the changelog is on and read
   std::string delivery_fatal;  // set in the delivery handler, raised after the poll
   std::unique_ptr<kafka::Consumer> consumer;
   Slot slots[2];                        // (their messages go before the consumer does)
@@ -115,7 +80,7 @@ struct Service::Impl {
   }
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
-      : options(std::move(opts)), cfg(options.config), stop(stop_flag), sketches(cfg.dedup.sketch) {
+      : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
     stats.match_distance.assign(static_cast<std::size_t>(cfg.dedup.index.max_distance) + 1, 0);
     auto producer_props = default_producer_properties(options.brokers);
     for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
@@ -409,31 +374,10 @@ struct Service::Impl {
       options.on_verdict(event);
     }
 
-    switch (verdict.kind) {
-      case dedup::VerdictKind::invalid:
-        ++stats.invalid;
-        router->dead_letter(in, ticket, outcome->error);
-        return;
-      case dedup::VerdictKind::unique:
-        ++stats.unique;
-        router->forward(in, ticket);
-        if (changelog_writer) {
-          changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint, outcome->kept_sketch);
-        }
-        return;
-      case dedup::VerdictKind::duplicate:
-        break;
+    if (changelog_writer && verdict.kind == dedup::VerdictKind::unique) {
+      changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint, outcome->kept_sketch);
     }
-    ++stats.duplicate;
-    if (verdict.match) {
-      const auto d = static_cast<std::size_t>(verdict.match->distance);
-      if (d < stats.match_distance.size()) ++stats.match_distance[d];
-    }
-    if (cfg.action == config::Action::drop) {
-      ++stats.dropped;
-      return;
-    }
-    router->duplicate(in, ticket, verdict, of);
+    router->route(in, ticket, verdict, outcome->error, of);
   }
 
   // ---------------------------------------------------------------- changelog
@@ -442,80 +386,35 @@ struct Service::Impl {
     if (changelog_writer) changelog_writer->flush();
   }
 
-  void on_corrupt_changelog(std::int32_t partition, std::int64_t offset, const std::string& reason) {
-    ++stats.changelog_corrupt;
-    // The first few are logged one by one; the rebuild's summary line gives the total.
-    if (++corrupt_logged <= 10) {
-      log(config::LogLevel::warn, "window changelog '" + cfg.kafka.changelog_topic + "' partition " +
-                                      std::to_string(partition) + " offset " + std::to_string(offset) +
-                                      ": unreadable record skipped (" + reason + ")");
-    }
-  }
-
-  ChangelogReader::Corrupt corrupt_handler() {
-    return [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt_changelog(p, o, reason); };
-  }
-
   /// Reads the whole changelog and replays it into the engine. Returns false if
   /// a stop was requested first. Throws KafkaError (missing topic, fatal errors).
   bool rebuild_window() {
-    const std::string& topic = cfg.kafka.changelog_topic;
-    if (topic.empty() || options.bypass_dedup) {
+    if (cfg.kafka.changelog_topic.empty() || options.bypass_dedup) {
       stats.window_ready = true;
       return true;
     }
-    const auto started = Clock::now();
-    changelog = std::make_unique<ChangelogReader>(consumer_properties, topic, std::chrono::seconds(10));
-    log(config::LogLevel::info, "rebuilding the window from changelog '" + topic + "' (" +
-                                    std::to_string(changelog->partitions()) + " partition(s))");
+    changelog = std::make_unique<ChangelogFollower>(cfg, consumer_properties, sources, stats, instance_id);
     RestoreHooks hooks;
     hooks.progress = [this] { publish(); };
     hooks.progress_every = options.progress_interval;
-    hooks.corrupt = corrupt_handler();
     hooks.stopped = [this] { return stop.load(std::memory_order_relaxed) || stop_signalled(); };
     dedup::Engine& engine = worker->engine();  // no slot is submitted yet
-    const std::optional<std::size_t> replayed = restore_window(*changelog, engine, cfg, sources, sketches, hooks);
-    if (!replayed) return false;
+    if (!changelog->rebuild(engine, hooks)) return false;
     engine_stats = engine.stats();
-    changelog->skip_instance(instance_id);  // following: this process's own batches need no parsing
-    stats.changelog_replayed = *replayed;
     stats.window_ready = true;
-    stats.changelog_rebuild_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.2f", stats.changelog_rebuild_seconds);
-    std::string line = "window rebuilt from changelog: " + std::to_string(stats.changelog_replayed) + " entries in " +
-                       seconds + " s";
-    if (stats.changelog_corrupt) line += " (" + std::to_string(stats.changelog_corrupt) + " unreadable record(s) skipped)";
-    log(config::LogLevel::info, line);
     return true;
   }
 
-  /// Remembers what other instances kept since the last call (this process's own
-  /// records are in the window already).
+  /// Remembers what other instances kept since the last call.
   void follow_changelog() {
-    if (!changelog) return;
-    changelog->poll([this](const ChangelogRecord& r) { remember_followed(r); }, corrupt_handler(), 2000);
-  }
-
-  /// Another instance's kept message, for the worker's window (before its next slot).
-  void remember_followed(const ChangelogRecord& r) {
-    if (r.instance == instance_id) return;
-    followed.push_back(
-        Remembered{r.fingerprint, r.time, pack_ref(sources.intern(r.topic, r.partition), r.offset), sketches.usable(r)});
-    ++stats.changelog_followed;
+    if (changelog) changelog->follow(followed);
   }
 
   /// On an assignment: what the partitions' previous owners kept is in the
   /// changelog by now (their revoke waited for it); read it before judging
   /// any message of those partitions, so their near-copies are caught.
   void read_changelog_to_end() {
-    if (!changelog) return;
-    const bool complete = changelog->read_to_end([this](const ChangelogRecord& r) { remember_followed(r); },
-                                                 corrupt_handler(), std::chrono::seconds(10));
-    if (!complete) {
-      log(config::LogLevel::warn, "window changelog: not read to its end within 10 s of an assignment; until it is, "
-                                  "near-copies of what the previous owner kept last can pass as unique");
-    }
+    if (changelog) changelog->read_to_end(followed);
   }
 
   // ---------------------------------------------------------------- progress

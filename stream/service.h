@@ -43,6 +43,7 @@
 
 #include "config/config.h"
 #include "dedup/engine.h"
+#include "stream/client_properties.h"
 #include "stream/process.h"
 #include "stream/service_stats.h"
 
@@ -105,10 +106,5 @@ class Service {
   std::atomic<bool> stop_{false};
 };
 
-
-/// The librdkafka properties neardup uses (tuned for throughput; the user's
-/// kafka.consumer / kafka.producer maps override them).
-std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group);
-std::map<std::string, std::string> default_producer_properties(const std::string& brokers);
 
 }  // namespace neardup::stream

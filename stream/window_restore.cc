@@ -1,6 +1,7 @@
 #include "stream/window_restore.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "stream/process.h"
@@ -70,6 +71,65 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     engine.remember(e.fingerprint, e.time, e.ref, e.sketch);
   }
   return entries.size() - first;
+}
+
+ChangelogFollower::ChangelogFollower(const config::Config& config, const kafka::Properties& consumer_properties,
+                                     Sources& sources, ServiceSnapshot& stats, std::uint64_t instance)
+    : cfg_(config), sources_(sources), stats_(stats), instance_(instance),
+      reader_(consumer_properties, config.kafka.changelog_topic, std::chrono::seconds(10)),
+      sketches_(config.dedup.sketch) {}
+
+bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
+  const auto started = std::chrono::steady_clock::now();
+  log(config::LogLevel::info, "rebuilding the window from changelog '" + cfg_.kafka.changelog_topic + "' (" +
+                                  std::to_string(reader_.partitions()) + " partition(s))");
+  hooks.corrupt = corrupt_handler();
+  const std::optional<std::size_t> replayed = restore_window(reader_, engine, cfg_, sources_, sketches_, hooks);
+  if (!replayed) return false;
+  reader_.skip_instance(instance_);  // following: this process's own batches need no parsing
+  stats_.changelog_replayed = *replayed;
+  stats_.changelog_rebuild_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f", stats_.changelog_rebuild_seconds);
+  std::string line =
+      "window rebuilt from changelog: " + std::to_string(stats_.changelog_replayed) + " entries in " + seconds + " s";
+  if (stats_.changelog_corrupt) line += " (" + std::to_string(stats_.changelog_corrupt) + " unreadable record(s) skipped)";
+  log(config::LogLevel::info, line);
+  return true;
+}
+
+void ChangelogFollower::follow(std::vector<Remembered>& out) {
+  reader_.poll([&](const ChangelogRecord& r) { remember(r, out); }, corrupt_handler(), 2000);
+}
+
+void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
+  const bool complete =
+      reader_.read_to_end([&](const ChangelogRecord& r) { remember(r, out); }, corrupt_handler(), std::chrono::seconds(10));
+  if (!complete) {
+    log(config::LogLevel::warn, "window changelog: not read to its end within 10 s of an assignment; until it is, "
+                                "near-copies of what the previous owner kept last can pass as unique");
+  }
+}
+
+void ChangelogFollower::remember(const ChangelogRecord& r, std::vector<Remembered>& out) {
+  if (r.instance == instance_) return;
+  out.push_back(Remembered{r.fingerprint, r.time, pack_ref(sources_.intern(r.topic, r.partition), r.offset),
+                           sketches_.usable(r)});
+  ++stats_.changelog_followed;
+}
+
+void ChangelogFollower::on_corrupt(std::int32_t partition, std::int64_t offset, const std::string& reason) {
+  ++stats_.changelog_corrupt;
+  // The first few are logged one by one; the rebuild's summary line gives the total.
+  if (++corrupt_logged_ <= 10) {
+    log(config::LogLevel::warn, "window changelog '" + cfg_.kafka.changelog_topic + "' partition " +
+                                    std::to_string(partition) + " offset " + std::to_string(offset) +
+                                    ": unreadable record skipped (" + reason + ")");
+  }
+}
+
+ChangelogReader::Corrupt ChangelogFollower::corrupt_handler() {
+  return [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt(p, o, reason); };
 }
 
 }  // namespace neardup::stream

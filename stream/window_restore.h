@@ -15,6 +15,9 @@
 #include "config/config.h"
 #include "dedup/engine.h"
 #include "stream/changelog.h"
+#include "stream/dedup_worker.h"
+#include "stream/kafka.h"
+#include "stream/service_stats.h"
 #include "stream/sources.h"
 
 namespace neardup::stream {
@@ -47,5 +50,40 @@ struct RestoreHooks {
 /// kafka::KafkaError (fatal errors).
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine, const config::Config& config,
                                           Sources& sources, SketchCompatibility& sketches, const RestoreHooks& hooks);
+
+/// The changelog's read side for one service: the rebuild at start, then
+/// other instances' records as they come (this process's own are skipped:
+/// they are in the window already). Counts into the service's snapshot and
+/// logs unreadable records (the first ten one by one). Pipeline thread only.
+class ChangelogFollower {
+ public:
+  /// Opens the changelog topic with the service's consumer properties. Throws
+  /// kafka::KafkaError (fatal) when the topic does not exist, naming the fix.
+  ChangelogFollower(const config::Config& config, const kafka::Properties& consumer_properties, Sources& sources,
+                    ServiceSnapshot& stats, std::uint64_t instance);
+
+  /// Rebuilds `engine` from the whole changelog (restore_window), fills the
+  /// snapshot's changelog counters and logs the result. False if stopped first.
+  bool rebuild(dedup::Engine& engine, RestoreHooks hooks);
+  /// Appends what other instances kept since the last call, without waiting.
+  void follow(std::vector<Remembered>& out);
+  /// On an assignment: reads to the changelog's current end (10 s at most), so
+  /// that what the partitions' previous owners kept is known before their
+  /// messages are judged; logs when it could not.
+  void read_to_end(std::vector<Remembered>& out);
+
+ private:
+  void remember(const ChangelogRecord& r, std::vector<Remembered>& out);
+  void on_corrupt(std::int32_t partition, std::int64_t offset, const std::string& reason);
+  ChangelogReader::Corrupt corrupt_handler();
+
+  const config::Config& cfg_;
+  Sources& sources_;
+  ServiceSnapshot& stats_;
+  const std::uint64_t instance_;
+  ChangelogReader reader_;
+  SketchCompatibility sketches_;
+  std::uint64_t corrupt_logged_ = 0;
+};
 
 }  // namespace neardup::stream

@@ -1,0 +1,41 @@
+#include "stream/client_properties.h"
+
+#include <string>
+
+namespace neardup::stream {
+
+std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group) {
+  return {
+      {"bootstrap.servers", brokers},
+      {"group.id", group},
+      {"enable.auto.commit", "false"},
+      {"enable.auto.offset.store", "false"},
+      {"auto.offset.reset", "earliest"},
+      {"enable.partition.eof", "false"},
+      // Throughput: large prefetch queue, fetches answered quickly.
+      {"queued.min.messages", "200000"},
+      {"fetch.wait.max.ms", "20"},
+      {"fetch.max.bytes", "52428800"},
+      {"max.partition.fetch.bytes", "4194304"},
+      {"log_level", "3"},
+  };
+}
+
+std::map<std::string, std::string> default_producer_properties(const std::string& brokers) {
+  return {
+      {"bootstrap.servers", brokers},
+      {"enable.idempotence", "true"},  // retries without duplicates or reordering; acks=all
+      {"linger.ms", "5"},
+      {"batch.num.messages", "10000"},
+      {"batch.size", "4194304"},
+      {"queue.buffering.max.messages", "1000000"},
+      {"queue.buffering.max.kbytes", "1048576"},
+      {"message.timeout.ms", "300000"},
+      // Room for an input of input.max_bytes plus its key and headers
+      // (config check refuses an input.max_bytes that leaves less).
+      {"message.max.bytes", std::to_string(config::kDefaultProducerMessageMaxBytes)},
+      {"log_level", "3"},
+  };
+}
+
+}  // namespace neardup::stream

@@ -1,0 +1,16 @@
+#pragma once
+// The librdkafka properties neardup sets by default (tuned for throughput and
+// at-least-once delivery). The user's kafka.consumer / kafka.producer maps
+// override them; docs/KAFKA.md lists them.
+
+#include <map>
+#include <string>
+
+#include "config/config.h"
+
+namespace neardup::stream {
+
+std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group);
+std::map<std::string, std::string> default_producer_properties(const std::string& brokers);
+
+}  // namespace neardup::stream
