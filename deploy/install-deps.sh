@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
-  librdkafka-dev libyaml-cpp-dev prometheus-cpp-dev
+  librdkafka-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
   libxxhash-dev libutf8proc-dev libsimdjson-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   kcat prometheus

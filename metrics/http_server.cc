@@ -1,130 +1,107 @@
 #include "metrics/http_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
+#include <civetweb.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace neardup::metrics {
 namespace {
 
-constexpr std::size_t kMaxRequestHead = 8192;
 using Clock = std::chrono::steady_clock;
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
+/// Accepted sockets waiting for a free worker; beyond it the kernel's listen
+/// backlog holds new connections until the master thread can queue them.
+constexpr int kConnectionQueue = 64;
+constexpr int kListenBacklog = 256;
 
 std::runtime_error listen_error(const std::string& listen, const std::string& what) {
   return std::runtime_error("metrics.listen '" + listen + "': " + what);
 }
 
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
-}
-
 std::string_view reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 
-/// Reads until the end of the request head, the size cap, EOF or the deadline.
-/// Returns the head, or "" if the client sent nothing usable in time.
-std::string read_head(int fd, Clock::time_point deadline, bool& too_large) {
-  std::string head;
-  std::array<char, 2048> buffer;
-  too_large = false;
-  while (head.find("\r\n\r\n") == std::string::npos && head.find("\n\n") == std::string::npos) {
-    if (head.size() >= kMaxRequestHead) {
-      too_large = true;
-      break;
-    }
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) break;
-    const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;
-    head.append(buffer.data(), static_cast<std::size_t>(n));
-  }
-  return head;
+/// civetweb 1.15 runs one worker thread per connection, so the worker count is
+/// how many clients can stall at once without delaying a probe. Each holds a
+/// socket: stay within half the descriptors this process may open, so a flood
+/// of idle clients cannot take the Kafka clients' sockets.
+int worker_threads() {
+  rlimit limit{};
+  rlim_t open_files = 1024;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0)
+    open_files = limit.rlim_cur;  // RLIM_INFINITY is the largest value
+  const rlim_t budget = open_files / 2 > kConnectionQueue ? open_files / 2 - kConnectionQueue : 0;
+  return static_cast<int>(
+      std::clamp<rlim_t>(budget, HttpServer::kMinWorkers, HttpServer::kMaxWorkers));
 }
 
-void write_all(int fd, std::string_view data, Clock::time_point deadline) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      if (::poll(&p, 1, remaining_ms(deadline)) > 0) continue;
-    }
-    return;  // peer gone or too slow: nothing more to do for it
-  }
+/// "127.0.0.1" or "::1" for a resolved address; "" when it has no numeric form.
+std::string numeric_host(const sockaddr* address, socklen_t length) {
+  std::array<char, NI_MAXHOST> host{};
+  if (::getnameinfo(address, length, host.data(), host.size(), nullptr, 0, NI_NUMERICHOST) != 0)
+    return "";
+  return host.data();
 }
 
-std::string format_address(const sockaddr_storage& address) {
-  std::array<char, INET6_ADDRSTRLEN> host{};
-  if (address.ss_family == AF_INET6) {
-    const auto& a = reinterpret_cast<const sockaddr_in6&>(address);
-    ::inet_ntop(AF_INET6, &a.sin6_addr, host.data(), host.size());
-    std::string out(1, '[');
-    out.append(host.data()).append("]:").append(std::to_string(ntohs(a.sin6_port)));
-    return out;
-  }
-  const auto& a = reinterpret_cast<const sockaddr_in&>(address);
-  ::inet_ntop(AF_INET, &a.sin_addr, host.data(), host.size());
-  return std::string(host.data()) + ":" + std::to_string(ntohs(a.sin_port));
+/// Writes a complete response with "Connection: close"; the body is left out for HEAD.
+void send_response(mg_connection* connection, const HttpResponse& response, bool is_head) {
+  std::string out =
+      "HTTP/1.1 " + std::to_string(response.status) + " " + std::string(reason(response.status)) +
+      "\r\nContent-Type: " + response.content_type +
+      "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n";
+  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+  out += "\r\n";
+  if (!is_head) out += response.body;
+  mg_write(connection, out.data(), out.size());  // a peer gone or too slow is simply dropped
 }
 
 }  // namespace
 
 ListenAddress parse_listen_address(const std::string& listen) {
   const auto colon = listen.rfind(':');
-  if (colon == std::string::npos) throw listen_error(listen, "expected host:port like 127.0.0.1:9464");
+  if (colon == std::string::npos)
+    throw listen_error(listen, "expected host:port like 127.0.0.1:9464");
   std::string host = listen.substr(0, colon);
   const std::string port = listen.substr(colon + 1);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -132,143 +109,243 @@ ListenAddress parse_listen_address(const std::string& listen) {
   } else if (host.find(':') != std::string::npos) {
     throw listen_error(listen, "an IPv6 host must be in brackets, like [::1]:9464");
   }
-  if (host.empty()) throw listen_error(listen, "missing host; use 0.0.0.0:PORT to listen on every interface");
+  if (host.empty())
+    throw listen_error(listen, "missing host; use 0.0.0.0:PORT to listen on every interface");
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value > 65535) {
-    throw listen_error(listen, "port must be a number in 0..65535 (0 picks a free port), got '" + port + "'");
+    throw listen_error(
+        listen, "port must be a number in 0..65535 (0 picks a free port), got '" + port + "'");
   }
   return {host, port};
 }
 
 struct HttpServer::Impl {
-  Fd listener;
-  Fd wake_read, wake_write;
+  /// When this worker thread took its current connection (civetweb serves a
+  /// connection on one thread from start to close).
+  static thread_local Clock::time_point taken_at;
+
   Handler handler;
+  mg_context* context = nullptr;
+  std::string host;  ///< numeric, without brackets
+  int port = 0;
   std::string bound;
-  std::thread thread;
+  std::mutex log_mutex;
+  std::string startup_log;  ///< civetweb's messages while starting: why a bind failed
+  std::atomic<bool> started{false};
 
-  void serve() {
-    for (;;) {
-      std::array<pollfd, 2> fds{{{listener.get(), POLLIN, 0}, {wake_read.get(), POLLIN, 0}}};
-      const int ready = ::poll(fds.data(), fds.size(), -1);
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready < 0 || (fds[1].revents & (POLLIN | POLLHUP)) != 0) return;
-      if ((fds[0].revents & POLLIN) == 0) continue;
-      Fd client(::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (client.get() < 0) continue;  // EAGAIN, ECONNABORTED, EMFILE: try again on the next event
-      answer(client.get());
-    }
+  static Impl& of(const mg_connection* connection) {
+    return *static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
   }
 
-  void answer(int fd) const {
-    const auto deadline = Clock::now() + kIoTimeout;
-    bool too_large = false;
-    const std::string head = read_head(fd, deadline, too_large);
+  /// civetweb's begin_request: every well-formed request ends here. Returns the
+  /// status, which tells civetweb the response was sent.
+  static int answer(mg_connection* connection) {
+    const mg_request_info* info = mg_get_request_info(connection);
+    HttpRequest request;
+    request.method = info->request_method != nullptr ? info->request_method : "";
+    const char* path = info->local_uri != nullptr ? info->local_uri : info->request_uri;
+    request.path = path != nullptr ? path : "";
     HttpResponse response;
-    bool is_head = false;
-    if (too_large) {
-      response = {431, "text/plain; charset=utf-8", "request head too large\n", {}};
-    } else {
-      const auto line_end = head.find_first_of("\r\n");
-      const std::string_view line = std::string_view(head).substr(0, line_end);
-      const auto sp1 = line.find(' ');
-      const auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-      if (head.empty()) return;  // nothing sent in time: just hang up
-      if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-        response = {400, "text/plain; charset=utf-8", "bad request\n", {}};
-      } else {
-        HttpRequest request;
-        request.method = std::string(line.substr(0, sp1));
-        std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-        target = target.substr(0, target.find('?'));
-        request.path = std::string(target);
-        is_head = request.method == "HEAD";
-        try {
-          response = handler(request);
-        } catch (const std::exception& e) {
-          response = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n", {}};
-        }
-      }
+    try {
+      response = of(connection).handler(request);
+    } catch (const std::exception& e) {
+      response = {
+          500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n", {}};
     }
-    std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + std::string(reason(response.status)) +
-                      "\r\nContent-Type: " + response.content_type +
-                      "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n";
-    for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
-    out += "\r\n";
-    if (!is_head) out += response.body;
-    write_all(fd, out, deadline);
-    ::shutdown(fd, SHUT_WR);
-    drain(fd);
+    send_response(connection, response, request.method == "HEAD");
+    return response.status;
   }
 
-  /// Reads what the client still sends (bounded) so that closing does not
-  /// reset the connection and destroy the response before the client read it.
-  static void drain(int fd) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(250);
-    std::array<char, 4096> buffer;
-    for (std::size_t total = 0; total < 65536;) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, remaining_ms(deadline)) <= 0) return;
-      const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), 0);
-      if (n <= 0) return;
-      total += static_cast<std::size_t>(n);
+  /// civetweb's init_connection, on the worker thread that will serve the connection.
+  static int take(const mg_connection*, void**) {
+    taken_at = Clock::now();
+    return 0;
+  }
+
+  /// civetweb's http_error: requests it refuses before begin_request (malformed,
+  /// over-large head, bad version) get the same plain-text form as ours.
+  static int refuse(mg_connection* connection, int status, const char* message) {
+    HttpResponse response{status, "text/plain; charset=utf-8", "", {}};
+    const std::string_view text = message != nullptr ? message : "";
+    if (status == 400 && text == "Malformed message") {
+      // civetweb 1.15 says this whenever the head did not end: 8 KiB read
+      // without a blank line, the timeout, or the client stopping mid-head.
+      if (Clock::now() - taken_at >= kRequestTimeout) {
+        response.status = 408;
+        response.body = "request head not received in time\n";
+      } else {
+        response.status = 431;
+        response.body = "request head too large\n";
+      }
+    } else if (status == 400) {
+      response.body = "bad request\n";
+    } else {
+      response.body = std::string(message != nullptr ? message : reason(status)) + "\n";
     }
+    send_response(connection, response, false);
+    return 0;  // handled: civetweb sends nothing of its own
+  }
+
+  /// civetweb's log_message. Keeps the first message while starting (e.g.
+  /// "cannot bind to 127.0.0.1:9464: 98 (Address already in use)"); later ones
+  /// (a failed accept, a client gone) are dropped: they concern one client.
+  static int log(const mg_connection* connection, const char* message) {
+    auto* impl = static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
+    if (impl != nullptr && message != nullptr && !impl->started.load(std::memory_order_acquire)) {
+      std::lock_guard lock(impl->log_mutex);
+      if (impl->startup_log.empty()) impl->startup_log = message;
+    }
+    return 1;  // handled: civetweb writes nothing itself
+  }
+
+  /// Starts civetweb on one numeric address; "" on success, else why not.
+  std::string start(const std::string& numeric, const std::string& port_text) {
+    const bool v6 = numeric.find(':') != std::string::npos;
+    const std::string ports = (v6 ? "[" + numeric + "]" : numeric) + ":" + port_text;
+    const std::string threads = std::to_string(worker_threads());
+    const std::string timeout = std::to_string(kRequestTimeout.count());
+    const std::string head = std::to_string(HttpServer::kMaxRequestHead);
+    const std::string queue = std::to_string(kConnectionQueue);
+    const std::string backlog = std::to_string(kListenBacklog);
+    std::array<const char*, 19> options{"listening_ports",
+                                        ports.c_str(),
+                                        "num_threads",
+                                        threads.c_str(),
+                                        "request_timeout_ms",
+                                        timeout.c_str(),
+                                        "max_request_size",
+                                        head.c_str(),
+                                        "connection_queue",
+                                        queue.c_str(),
+                                        "listen_backlog",
+                                        backlog.c_str(),
+                                        "enable_keep_alive",
+                                        "no",
+                                        "decode_url",
+                                        "no",
+                                        "enable_directory_listing",
+                                        "no",
+                                        nullptr};
+    mg_callbacks callbacks{};
+    callbacks.init_connection = &Impl::take;
+    callbacks.begin_request = &Impl::answer;
+    callbacks.http_error = &Impl::refuse;
+    callbacks.log_message = &Impl::log;
+    mg_init_data init{};
+    init.callbacks = &callbacks;
+    init.user_data = this;
+    init.configuration_options = options.data();
+    std::array<char, 256> text{};
+    unsigned code = 0;
+    mg_error_data error{};
+    error.code = &code;
+    error.text = text.data();
+    error.text_buffer_size = text.size();
+    {
+      std::lock_guard lock(log_mutex);
+      startup_log.clear();
+    }
+    context = mg_start2(&init, &error);
+    if (context != nullptr) return "";
+    std::lock_guard lock(log_mutex);
+    return startup_log.empty() ? std::string(text.data()) : startup_log;
+  }
+
+  /// mg_stop() notices the stop flag only when the master thread's poll on the
+  /// listening socket returns, up to 2 s later; a loopback connection wakes it.
+  void stop() {
+    std::atomic<bool> stopped{false};
+    std::thread waker([this, &stopped] {
+      for (int attempt = 0; attempt < 100 && !stopped.load(); ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        poke();
+      }
+    });
+    mg_stop(context);
+    stopped.store(true);
+    waker.join();
+  }
+
+  void poke() const {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    std::string target = host;
+    if (target == "0.0.0.0") target = "127.0.0.1";
+    if (target == "::") target = "::1";
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(target.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
+    const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+      if (::connect(fd, found->ai_addr, found->ai_addrlen) != 0 && errno == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 100);  // an established connection is what makes the listener readable
+      }
+      ::close(fd);
+    }
+    ::freeaddrinfo(found);
   }
 };
 
-HttpServer::HttpServer(const std::string& listen, Handler handler) : impl_(std::make_unique<Impl>()) {
+thread_local Clock::time_point HttpServer::Impl::taken_at;
+
+HttpServer::HttpServer(const std::string& listen, Handler handler)
+    : impl_(std::make_unique<Impl>()) {
+  static const unsigned initialised = mg_init_library(0);  // once per process, before any mg_start
+  (void)initialised;
   const ListenAddress parsed = parse_listen_address(listen);
+  impl_->handler = std::move(handler);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(parsed.host.c_str(), parsed.port.c_str(), &hints, &found); rc != 0) {
-    throw listen_error(listen, std::string("cannot resolve host '") + parsed.host + "': " + ::gai_strerror(rc));
+  if (const int rc = ::getaddrinfo(parsed.host.c_str(), parsed.port.c_str(), &hints, &found);
+      rc != 0) {
+    throw listen_error(
+        listen, std::string("cannot resolve host '") + parsed.host + "': " + ::gai_strerror(rc));
   }
-  std::string last_error = "no usable address";
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
-    if (fd.get() < 0) {
-      last_error = std::string("cannot create socket: ") + std::strerror(errno);
-      continue;
+  std::vector<std::string> candidates;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    std::string numeric = numeric_host(a->ai_addr, a->ai_addrlen);
+    if (!numeric.empty() &&
+        std::find(candidates.begin(), candidates.end(), numeric) == candidates.end()) {
+      candidates.push_back(std::move(numeric));
     }
-    const int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
-      last_error = std::string("cannot bind: ") + std::strerror(errno);
-      continue;
-    }
-    if (::listen(fd.get(), 64) != 0) {
-      last_error = std::string("cannot listen: ") + std::strerror(errno);
-      continue;
-    }
-    impl_->listener = std::move(fd);
-    break;
   }
   ::freeaddrinfo(found);
-  if (impl_->listener.get() < 0) throw listen_error(listen, last_error);
-
-  sockaddr_storage bound{};
-  socklen_t length = sizeof bound;
-  ::getsockname(impl_->listener.get(), reinterpret_cast<sockaddr*>(&bound), &length);
-  impl_->bound = format_address(bound);
-
-  std::array<int, 2> pipe_fds{};
-  if (::pipe2(pipe_fds.data(), O_CLOEXEC) != 0) {
-    throw listen_error(listen, std::string("cannot create wake-up pipe: ") + std::strerror(errno));
+  std::string last_error = "no usable address";
+  const bool has_ipv6 = mg_check_feature(MG_FEATURES_IPV6) != 0;
+  for (const std::string& numeric : candidates) {
+    if (!has_ipv6 && numeric.find(':') != std::string::npos) {
+      last_error = "cannot bind to IPv6 address " + numeric +
+                   ": the civetweb library in use was built without IPv6 (Debian's is); "
+                   "listen on an IPv4 address such as 0.0.0.0:9464";
+      continue;
+    }
+    const std::string why = impl_->start(numeric, parsed.port);
+    if (impl_->context == nullptr) {
+      last_error = why.find("cannot bind") != std::string::npos ? why : "cannot bind: " + why;
+      continue;
+    }
+    impl_->host = numeric;
+    break;
   }
-  impl_->wake_read = Fd(pipe_fds[0]);
-  impl_->wake_write = Fd(pipe_fds[1]);
-  impl_->handler = std::move(handler);
-  impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
+  if (impl_->context == nullptr) throw listen_error(listen, last_error);
+  impl_->started.store(true, std::memory_order_release);
+
+  std::array<mg_server_port, 4> ports{};
+  if (mg_get_server_ports(impl_->context, static_cast<int>(ports.size()), ports.data()) < 1) {
+    impl_->stop();
+    throw listen_error(listen, "the server started but reports no listening port");
+  }
+  impl_->port = ports[0].port;
+  const bool v6 = impl_->host.find(':') != std::string::npos;
+  impl_->bound = (v6 ? "[" + impl_->host + "]" : impl_->host) + ":" + std::to_string(impl_->port);
 }
 
-HttpServer::~HttpServer() {
-  impl_->wake_write.reset();  // POLLHUP on the read end stops serve()
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
+HttpServer::~HttpServer() { impl_->stop(); }
 
 std::string HttpServer::address() const { return impl_->bound; }
 

@@ -1,15 +1,21 @@
 #pragma once
-// A deliberately small HTTP/1.1 server for neardup's three operational paths
-// (/metrics, /healthz, /readyz). prometheus::Exposer cannot answer 503 on a
-// path of our choosing, so neardup serves all three itself and renders
-// /metrics with prometheus::TextSerializer (see metrics/README.md).
+// The HTTP/1.1 server behind neardup's three operational paths (/metrics,
+// /healthz, /readyz), on civetweb (the library prometheus-cpp's own exposer is
+// built on). prometheus::Exposer cannot answer 503 on a path of our choosing,
+// so neardup serves all three itself and renders /metrics with
+// prometheus::TextSerializer (see metrics/README.md).
 //
-// One background thread accepts and answers connections one at a time
-// ("Connection: close", no keep-alive, no chunked bodies): scrapes and probes
-// are rare and tiny. A client that stalls is dropped after kIoTimeout, so it
-// delays other probes by at most that long.
+// civetweb 1.15 gives each connection a worker thread of its own, all started
+// with the server: a client that connects and sends nothing, or trickles its
+// request head (slowloris), holds only its own worker, for at most
+// kRequestTimeout, and probes keep being answered at once while fewer clients
+// than workers stall. Beyond that, new connections wait in a queue of 64 and
+// the kernel's listen backlog until a worker frees up. Every response is
+// "Connection: close" (no keep-alive, no chunked bodies): scrapes and probes
+// are rare and tiny.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,14 +48,29 @@ ListenAddress parse_listen_address(const std::string& listen);
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
-  static constexpr std::chrono::milliseconds kIoTimeout{2000};
+  /// How long a connection may take to send its request head, from the moment a
+  /// worker takes it; also the limit on writing the response. Then it is closed.
+  static constexpr std::chrono::milliseconds kRequestTimeout{2000};
+  /// Worker threads: half of RLIMIT_NOFILE's soft limit less the queue (so
+  /// stalled clients cannot take the descriptors the Kafka clients need), within
+  /// these bounds: 1024 with neardup.service's LimitNOFILE=65536, 448 under a
+  /// soft limit of 1024. Each has a 100 KiB stack; 1024 idle workers measured
+  /// about 16 MB of resident memory.
+  static constexpr int kMinWorkers = 64;
+  static constexpr int kMaxWorkers = 1024;
+  /// A request head (request line and headers) larger than this is refused with 431.
+  static constexpr std::size_t kMaxRequestHead = 8192;
 
-  /// Binds and listens on `listen`, then starts serving on a background thread.
-  /// `handler` runs on that thread and must not throw (a throw becomes a 500).
+  /// Binds and listens on `listen`, then starts serving on civetweb's threads.
+  /// `handler` runs concurrently on any worker thread, so it must be thread-safe;
+  /// it should not throw (a throw becomes a 500). Requests that are not
+  /// well-formed HTTP/1.x never reach it (400, 408, 431 or 505).
   /// Throws std::runtime_error ("metrics.listen '...': ...") when the address is
-  /// malformed, cannot be resolved or cannot be bound.
+  /// malformed, cannot be resolved or cannot be bound, and for an IPv6 address
+  /// when civetweb was built without IPv6 (Debian's 1.15 is).
   HttpServer(const std::string& listen, Handler handler);
-  /// Stops the thread and closes the socket; in-flight requests finish first.
+  /// Stops accepting, lets in-flight requests finish and joins every thread:
+  /// returns within about kRequestTimeout.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
