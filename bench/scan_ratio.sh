@@ -19,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 records=${1:-200000}
 pairs=${2:-21}
-bin=${NEARDUP_BIN:-build/release/stream/neardup}
+bin=${NEARDUP_BIN:-build/release/app/neardup}
 baseline=${NEARDUP_BASELINE_BIN:-}
 make_feed=build/release/bench/neardup_make_feed
 if [[ ! "$records" =~ ^[1-9][0-9]*$ || ! "$pairs" =~ ^[1-9][0-9]*$ ]]; then

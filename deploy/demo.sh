@@ -9,4 +9,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash deploy/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc 2>/dev/null || echo 2)" --target neardup
-exec build/release/stream/neardup demo "$@"
+exec build/release/app/neardup demo "$@"

@@ -10,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 small=""
-neardup="$root/build/release/stream/neardup"
+neardup="$root/build/release/app/neardup"
 require=""
 out=""
 while (($#)); do

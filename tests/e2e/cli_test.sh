@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Command-line errors that must fail fast, with the documented exit status and
 # a message a person can act on; none of these starts a broker or opens a port.
+# The contract (app/main.cc): 0 ok, 1 runtime failure, 2 usage or configuration error.
 set -uo pipefail
 neardup=${NEARDUP:?set NEARDUP to the neardup binary}
 export NEARDUP_METRICS_LISTEN=""  # should a check regress and `run` start, it opens no port
@@ -29,13 +30,25 @@ expect 2 "--brokers: expected HOST:PORT" -- "$neardup" run --brokers 127.0.0.1:9
 expect 2 "unknown option" -- "$neardup" scan --no-such-option
 expect 2 "--id-field: expected a JSON pointer" -- "$neardup" scan --id-field '/a~9'
 
-# Configuration errors: 1, naming the file, line, column and key.
+expect 2 "unknown command" -- "$neardup" no-such-command
+
+# Configuration errors: 2 as well (restarting cannot fix them, so the systemd
+# unit's RestartPreventExitStatus=2 stops there), naming the file, line, column
+# and key.
 printf 'window:\n  max_entries: 1073741825\n' >"$tmp/big.yaml"
-expect 1 "big.yaml:2:16: window.max_entries: expected an integer in 1..1073741824" -- "$neardup" config check "$tmp/big.yaml"
+expect 2 "big.yaml:2:16: window.max_entries: expected an integer in 1..1073741824" -- "$neardup" config check "$tmp/big.yaml"
 printf 'dedup:\n  blocks: 16\n' >"$tmp/blocks.yaml"
-expect 1 "blocks.yaml:2:11: dedup.blocks: index layout blocks 16" -- "$neardup" run --config "$tmp/blocks.yaml"
+expect 2 "blocks.yaml:2:11: dedup.blocks: index layout blocks 16" -- "$neardup" run --config "$tmp/blocks.yaml"
 printf 'kafka:\n  changelog_topic: output\n' >"$tmp/changelog.yaml"
-expect 1 "changelog.yaml:2:20: kafka.changelog_topic" -- "$neardup" scan --config "$tmp/changelog.yaml" /dev/null
+expect 2 "changelog.yaml:2:20: kafka.changelog_topic" -- "$neardup" scan --config "$tmp/changelog.yaml" /dev/null
+expect 2 "does-not-exist.yaml" -- "$neardup" run --config "$tmp/does-not-exist.yaml"
+expect 2 "NEARDUP_ACTION" -- env NEARDUP_ACTION=bogus "$neardup" scan /dev/null
+# A property librdkafka rejects (the client is created before any connection).
+printf 'kafka:\n  consumer:\n    no.such.property: "1"\n' >"$tmp/property.yaml"
+expect 2 "no.such.property" -- "$neardup" run --config "$tmp/property.yaml" --brokers 127.0.0.1:9
+
+# Runtime failures: 1 (worth a retry or a restart).
+expect 1 "cannot open" -- "$neardup" scan "$tmp/does-not-exist.jsonl"
 
 [ "$failures" -eq 0 ] || { echo "cli_test: $failures failure(s)"; exit 1; }
 echo "cli_test: all as documented"

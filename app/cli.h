@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace neardup::stream::cli {
+namespace neardup::app::cli {
 
 /// A usage error: printed with the subcommand's usage line, exit status 2.
 class UsageError : public std::runtime_error {
@@ -57,4 +57,4 @@ class Args {
   bool help_ = false;
 };
 
-}  // namespace neardup::stream::cli
+}  // namespace neardup::app::cli

@@ -7,9 +7,9 @@
 
 #include "dedup/options.h"
 #include "dedup/plan.h"
-#include "stream/cli.h"
+#include "app/cli.h"
 
-namespace neardup::stream {
+namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
@@ -68,4 +68,4 @@ const cli::Registrar kPlan{{"plan", "show pigeonhole index layouts: tables, cell
                             run_plan}};
 
 }  // namespace
-}  // namespace neardup::stream
+}  // namespace neardup::app

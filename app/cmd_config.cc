@@ -6,9 +6,9 @@
 #include <string>
 
 #include "config/config.h"
-#include "stream/cli.h"
+#include "app/cli.h"
 
-namespace neardup::stream {
+namespace neardup::app {
 
 namespace {
 
@@ -18,7 +18,7 @@ constexpr const char* kHelp =
     "Validates a neardup configuration file. On success prints 'FILE: ok' and then\n"
     "the effective configuration as YAML (every key, defaults included, with the\n"
     "NEARDUP_* environment overrides applied) and exits 0. On error prints\n"
-    "'FILE:LINE:COLUMN: KEY: expected ..., got ...' to stderr and exits 1.\n"
+    "'FILE:LINE:COLUMN: KEY: expected ..., got ...' to stderr and exits 2.\n"
     "Secret librdkafka properties (sasl.password, ssl.key.password, ...) print as\n"
     "<redacted> unless --show-secrets is given.\n"
     "\n"
@@ -49,7 +49,7 @@ int run_config_check(std::span<const std::string> raw) {
     return 0;
   } catch (const config::ConfigError& e) {
     std::cerr << e.what() << "\n";
-    return 1;
+    return 2;  // a configuration error (app/main.cc)
   }
 }
 
@@ -58,4 +58,4 @@ const cli::Registrar kConfigCheck{{"config check", "validate a configuration fil
 
 }  // namespace
 
-}  // namespace neardup::stream
+}  // namespace neardup::app

@@ -1,9 +1,9 @@
-#include "stream/cli.h"
+#include "app/cli.h"
 
 #include <algorithm>
 #include <charconv>
 
-namespace neardup::stream::cli {
+namespace neardup::app::cli {
 
 namespace {
 std::vector<Command>& registry() {
@@ -85,4 +85,4 @@ std::optional<long long> Args::get_int(const std::string& flag, long long min, l
   return value;
 }
 
-}  // namespace neardup::stream::cli
+}  // namespace neardup::app::cli

@@ -1,15 +1,31 @@
-// `neardup`: dispatches to the subcommands registered in stream/cmd_*.cc.
+// `neardup`: dispatches to the subcommands registered in app/cmd_*.cc.
 #include <cstdio>
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "stream/cli.h"
+#include "app/cli.h"
+#include "config/config.h"
+#include "stream/kafka.h"
 
-namespace cli = neardup::stream::cli;
+namespace cli = neardup::app::cli;
 
 namespace {
+
+// The exit-status contract of every subcommand (app/README.md, each --help,
+// deploy/systemd/neardup.service's RestartPreventExitStatus=2):
+//   0 success;
+//   1 a runtime failure that a restart may cure (fatal Kafka error, an input or
+//     output that cannot be read or written, a port in use);
+//   2 a usage or configuration error: restarting cannot fix it.
+constexpr int kRuntimeFailure = 1;
+constexpr int kUsageOrConfigError = 2;
+constexpr const char* kExitStatusHelp =
+    "\nexit status: 0 success; 1 runtime failure that a restart may cure (fatal Kafka\n"
+    "error, input unreadable, output unwritable, port in use); 2 usage or configuration\n"
+    "error (bad option, invalid config file or NEARDUP_* variable, Kafka property\n"
+    "rejected): restarting will not help.\n";
 
 void print_overview() {
   std::cout << "neardup " << NEARDUP_VERSION
@@ -21,7 +37,7 @@ void print_overview() {
     name.resize(std::max<std::size_t>(name.size() + 2, 18), ' ');
     std::cout << "  " << name << command.summary << "\n";
   }
-  std::cout << "\nexample:\n  printf 'the cat sat\\nthe cat sat!\\n' | neardup scan --format lines -\n";
+  std::cout << kExitStatusHelp << "\nexample:\n  printf 'the cat sat\\nthe cat sat!\\n' | neardup scan --format lines -\n";
 }
 
 }  // namespace
@@ -30,7 +46,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_overview();
-    return args.empty() ? 2 : 0;
+    return args.empty() ? kUsageOrConfigError : 0;
   }
   if (args[0] == "--version") {
     std::cout << "neardup " << NEARDUP_VERSION << "\n";
@@ -62,26 +78,38 @@ int main(int argc, char** argv) {
       std::cout << "neardup " << args[0] << " commands:\n";
       for (const auto* command : group) std::cout << "  neardup " << command->name << "   " << command->summary << "\n";
       const bool asked = args.size() > 1 && (args[1] == "--help" || args[1] == "-h");
-      return asked ? 0 : 2;
+      return asked ? 0 : kUsageOrConfigError;
     }
     std::cerr << "neardup: unknown command '" << args[0] << "' (see neardup --help)\n";
-    return 2;
+    return kUsageOrConfigError;
   }
   std::vector<std::string> rest(args.begin() + static_cast<long>(words), args.end());
   try {
     for (const auto& arg : rest) {
       if (arg == "--") break;  // what follows is operands (a file named -h)
       if (arg == "--help" || arg == "-h") {
-        std::cout << chosen->help;
+        std::cout << chosen->help << kExitStatusHelp;
         return 0;
       }
     }
     return chosen->run(rest);
   } catch (const cli::UsageError& e) {
     std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n(see neardup " << chosen->name << " --help)\n";
-    return 2;
+    return kUsageOrConfigError;
+  } catch (const neardup::config::ConfigError& e) {
+    std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";
+    return kUsageOrConfigError;
+  } catch (const std::invalid_argument& e) {
+    // The libraries' "unusable options" (dedup layouts, sketch settings, NEARDUP_CPU).
+    std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";
+    return kUsageOrConfigError;
+  } catch (const neardup::stream::kafka::KafkaError& e) {
+    // A property librdkafka rejects, or a client it cannot create from them,
+    // is a configuration error; every other Kafka failure may pass.
+    std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";
+    return e.code() == RD_KAFKA_RESP_ERR__INVALID_ARG ? kUsageOrConfigError : kRuntimeFailure;
   } catch (const std::exception& e) {
     std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";
-    return 1;
+    return kRuntimeFailure;
   }
 }

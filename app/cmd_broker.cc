@@ -4,11 +4,11 @@
 #include <sstream>
 #include <thread>
 
-#include "stream/cli.h"
+#include "app/cli.h"
 #include "stream/embedded_broker.h"
 #include "stream/process.h"
 
-namespace neardup::stream {
+namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
@@ -44,21 +44,21 @@ int run_broker(std::span<const std::string> raw) {
     }
     if (topics.empty()) throw cli::UsageError("--topics: expected a comma-separated list of topic names");
   } else {
-    topics = service_topics(config::KafkaOptions{});
+    topics = stream::service_topics(config::KafkaOptions{});
   }
-  install_stop_signal_handlers();
-  EmbeddedBroker broker(1, port);
+  stream::install_stop_signal_handlers();
+  stream::EmbeddedBroker broker(1, port);
   for (const auto& t : topics) broker.create_topic(t, partitions);
   const std::string address = broker.bootstrap();
-  if (auto file = args.get("bootstrap-file")) write_bootstrap_file(*file, address);
+  if (auto file = args.get("bootstrap-file")) stream::write_bootstrap_file(*file, address);
   std::cout << address << std::endl;
-  log(config::LogLevel::info, "embedded broker at " + address);
-  while (!stop_signalled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  log(config::LogLevel::info, "embedded broker stopping");
+  stream::log(config::LogLevel::info, "embedded broker at " + address);
+  while (!stream::stop_signalled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  stream::log(config::LogLevel::info, "embedded broker stopping");
   return 0;
 }
 
 const cli::Registrar kBroker{{"broker", "run only the embedded Kafka-protocol broker (tests, demos)", kHelp, run_broker}};
 
 }  // namespace
-}  // namespace neardup::stream
+}  // namespace neardup::app

@@ -12,7 +12,7 @@
 #include <optional>
 #include <thread>
 
-#include "stream/cli.h"
+#include "app/cli.h"
 #include "stream/kafka.h"
 #include "stream/host.h"
 
@@ -20,7 +20,7 @@
 #define NEARDUP_SOURCE_DIR_DEFAULT "."
 #endif
 
-namespace neardup::stream {
+namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
@@ -70,7 +70,7 @@ int run_demo(std::span<const std::string> raw) {
     else throw cli::UsageError("--action: expected drop, tag or route, got '" + *action + "'");
   }
   if (auto listen = args.get("metrics-listen")) cfg.metrics.listen = *listen;
-  configure_logging(cfg.log);
+  stream::configure_logging(cfg.log);
 
   // Texts by source coordinates, to show example pairs at the end.
   std::map<std::pair<std::int32_t, std::int64_t>, std::string> texts;
@@ -83,13 +83,13 @@ int run_demo(std::span<const std::string> raw) {
 
   std::atomic<bool> stop_feeder{false};
   std::thread feeder;
-  HostOptions host;
+  stream::HostOptions host;
   host.force_progress = true;
   host.progress_every = std::chrono::milliseconds(500);
   host.on_brokers = [&](const std::string& brokers) {
     feeder = std::thread([&, brokers] {
       std::atomic<int> failed{0};
-      kafka::Producer producer(default_producer_properties(brokers),
+      stream::kafka::Producer producer(stream::default_producer_properties(brokers),
                                [&](const rd_kafka_message_t& m) { failed += m.err ? 1 : 0; });
       auto next = std::chrono::steady_clock::now();
       const auto gap = std::chrono::nanoseconds(1'000'000'000LL / rate);
@@ -97,17 +97,17 @@ int run_demo(std::span<const std::string> raw) {
         if (stop_feeder.load()) break;
         std::this_thread::sleep_until(next);  // pacing the demo feed, not a test wait
         next += gap;
-        kafka::Producer::Record rec;
+        stream::kafka::Producer::Record rec;
         rec.topic = cfg.kafka.input_topics.front();
         rec.value = line;
         producer.produce(rec);
         producer.poll(std::chrono::milliseconds(0));
       }
       producer.flush(std::chrono::seconds(10));
-      if (failed.load()) log(config::LogLevel::error, "demo feeder: " + std::to_string(failed.load()) + " records not delivered");
+      if (failed.load()) stream::log(config::LogLevel::error, "demo feeder: " + std::to_string(failed.load()) + " records not delivered");
     });
   };
-  host.on_verdict = [&](const VerdictEvent& e) {
+  host.on_verdict = [&](const stream::VerdictEvent& e) {
     texts[{e.partition, e.offset}] = std::string(e.text);
     if (e.verdict->kind == dedup::VerdictKind::duplicate && e.verdict->match && examples.size() < 5) {
       auto it = texts.find({e.of_partition, e.of_offset});
@@ -115,12 +115,12 @@ int run_demo(std::span<const std::string> raw) {
     }
   };
   const std::uint64_t total = feed.size();
-  host.done = [total](const ServiceSnapshot& s) { return s.consumed >= total && s.committed >= total; };
+  host.done = [total](const stream::ServiceSnapshot& s) { return s.consumed >= total && s.committed >= total; };
 
-  ServiceSnapshot last;
+  stream::ServiceSnapshot last;
   int status = 1;
   try {
-    status = host_service(cfg, host, &last);
+    status = stream::host_service(cfg, host, &last);
   } catch (...) {
     stop_feeder = true;
     if (feeder.joinable()) feeder.join();
@@ -160,4 +160,4 @@ const cli::Registrar kDemo{{"demo", "the service on the embedded broker with a d
                             run_demo}};
 
 }  // namespace
-}  // namespace neardup::stream
+}  // namespace neardup::app

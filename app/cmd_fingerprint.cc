@@ -8,9 +8,9 @@
 #include "dedup/engine.h"
 #include "dedup/fingerprinter.h"
 #include "dedup/sketch.h"
-#include "stream/cli.h"
+#include "app/cli.h"
 
-namespace neardup::stream {
+namespace neardup::app {
 namespace {
 
 constexpr const char* kFingerprintHelp = R"(usage: neardup fingerprint [--config FILE] [TEXT|-]
@@ -93,4 +93,4 @@ const cli::Registrar kFingerprint{{"fingerprint", "print the SimHash of a text",
 const cli::Registrar kCompare{{"compare", "judge B against A: distance, similarity, verdict", kCompareHelp, run_compare}};
 
 }  // namespace
-}  // namespace neardup::stream
+}  // namespace neardup::app

@@ -8,12 +8,12 @@
 
 #include "config/config.h"
 #include "config/values.h"
-#include "stream/cli.h"
+#include "app/cli.h"
 #include "stream/json_out.h"
 #include "stream/pipeline.h"
 #include "stream/scan.h"
 
-namespace neardup::stream {
+namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp = R"(usage: neardup scan [--config FILE] [--format jsonl|lines] [--text-field F]...
@@ -39,9 +39,9 @@ Output: one JSON object per input line, in input order:
   {"id":3,"verdict":"invalid","error":"malformed JSON: ..."}
 "distance" is the SimHash distance in bits; "similarity" (when the MinHash
 sketch decided) the estimated shingle Jaccard. A bad line never stops the
-scan. Exit status: 0; 1 when the input, the configuration or the output
-fails (cannot be read, is invalid, cannot be written: the message says
-which); 2 for wrong command-line options.
+scan; an input that cannot be read or an output that cannot be written does
+(exit status 1, the message says which). Wrong options or an invalid
+configuration exit 2 before anything is read.
 
 example:
   neardup scan --text-field /title --text-field /body news.jsonl
@@ -97,7 +97,7 @@ int run_scan(std::span<const std::string> raw_args) {
     std::fprintf(stderr, "neardup scan: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
     return 1;
   }
-  ScanStats stats = scan_stream(config, in, stdout);
+  stream::ScanStats stats = stream::scan_stream(config, in, stdout);
   if (in != stdin) std::fclose(in);
   if (stats.write_error) {
     std::fprintf(stderr,
@@ -116,4 +116,4 @@ int run_scan(std::span<const std::string> raw_args) {
 const cli::Registrar kScan{{"scan", "find near-duplicates in a file or stdin (JSON Lines out)", kHelp, run_scan}};
 
 }  // namespace
-}  // namespace neardup::stream
+}  // namespace neardup::app

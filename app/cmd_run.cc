@@ -3,10 +3,10 @@
 
 #include "config/config.h"
 #include "config/values.h"
-#include "stream/cli.h"
+#include "app/cli.h"
 #include "stream/host.h"
 
-namespace neardup::stream {
+namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
@@ -21,7 +21,9 @@ constexpr const char* kHelp =
     "Window changelog (kafka.changelog_topic, \"\" = off): every kept message is also\n"
     "recorded there; on start the window is rebuilt from it before any input is read\n"
     "(/readyz turns ready after that), and instances follow each other's records.\n"
-    "SIGTERM/SIGINT stop fetching, flush, commit and exit 0.\n"
+    "SIGTERM/SIGINT stop fetching, flush, commit and exit 0. A fatal Kafka error\n"
+    "exits 1 (a supervisor should restart it); a configuration error exits 2 (it\n"
+    "should not: deploy/systemd/neardup.service has RestartPreventExitStatus=2).\n"
     "\n"
     "  --config FILE        YAML configuration (see `neardup config check`)\n"
     "  --brokers LIST       bootstrap servers; overrides kafka.brokers. Without any,\n"
@@ -42,12 +44,12 @@ int run_run(std::span<const std::string> raw) {
       throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" + *brokers + "'");
     cfg.kafka.brokers = *brokers;
   }
-  configure_logging(cfg.log);
-  HostOptions host;
+  stream::configure_logging(cfg.log);
+  stream::HostOptions host;
   host.bootstrap_file = args.get("bootstrap-file").value_or("");
-  ServiceSnapshot last;
-  int status = host_service(cfg, host, &last);
-  log(status == 0 ? config::LogLevel::info : config::LogLevel::error,
+  stream::ServiceSnapshot last;
+  int status = stream::host_service(cfg, host, &last);
+  stream::log(status == 0 ? config::LogLevel::info : config::LogLevel::error,
       "stopped: in=" + std::to_string(last.consumed) + " unique=" + std::to_string(last.unique) +
           " duplicates=" + std::to_string(last.duplicate) + " invalid=" + std::to_string(last.invalid) +
           " produced=" + std::to_string(last.produced) + " committed=" + std::to_string(last.committed));
@@ -58,4 +60,4 @@ const cli::Registrar kRun{{"run", "the service: consume Kafka, drop/tag/route ne
                            run_run}};
 
 }  // namespace
-}  // namespace neardup::stream
+}  // namespace neardup::app
