@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <immintrin.h>
 #include <sys/mman.h>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "dedup/cpu.h"
+
+#if NEARDUP_X86_KERNELS
+#include <immintrin.h>
+#endif
 
 namespace neardup::dedup {
 
@@ -70,7 +75,7 @@ std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::u
   return count;
 }
 
-#if defined(__x86_64__)
+#if NEARDUP_X86_KERNELS
 __attribute__((target("popcnt"))) std::uint32_t filter24_popcnt(const std::uint8_t* res, std::uint32_t n,
                                                                 std::uint32_t residue, int k, std::uint16_t* hits) {
   std::uint32_t count = 0;
@@ -136,60 +141,30 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(c
 }
 #endif
 
-using FilterFn = std::uint32_t (*)(const std::uint32_t*, std::uint32_t, std::uint32_t, int, std::uint16_t*);
-
-FilterFn pick_filter() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return &filter_avx512;
-  if (__builtin_cpu_supports("popcnt")) return &filter_popcnt;
-#endif
-  return &filter_portable;
-}
-
-// A function-local static: safe to use from other translation units' static initializers.
-FilterFn chosen_filter() {
-  static const FilterFn filter = pick_filter();
-  return filter;
-}
-
-using Filter24Fn = std::uint32_t (*)(const std::uint8_t*, std::uint32_t, std::uint32_t, int, std::uint16_t*);
-
-Filter24Fn pick_filter24() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vpopcntdq")) {
-    return &filter24_avx512;
-  }
-  if (__builtin_cpu_supports("popcnt")) return &filter24_popcnt;
-#endif
-  return &filter24_portable;
-}
-
-Filter24Fn chosen_filter24() {
-  static const Filter24Fn filter = pick_filter24();
-  return filter;
-}
-
 }  // namespace
 
+// One switch per chunk of up to kFilterChunk cells: the variant is a relaxed
+// load that stays in cache, and each case is a direct call.
 std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
                                   std::uint16_t* hits) {
-  return chosen_filter()(res, n, residue, k, hits);
+  switch (cpu::active()) {
+#if NEARDUP_X86_KERNELS
+    case cpu::Variant::avx512: return filter_avx512(res, n, residue, k, hits);
+    case cpu::Variant::popcnt: return filter_popcnt(res, n, residue, k, hits);
+#endif
+    default: return filter_portable(res, n, residue, k, hits);
+  }
 }
 
 std::uint32_t CellTables::filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
                                     std::uint16_t* hits) {
-  return chosen_filter24()(res, n, residue, k, hits);
-}
-
-const char* CellTables::filter_name() {
-#if defined(__x86_64__)
-  if (chosen_filter24() == &filter24_avx512) return "avx512";
-  if (chosen_filter24() == &filter24_popcnt) return "popcnt";
+  switch (cpu::active()) {
+#if NEARDUP_X86_KERNELS
+    case cpu::Variant::avx512: return filter24_avx512(res, n, residue, k, hits);
+    case cpu::Variant::popcnt: return filter24_popcnt(res, n, residue, k, hits);
 #endif
-  return "portable";
+    default: return filter24_portable(res, n, residue, k, hits);
+  }
 }
 
 namespace {

@@ -319,9 +319,6 @@ class CellTables {
     __builtin_prefetch(sequences(b) + tail);
   }
 
-  /// The 24-bit filter in use: "avx512" (vbmi + vpopcntdq), "popcnt" or "portable".
-  static const char* filter_name();
-
   std::size_t cells() const { return cells_; }
   /// Slots as mapped, spilled rings as the allocator sizes them, and their directory.
   std::size_t bytes() const {
@@ -373,7 +370,7 @@ class CellTables {
   static constexpr std::uint32_t kFilterChunk = 256;
   // Write the indices i < n (n <= kFilterChunk) with popcount(res[i] ^ residue) <= k
   // to hits; return how many. filter24_ reads packed 3-byte residues (and may read
-  // one byte past the last). Implementations are picked once for the CPU.
+  // one byte past the last). Each runs cpu::active()'s kernel (dedup/cpu.h).
   static std::uint32_t filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
                                std::uint16_t* hits);
   static std::uint32_t filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,

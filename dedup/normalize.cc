@@ -12,7 +12,9 @@
 #include <bit>
 #include <cstring>
 
-#if defined(__SSE2__)
+#include "dedup/cpu.h"
+
+#if NEARDUP_X86_KERNELS && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -130,7 +132,7 @@ void Normalizer::classify(const unsigned char* in, std::size_t size) {
       src = tail;
     }
     std::uint64_t segment = 0, high = 0;
-#if defined(__SSE2__)
+#if NEARDUP_X86_KERNELS && defined(__SSE2__)
     const __m128i upper_lo = _mm_set1_epi8('A' - 1), upper_hi = _mm_set1_epi8('Z' + 1);
     const __m128i lower_lo = _mm_set1_epi8('a' - 1), lower_hi = _mm_set1_epi8('z' + 1);
     const __m128i digit_lo = _mm_set1_epi8('0' - 1), digit_hi = _mm_set1_epi8('9' + 1);

@@ -5,9 +5,10 @@
 #include <cmath>
 #include <cstddef>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "dedup/cpu.h"
+
+#if NEARDUP_X86_KERNELS
 #include <immintrin.h>
-#define NEARDUP_SIMHASH_AVX512 1
 #endif
 
 namespace neardup::dedup {
@@ -44,7 +45,7 @@ void accumulate(const std::uint64_t* hashes, const std::uint32_t* weights, std::
   }
 }
 
-#ifdef NEARDUP_SIMHASH_AVX512
+#if NEARDUP_X86_KERNELS
 // AVX-512: the hash itself is the lane mask. Four masked adds of 16 lanes
 // per feature, instead of 8 table rows; same integer sums, so the same bits.
 template <bool kUnit>
@@ -66,8 +67,6 @@ __attribute__((target("avx512f"))) void accumulate_avx512(const std::uint64_t* h
   _mm512_storeu_si512(sums + 32, a2);
   _mm512_storeu_si512(sums + 48, a3);
 }
-
-const bool kHaveAvx512 = __builtin_cpu_supports("avx512f");
 #endif
 
 template <bool kUnit>
@@ -78,12 +77,12 @@ Fingerprint run(std::span<const std::uint64_t> hashes, std::span<const std::uint
     const std::size_t n = std::min(kChunk, hashes.size() - from);
     alignas(64) std::array<std::int32_t, 64> sums{};
     const std::uint32_t* w = kUnit ? nullptr : weights.data() + from;
-#ifdef NEARDUP_SIMHASH_AVX512
-    if (kHaveAvx512) accumulate_avx512<kUnit>(hashes.data() + from, w, n, sums.data());
-    else accumulate<kUnit>(hashes.data() + from, w, n, sums.data());
-#else
-    accumulate<kUnit>(hashes.data() + from, w, n, sums.data());
+    switch (cpu::active()) {
+#if NEARDUP_X86_KERNELS
+      case cpu::Variant::avx512: accumulate_avx512<kUnit>(hashes.data() + from, w, n, sums.data()); break;
 #endif
+      default: accumulate<kUnit>(hashes.data() + from, w, n, sums.data());
+    }
     for (int i = 0; i < 64; ++i) totals[i] += sums[i];
     if (kUnit) {
       total_weight += static_cast<std::int64_t>(n);

@@ -8,15 +8,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__SSE4_1__)
-#include <smmintrin.h>
-#endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "dedup/cpu.h"
+
+#if NEARDUP_X86_KERNELS
 #include <immintrin.h>
-#define NEARDUP_SKETCH_AVX512 1
 #endif
 
 namespace neardup::dedup {
@@ -84,7 +79,7 @@ void hash_windows(const char* data, std::size_t count, std::uint64_t* out) {
   for (std::size_t i = 0; i < count; ++i) out[i] = mix_word(load_word(data + i) & kMask, 5);
 }
 
-#ifdef NEARDUP_SKETCH_AVX512
+#if NEARDUP_X86_KERNELS
 // GCC 12's _mm512_srli_epi64 passes an intentionally undefined vector as its
 // (fully masked-off) merge source, which -Wuninitialized reports.
 #pragma GCC diagnostic push
@@ -143,11 +138,6 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2"))) std::size_t join_ascii_a
   if (written != 0 && out[written - 1] == ' ') --written;
   return written;
 }
-
-const bool kHaveAvx512Vbmi2 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                              __builtin_cpu_supports("avx512vbmi2");
-const bool kHaveAvx512Vbmi = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
 #endif
 
 std::uint32_t code_points(std::string_view bytes) {
@@ -220,7 +210,7 @@ constexpr std::uint32_t kCodeMix = 0x2545f491U;  // re-mixes a minimum before it
 template <int kBits>
 Sketch pack_codes(const std::uint32_t* minima) {
   Sketch sketch;
-#if defined(__SSE4_1__)
+#if NEARDUP_X86_KERNELS && defined(__SSE4_1__)
   // 16 bins at a time: multiply, shift, narrow to one code per byte, then fold
   // the bytes' codes together (pmaddubsw/pmaddwd sum codes times powers of two).
   auto code_bytes = [minima](int first) {
@@ -301,7 +291,7 @@ void detail::densify(std::uint32_t* minima, int bins) {
     const std::uint32_t* word_bins = minima + 64 * w;
     const int count = std::min(64, bins - 64 * w);
     std::uint64_t bits = 0;
-#if defined(__SSE2__)
+#if NEARDUP_X86_KERNELS && defined(__SSE2__)
     // Four bins per compare; movemask gives their "empty" bits.
     const __m128i empty_bin = _mm_set1_epi32(-1);
     for (int i = 0; i < count; i += 4) {
@@ -382,12 +372,12 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     // Every token is an ASCII word: 5-grams over the tokens joined by spaces.
     constexpr std::size_t n = 5;
     if (text.token_count == 0) return {};
-#ifdef NEARDUP_SKETCH_AVX512
-    if (kHaveAvx512Vbmi2) {
-      size = join_ascii_avx512(base, text.text.size(), out);
-    } else
+    switch (cpu::active()) {
+#if NEARDUP_X86_KERNELS
+      case cpu::Variant::avx512: size = join_ascii_avx512(base, text.text.size(), out); break;
 #endif
-      size = detail::join_ascii_tokens(text, out);
+      default: size = detail::join_ascii_tokens(text, out);
+    }
     std::memset(out + size, 0, kPadding);
     if (hashes_.empty()) hashes_.resize(64);
     if (size <= n) {
@@ -397,12 +387,12 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     const std::size_t count = size - n + 1;
     if (hashes_.size() < count + 8) hashes_.resize(count + 8);
     std::uint64_t* hashes = hashes_.data();
-#ifdef NEARDUP_SKETCH_AVX512
-    if (kHaveAvx512Vbmi) hash_windows_avx512(out, count, hashes);
-    else hash_windows(out, count, hashes);
-#else
-    hash_windows(out, count, hashes);
+    switch (cpu::active()) {
+#if NEARDUP_X86_KERNELS
+      case cpu::Variant::avx512: hash_windows_avx512(out, count, hashes); break;
 #endif
+      default: hash_windows(out, count, hashes);
+    }
     return {hashes, count};
   }
 

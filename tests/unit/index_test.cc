@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dedup/cpu.h"
 #include "dedup/index.h"
 #include "dedup/plan.h"
 
@@ -153,7 +154,7 @@ TEST(CellTables, ScanFiltersByResidueDistanceAndStopsWhenAsked) {
     for (std::uint32_t i = 0; i < 600; ++i) {
       if (std::popcount(i) <= k) want.push_back(i);
     }
-    EXPECT_EQ(hits, want) << "k=" << k << " filter " << CellTables::filter_name();
+    EXPECT_EQ(hits, want) << "k=" << k << " filter " << cpu::name(cpu::active());
   }
   // Stop at the first hit past 300 with two bits: 320 (0b101000000) is the 321st cell.
   const std::uint32_t examined = cells.scan(b, 0, 2, [](std::uint32_t seq) { return seq > 300; });
@@ -250,7 +251,7 @@ TEST(CellTables, FiltersOnTheLow24ResidueBits) {
   });
   std::vector<std::uint32_t> want;
   for (std::uint32_t i = 0; i < 40; i += 2) want.push_back(i);
-  EXPECT_EQ(hits, want) << CellTables::filter_name();
+  EXPECT_EQ(hits, want) << cpu::name(cpu::active());
 }
 
 }  // namespace

@@ -1,0 +1,204 @@
+// Every CPU-specific kernel (dedup/cpu.h) against the portable one: each test
+// runs once per variant, computes its results under that variant and under
+// portable, and expects them identical. A variant this build or CPU cannot run
+// is reported as skipped, with what it lacks.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <tuple>
+#include <utility>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dedup/cpu.h"
+#include "dedup/engine.h"
+#include "dedup/index.h"
+#include "dedup/normalize.h"
+#include "dedup/simhash.h"
+#include "dedup/sketch.h"
+
+namespace neardup::dedup {
+namespace cpu {
+// gtest prints a failing test's variant by name.
+void PrintTo(Variant variant, std::ostream* out) { *out << name(variant); }
+}  // namespace cpu
+
+namespace {
+
+class EveryVariant : public ::testing::TestWithParam<cpu::Variant> {
+ protected:
+  void SetUp() override {
+    const std::string lacks = cpu::missing(GetParam());
+    if (!lacks.empty()) GTEST_SKIP() << "variant " << cpu::name(GetParam()) << ": " << lacks;
+  }
+  void TearDown() override { cpu::set_active_for_testing(before_); }
+
+  // What `compute` returns under the tested variant, then under portable.
+  template <class F>
+  std::pair<std::invoke_result_t<F&>, std::invoke_result_t<F&>> both(F&& compute) {
+    cpu::set_active_for_testing(GetParam());
+    auto tested = compute();
+    cpu::set_active_for_testing(cpu::Variant::portable);
+    auto portable = compute();
+    return {std::move(tested), std::move(portable)};
+  }
+
+  const cpu::Variant before_ = cpu::active();
+};
+
+std::string variant_name(const ::testing::TestParamInfo<cpu::Variant>& variant) {
+  return std::string(cpu::name(variant.param));
+}
+INSTANTIATE_TEST_SUITE_P(Cpu, EveryVariant, ::testing::ValuesIn(cpu::kVariants), variant_name);
+
+// A residue within a few bits of the probe, or anywhere.
+std::uint32_t near_or_random(std::uint32_t probe, std::mt19937_64& rng) {
+  if (rng() % 2 == 0) return static_cast<std::uint32_t>(rng());
+  std::uint32_t r = probe ^ (static_cast<std::uint32_t>(rng()) & 0xff000000U);  // bits the cell drops
+  for (std::uint64_t flips = rng() % 7; flips != 0; --flips) r ^= 1U << (rng() % 24);
+  return r;
+}
+
+TEST_P(EveryVariant, IndexFiltersFindTheCellsWithinKOfTheProbe) {
+  // A bucket within its slot is read by the packed 24-bit filter; one past it
+  // spills to a ring of 32-bit residues, read by the other filter. Slots sized
+  // for a large window hold every size here; for a tiny one, almost none.
+  // Sizes around the 16-lane steps and the 256-cell chunks, every k the filters see.
+  const PigeonholeLayout layout(1, 0, 64);
+  for (const std::size_t expected : {std::size_t{1} << 20, std::size_t{64}}) {
+    for (const std::uint32_t size : {0U, 1U, 2U, 15U, 16U, 17U, 31U, 33U, 63U, 255U, 256U, 257U, 600U, 1100U}) {
+      std::mt19937_64 rng(size);
+      const std::uint32_t probe = static_cast<std::uint32_t>(rng());
+      std::vector<std::uint32_t> residues(size);
+      for (auto& r : residues) r = near_or_random(probe, rng);
+      for (const int k : {0, 1, 2, 3, 5, 8, 12, 24}) {
+        auto scan = [&] {
+          CellTables cells(layout, expected);
+          CellTables::Bucket& b = cells.bucket(0, 0);
+          for (std::uint32_t i = 0; i < size; ++i) cells.push(b, residues[i], i);
+          std::vector<std::uint32_t> hits;
+          const std::uint32_t examined = cells.scan(b, probe, k, [&](std::uint32_t seq) {
+            hits.push_back(seq);
+            return false;
+          });
+          std::uint32_t seen = 0;  // stopping at the third hit
+          const std::uint32_t stopped = cells.scan(b, probe, k, [&](std::uint32_t) { return ++seen == 3; });
+          return std::tuple(hits, examined, stopped, b.spill != 0, cells.slot_cells());
+        };
+        const auto [tested, portable] = both(scan);
+        const std::string where = "slots for " + std::to_string(expected) + ", size " + std::to_string(size) +
+                                  ", k " + std::to_string(k);
+        EXPECT_EQ(tested, portable) << where;
+        std::vector<std::uint32_t> want;
+        for (std::uint32_t i = 0; i < size; ++i) {
+          if (std::popcount((residues[i] ^ probe) & CellTables::kResidueMask) <= k) want.push_back(i);
+        }
+        EXPECT_EQ(std::get<0>(tested), want) << where;
+        EXPECT_EQ(std::get<1>(tested), size) << where;
+        const std::uint32_t slot = std::get<4>(tested);
+        EXPECT_EQ(std::get<3>(tested), size > slot) << where << ": spilled past a slot of " << slot;
+        if (expected != 64) {
+          EXPECT_GE(slot, 1100U) << "every size fits the slot";
+        }
+      }
+    }
+  }
+}
+
+TEST_P(EveryVariant, SimhashSumsTheSameBits) {
+  // Up to past two accumulate chunks (16384 features), random and extreme weights.
+  std::mt19937_64 rng(7);
+  for (const std::size_t n : {0UL, 1UL, 2UL, 7UL, 64UL, 1000UL, 16383UL, 16384UL, 16385UL, 40000UL}) {
+    std::vector<std::uint64_t> hashes(n);
+    std::vector<std::uint32_t> weights(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      hashes[i] = rng();
+      weights[i] = i % 5 == 0 ? kMaxWeight : 1 + static_cast<std::uint32_t>(rng() % kMaxWeight);
+    }
+    if (n > 2) hashes[1] = ~std::uint64_t{0}, hashes[2] = 0;
+    const auto [tested, portable] = both([&] { return std::pair(simhash(hashes, weights), simhash(hashes)); });
+    EXPECT_EQ(tested.first, portable.first) << "weighted, n " << n;
+    EXPECT_EQ(tested.second, portable.second) << "unit, n " << n;
+  }
+}
+
+std::string random_text(std::mt19937_64& rng, bool ascii) {
+  static const std::vector<std::string> separators = {" ", ", ", ". ", " - ", "\n", "  ", "!? ", "(", ") ", "#"};
+  static const std::vector<std::string> other = {"\xc3\xa9t\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87", "na\xc3\xafve",
+                                                 "\xe2\x80\x94"};
+  std::string text;
+  if (rng() % 3 == 0) text += separators[rng() % separators.size()];
+  for (std::size_t words = rng() % 60; words != 0; --words) {
+    const std::size_t n = 1 + (rng() % 12 == 0 ? rng() % 90 : rng() % 9);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto c = rng() % 40;
+      text += static_cast<char>(c < 26 ? 'a' + c : c < 36 ? '0' + (c - 26) : 'A' + c);
+    }
+    if (!ascii && rng() % 6 == 0) text += other[rng() % other.size()];
+    text += separators[rng() % separators.size()];
+  }
+  return text;
+}
+
+TEST_P(EveryVariant, SketchJoinsAndHashesTheSameShingles) {
+  // ASCII texts take the join + window-hash kernels; the rest, the general path.
+  std::mt19937_64 rng(3);
+  Normalizer normalizer;
+  int ascii = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::string text = random_text(rng, round % 4 != 0);
+    const NormalizedText norm = normalizer.run(text);
+    ascii += norm.ascii;
+    for (const int bits : {1, 2, 4, 8}) {
+      SketchOptions options;
+      options.bits = bits;
+      const auto [tested, portable] = both([&] {
+        Sketcher sketcher(options);
+        const SketchResult r = sketcher.run(norm);
+        return std::tuple(sketcher.shingle_hashes(norm), r.sketch.words, r.band_keys, r.shingles);
+      });
+      ASSERT_EQ(tested, portable) << "bits " << bits << ": " << text;
+    }
+  }
+  EXPECT_GT(ascii, 100) << "texts that take the ASCII kernels";
+}
+
+TEST_P(EveryVariant, EngineGivesTheSameVerdicts) {
+  // Everything together: originals, edited copies, short and long, with and
+  // without the sketch stage.
+  std::mt19937_64 rng(11);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 600; ++i) {
+    if (i > 10 && rng() % 3 == 0) {
+      std::string copy = texts[rng() % texts.size()];
+      for (int edits = static_cast<int>(rng() % 4); edits != 0 && !copy.empty(); --edits)
+        copy[rng() % copy.size()] = static_cast<char>('a' + rng() % 26);
+      texts.push_back(copy);
+    } else {
+      texts.push_back(random_text(rng, i % 5 != 0));
+    }
+  }
+  for (const bool sketch : {true, false}) {
+    DedupOptions options;
+    options.sketch.enabled = sketch;
+    const auto [tested, portable] = both([&] {
+      Engine engine(options);
+      std::vector<std::tuple<VerdictKind, std::uint64_t, std::uint64_t, int, double>> verdicts;
+      std::int64_t now = 1'700'000'000'000;
+      std::uint64_t ref = 0;
+      for (const auto& text : texts) {
+        const Verdict v = engine.process(text, EventTime{now += 1000}, RecordRef{++ref});
+        verdicts.emplace_back(v.kind, v.fingerprint.bits, v.match ? v.match->of.value : 0, v.match ? v.match->distance : -1,
+                              v.similarity.value_or(-1));
+      }
+      return verdicts;
+    });
+    EXPECT_EQ(tested, portable) << "sketch " << sketch;
+  }
+}
+
+}  // namespace
+}  // namespace neardup::dedup
