@@ -219,6 +219,15 @@ const std::vector<Key>& keys() {
     k.push_back(topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic));
     k.push_back(integer_key("kafka.embedded_partitions", 1, 64,
                             [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
+    k.push_back(choice_key<Delivery>(
+        "kafka.delivery", {{"at-least-once", Delivery::at_least_once}, {"exactly-once", Delivery::exactly_once}},
+        [](auto& config) -> auto& { return config.kafka.delivery; }));
+    k.push_back(string_key(
+        "kafka.transactional_id", "\"\" or a transactional id of printable characters",
+        [](const std::string& text) {
+          return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
+        },
+        [](auto& config) -> auto& { return config.kafka.transactional_id; }));
     k.push_back(map_key("kafka.consumer", [](auto& config) -> auto& { return config.kafka.consumer; }));
     k.push_back(map_key("kafka.producer", [](auto& config) -> auto& { return config.kafka.producer; }));
 

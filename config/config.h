@@ -17,6 +17,7 @@ namespace neardup::config {
 
 enum class InputFormat { text, json };
 enum class Action { drop, tag, route };
+enum class Delivery { at_least_once, exactly_once };
 enum class LogFormat { text, json };
 enum class LogLevel { debug, info, warn, error };
 
@@ -31,6 +32,14 @@ struct KafkaOptions {
   int embedded_partitions = 8;                              ///< topics the embedded broker creates
   std::map<std::string, std::string> consumer;  ///< librdkafka consumer properties, passed as is
   std::map<std::string, std::string> producer;  ///< librdkafka producer properties, passed as is
+  /// at-least-once: offsets commit after the outputs are acknowledged (a crash
+  /// re-emits what was in flight). exactly-once: outputs, changelog entries and
+  /// input offsets commit in one Kafka transaction (docs/KAFKA.md).
+  Delivery delivery = Delivery::at_least_once;
+  /// exactly-once: the producer's transactional.id; "" = "neardup-<group_id>-<host name>".
+  /// Stable across restarts of one instance (a restart then aborts what the
+  /// previous run left open at once), distinct between instances.
+  std::string transactional_id;
 };
 
 struct InputOptions {

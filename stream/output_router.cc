@@ -78,6 +78,33 @@ std::int32_t OutputRouter::output_partition(const Source& src, const std::string
 
 void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
                          std::string_view error, const Source* of) {
+  if (!refused_.empty()) {
+    auto it = refused_.find({ticket.source, in.offset});
+    if (it != refused_.end()) {
+      // Judged again after its transaction aborted: straight to the dead letters.
+      const Refusal refusal = it->second;
+      refused_.erase(it);
+      Letter letter;
+      letter.ticket = ticket;
+      letter.source = ticket.source;
+      letter.offset = in.offset;
+      letter.has_key = in.key != nullptr;
+      if (in.key) letter.key.assign(static_cast<const char*>(in.key), in.key_len);
+      letter.has_value = in.payload != nullptr;
+      letter.original_size = in.payload ? in.len : 0;
+      letter.timestamp_ms = timestamp_of(in);
+      letter.reason = refusal.reason;
+      letter.bare = refusal.dead_letter_refused;
+      if (!letter.bare) {
+        letter.headers.reset(copy_headers(in));
+        const std::size_t fits = fitting_value_bytes(max_record_bytes_ / 2, letter.key.size(), header_bytes(letter.headers.get()));
+        if (in.payload) letter.value.assign(static_cast<const char*>(in.payload), std::min(in.len, fits));
+      }
+      if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
+      send_letter(std::move(letter));
+      return;
+    }
+  }
   switch (verdict.kind) {
     case dedup::VerdictKind::invalid:
       ++stats_.invalid;
@@ -216,6 +243,16 @@ bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ti
   if (was_dead_letter && !report.payload && !report.key) return false;  // a bare dead letter refused: nothing smaller to send
   const std::optional<std::int64_t> offset = ledger_.offset_of(ticket);
   if (!offset) return true;  // its partition was revoked: the next owner reads the input again
+  if (exactly_once_) {
+    Refusal& r = refused_[{ticket.source, *offset}];
+    if (was_dead_letter) {
+      r.dead_letter_refused = true;
+      r.reason += std::string("; dead letter rejected by the broker: ") + rd_kafka_err2str(report.err);
+    } else if (r.reason.empty()) {
+      r.reason = "output to '" + topic + "' rejected by the broker: " + rd_kafka_err2str(report.err);
+    }
+    return true;
+  }
   Letter letter;
   letter.ticket = ticket;
   letter.replaces_output = true;

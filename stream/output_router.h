@@ -69,6 +69,13 @@ class OutputRouter {
   bool on_delivery_error(const rd_kafka_message_t& report, Ticket ticket);
   /// Produces what on_delivery_error() queued. Call after Producer::poll, not inside it.
   void resend();
+  /// exactly-once: a refused record fails its whole transaction, so nothing is
+  /// resent into it; instead the refusal is remembered by input, and when the
+  /// aborted messages are judged again, that input goes to the dead letters
+  /// (cut to half the limit; bare if the dead letter was refused too).
+  void set_exactly_once(bool on) { exactly_once_ = on; }
+  /// Drops queued resends (their transaction was aborted).
+  void forget_resends() { resends_.clear(); }
   bool has_resends() const { return !resends_.empty(); }
 
   /// The input's partition on `topic` when it has as many partitions as the
@@ -106,6 +113,12 @@ class OutputRouter {
   const std::size_t max_record_bytes_;
   std::map<std::string, int> topic_partitions_;  // cached partition counts (-1: unknown)
   std::vector<Letter> resends_;                  // refused records, for the dead-letter topic
+  bool exactly_once_ = false;
+  struct Refusal {
+    std::string reason;
+    bool dead_letter_refused = false;
+  };
+  std::map<std::pair<std::uint32_t, std::int64_t>, Refusal> refused_;  // exactly-once: by (source, input offset)
 };
 
 }  // namespace neardup::stream

@@ -14,6 +14,7 @@
 #include "stream/offset_ledger.h"
 #include "stream/output_router.h"
 #include "stream/sources.h"
+#include "stream/transaction.h"
 #include "stream/window_restore.h"
 
 namespace neardup::stream {
@@ -22,6 +23,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using kafka::KafkaError;
+
+/// Thrown at a crash point a test chose (ServiceOptions::crash_at).
+struct SimulatedCrash {};
 
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -44,6 +48,7 @@ struct Service::Impl {
   const config::Config& cfg;
   std::atomic<bool>& stop;
   std::uint64_t instance_id = 0;  // marks this process's changelog records
+  bool exactly_once = false;      // kafka.delivery: exactly-once
   kafka::Properties consumer_properties;
 
   // ---- pipeline thread
@@ -57,6 +62,7 @@ struct Service::Impl {
   std::unique_ptr<ChangelogFollower> changelog;       // set while the changelog is on and read
   std::string delivery_fatal;  // set in the delivery handler, raised after the poll
   std::unique_ptr<kafka::Consumer> consumer;
+  std::unique_ptr<TransactionCycle> txn;  // exactly-once only
   Slot slots[2];                        // (their messages go before the consumer does)
   std::unique_ptr<DedupWorker> worker;  // null in bypass mode; after slots: joined before they go
   dedup::EngineStats engine_stats;      // the worker's, as of the last slot it finished
@@ -86,6 +92,21 @@ struct Service::Impl {
     for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
     auto consumer_props = default_consumer_properties(options.brokers, cfg.kafka.group_id);
     for (const auto& [k, v] : cfg.kafka.consumer) consumer_props[k] = v;
+    exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
+    if (exactly_once) {
+      producer_props["transactional.id"] = cfg.kafka.transactional_id.empty()
+                                               ? default_transactional_id(cfg.kafka.group_id)
+                                               : cfg.kafka.transactional_id;
+      // A crashed instance's open transaction holds read_committed consumers
+      // back until it times out (or the instance restarts with its id).
+      if (!cfg.kafka.producer.count("transaction.timeout.ms")) producer_props["transaction.timeout.ms"] = "30000";
+      // (librdkafka requires message.timeout.ms <= transaction.timeout.ms)
+      if (!cfg.kafka.producer.count("message.timeout.ms")) {
+        producer_props["message.timeout.ms"] = producer_props["transaction.timeout.ms"];
+      }
+      // Inputs and the changelog: only what committed.
+      if (!cfg.kafka.consumer.count("isolation.level")) consumer_props["isolation.level"] = "read_committed";
+    }
     consumer_properties = consumer_props;
     std::random_device entropy;
     instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
@@ -102,6 +123,8 @@ struct Service::Impl {
         consumer_props,
         [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) { on_rebalance(assigned, parts); },
         options.broker_health);
+    if (exactly_once) txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
+    router->set_exactly_once(exactly_once);
   }
 
   // ---------------------------------------------------------------- delivery
@@ -111,7 +134,7 @@ struct Service::Impl {
     if (ticket.source == ChangelogWriter::kBatchSource) {
       if (m.err) {
         ++stats.produce_errors;
-        note_delivery_fatal(m);
+        if (!exactly_once) note_delivery_fatal(m);  // (exactly-once: its transaction aborts)
       }
       if (changelog_writer) {
         stats.changelog_written += changelog_writer->on_delivery(ticket.seq, !m.err, [this](Ticket t) { acknowledge(t); });
@@ -123,7 +146,12 @@ struct Service::Impl {
       // A record the broker refuses as a record goes to the dead letters
       // (router->resend() after the poll); anything else is final after
       // librdkafka's own retries: never commit past it, stop, so a restart replays it.
-      if (!router->on_delivery_error(m, ticket)) note_delivery_fatal(m);
+      // (exactly-once: the transaction aborts; the router remembers a refused
+      // record, so the messages judged again send it to the dead letters.)
+      if (!router->on_delivery_error(m, ticket) &&
+          (!exactly_once || kafka::classify(m.err) == kafka::Severity::message)) {
+        note_delivery_fatal(m);  // (a bare dead letter refused: a cluster fault, in either mode)
+      }
       return;
     }
     ++stats.produced;
@@ -155,6 +183,77 @@ struct Service::Impl {
   }
 
   // ---------------------------------------------------------------- commits
+
+  /// exactly-once: commits the open transaction with the input offsets of
+  /// every message handled in it (their outputs are in it); on an abort, the
+  /// input is rewound to the last committed offsets.
+  void commit_transaction() {
+    flush_changelog();
+    kafka::PartitionListPtr offsets(rd_kafka_topic_partition_list_new(8));
+    std::vector<std::uint32_t> moved;
+    for (std::uint32_t i = 0; i < sources.size(); ++i) {
+      const Source& src = sources[i];
+      if (!src.assigned || src.position < 0 || src.position == src.committed) continue;
+      rd_kafka_topic_partition_list_add(offsets.get(), src.topic.c_str(), src.partition)->offset = src.position;
+      moved.push_back(i);
+    }
+    if (offsets->cnt == 0) return;  // nothing was handled: the transaction is empty
+    crash_point("commit");
+    if (txn->commit(*offsets) == TransactionCycle::Outcome::aborted) {
+      rewind();
+      return;
+    }
+    for (std::uint32_t i : moved) sources[i].committed = sources[i].position;
+    if (options.commit_offsets_after_transaction) {
+      if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, false); err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        log(config::LogLevel::warn, std::string("offset commit after the transaction failed: ") + rd_kafka_err2str(err));
+      }
+    }
+    ledger.take_commits();  // (everything is acknowledged: the commit flushed)
+    stats.committed = ledger.finished();
+  }
+
+  /// exactly-once, after an abort: what the aborted transaction held is read
+  /// and judged again from the last committed offsets (the window keeps its
+  /// entries; a message is never its own duplicate, so the verdicts repeat).
+  void rewind() {
+    if (inflight >= 0) {
+      worker->wait();
+      slots[std::exchange(inflight, -1)].messages.clear();  // judged, never sent: read again
+    }
+    router->forget_resends();
+    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
+    for (std::uint32_t i = 0; i < sources.size(); ++i) {
+      Source& src = sources[i];
+      const std::int64_t to = src.committed >= 0 ? src.committed : src.first_read;
+      if (!src.assigned || to < 0) continue;
+      rd_kafka_topic_partition_list_add(list.get(), src.topic.c_str(), src.partition)->offset = to;
+      src.position = to;
+      src.first_read = -1;
+      ledger.assign(i);
+    }
+    if (list->cnt == 0) return;
+    if (rd_kafka_error_t* error = rd_kafka_seek_partitions(consumer->handle(), list.get(), 10000)) {
+      const std::string what = rd_kafka_error_string(error);
+      rd_kafka_error_destroy(error);
+      throw KafkaError("cannot rewind the input after an aborted transaction: " + what, RD_KAFKA_RESP_ERR__FAIL,
+                       kafka::Severity::fatal);
+    }
+  }
+
+  void crash_point(std::string_view point) {
+    if (options.crash_at && options.crash_at(point)) throw SimulatedCrash{};
+  }
+
+  /// The periodic commit: the transaction (exactly-once) or the acknowledged offsets.
+  void commit_progress(bool sync) {
+    if (txn) {
+      commit_transaction();
+      return;
+    }
+    crash_point("commit");
+    commit(sync);
+  }
 
   /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the offsets).
   bool commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr) {
@@ -198,7 +297,7 @@ struct Service::Impl {
       for (int i = 0; i < parts.cnt; ++i) {
         const std::uint32_t index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
         sources[index].assigned = true;
-        sources[index].position = -1;
+        sources[index].position = sources[index].committed = sources[index].first_read = -1;
         ledger.assign(index);
       }
       stats.assigned = true;
@@ -225,10 +324,16 @@ struct Service::Impl {
     // raised on the pipeline thread after the poll.
     try {
       finish_inflight();
+      if (txn) commit_transaction();  // (an abort rewinds; the partitions go all the same)
     } catch (const KafkaError& e) {
       if (rebalance_fatal.empty()) rebalance_fatal = e.what();
     } catch (...) {
       if (!rebalance_exception) rebalance_exception = std::current_exception();
+    }
+    if (txn) {
+      release(parts);
+      log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s), progress committed in the transaction");
+      return;
     }
     const bool drained = drain(revoke_drain);
     if (!drained) {
@@ -271,7 +376,9 @@ struct Service::Impl {
     }
     for (int i = 0; i < committed->cnt; ++i) {
       const auto& e = committed->elems[i];
-      if (e.err == RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0) sources[sources.intern(e.topic, e.partition)].position = e.offset;
+      if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR || e.offset < 0) continue;
+      Source& src = sources[sources.intern(e.topic, e.partition)];
+      src.position = src.committed = e.offset;
     }
   }
 
@@ -336,6 +443,7 @@ struct Service::Impl {
     }
     Source& src = sources[index];
     if (!src.assigned) return;  // a message fetched before a revoke; it will be read again
+    if (src.first_read < 0) src.first_read = in.offset;
     src.position = in.offset + 1;
     ++stats.consumed;
     const OffsetLedger::Added added = ledger.add(index, in.offset, timestamp_of(in));
@@ -478,7 +586,11 @@ struct Service::Impl {
       submit(polled);
       inflight = next;
     }
-    if (previous >= 0) handle_slot(slots[previous]);
+    if (previous >= 0) {
+      crash_point("before-produce");
+      handle_slot(slots[previous]);
+      crash_point("produced");
+    }
   }
 
   int run() {
@@ -489,6 +601,7 @@ struct Service::Impl {
         publish();
         return 0;
       }
+      if (txn) txn->start();
       consumer->subscribe(cfg.kafka.input_topics);
       auto last_commit = Clock::now(), last_progress = Clock::now();
       while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
@@ -499,7 +612,7 @@ struct Service::Impl {
         raise_if_fatal();
         const auto now = Clock::now();
         if (now - last_commit >= options.commit_interval) {
-          commit(false);
+          commit_progress(false);
           last_commit = now;
         }
         if (now - last_progress >= options.progress_interval) {
@@ -509,9 +622,10 @@ struct Service::Impl {
       }
       log(config::LogLevel::info, "stopping: flushing output and committing offsets");
       finish_inflight();  // every polled message of a still assigned partition is handled
+      if (txn) commit_transaction();
       const bool drained = drain(options.shutdown_flush);
       raise_if_fatal();
-      commit(true);
+      commit_progress(true);
       if (!drained) {
         log(config::LogLevel::warn, std::to_string(producer->in_flight()) +
                                         " output record(s) unacknowledged at shutdown; their input offsets are not "
@@ -525,7 +639,26 @@ struct Service::Impl {
       return 0;
     } catch (const KafkaError& e) {
       return stop_after_fatal(e.what());
+    } catch (const SimulatedCrash&) {
+      return crash();
     }
+  }
+
+  /// A crash as a test simulates it: nothing more reaches the broker.
+  int crash() {
+    log(config::LogLevel::warn, "simulated crash: stopping without flushing, committing or aborting");
+    abandoning = true;
+    try {
+      if (inflight >= 0) worker->wait();
+    } catch (...) {
+    }
+    inflight = -1;
+    rd_kafka_purge(producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    try {
+      consumer->close();  // (a real crash would leave the group only at the session timeout)
+    } catch (...) {
+    }
+    return Service::kSimulatedCrash;
   }
 
   int stop_after_fatal(const std::string& what) {
@@ -539,9 +672,13 @@ struct Service::Impl {
     } catch (...) {
     }
     try {
-      // Commit only what is fully acknowledged, then leave.
-      producer->poll(std::chrono::milliseconds(0));
-      commit(true);
+      if (txn) {
+        txn->abort(false);  // (nothing of it becomes visible; its messages are read again)
+      } else {
+        // Commit only what is fully acknowledged, then leave.
+        producer->poll(std::chrono::milliseconds(0));
+        commit(true);
+      }
     } catch (...) {
     }
     abandoning = true;

@@ -73,6 +73,19 @@ struct ServiceOptions {
   std::chrono::milliseconds shutdown_flush{8000};  ///< SIGTERM must exit within 10 s
   std::function<void(const ServiceSnapshot&)> on_progress;  ///< pipeline thread
   std::function<void(const VerdictEvent&)> on_verdict;      ///< pipeline thread
+  /// exactly-once: also commit each transaction's input offsets through the
+  /// consumer once the transaction committed. For brokers that do not keep
+  /// transactional offset commits: librdkafka 2.0.2's mock cluster (the
+  /// embedded broker) accepts TxnOffsetCommit and drops the offsets. On a real
+  /// broker it re-commits what the transaction committed (harmless, one more
+  /// request per commit interval); host_service sets it for the embedded broker.
+  bool commit_offsets_after_transaction = false;
+  /// Tests: a crash simulated where this returns true. Points: "before-produce"
+  /// (a batch judged, nothing of it produced), "produced" (its outputs
+  /// produced, not committed), "commit" (just before offsets or a transaction
+  /// commit). run() then returns kSimulatedCrash at once: nothing is flushed,
+  /// committed or aborted, queued records are purged.
+  std::function<bool(std::string_view point)> crash_at;
   /// Fed by the service's producer and consumer (stream/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
@@ -83,6 +96,7 @@ struct ServiceOptions {
 /// an atomic flag).
 class Service {
  public:
+  static constexpr int kSimulatedCrash = 137;
   /// Throws config::ConfigError / kafka::KafkaError / std::invalid_argument for
   /// an unusable configuration (bad property, bad dedup options).
   explicit Service(ServiceOptions options);

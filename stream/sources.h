@@ -33,6 +33,10 @@ struct Source {
   std::int32_t partition = 0;
   bool assigned = false;
   std::int64_t position = -1;  ///< next offset to read (for lag), -1 unknown
+  /// exactly-once: where the last committed transaction resumes this
+  /// partition (-1 unknown), and the first offset read in this assignment.
+  std::int64_t committed = -1;
+  std::int64_t first_read = -1;
   /// "topic/partition/offset", as the neardup-source and neardup-of headers write it.
   std::string locate(std::int64_t offset) const {
     return topic + "/" + std::to_string(partition) + "/" + std::to_string(offset);
@@ -53,7 +57,10 @@ class Sources {
       throw kafka::KafkaError("more than 65534 input partitions", RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
     }
     const auto index = static_cast<std::uint32_t>(sources_.size());
-    sources_.push_back(Source{std::string(topic), partition, false, -1});
+    Source source;
+    source.topic = std::string(topic);
+    source.partition = partition;
+    sources_.push_back(std::move(source));
     index_.emplace(std::move(key), index);
     return index;
   }
