@@ -84,22 +84,7 @@ void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedu
       // Judged again after its transaction aborted: straight to the dead letters.
       const Refusal refusal = it->second;
       refused_.erase(it);
-      Letter letter;
-      letter.ticket = ticket;
-      letter.source = ticket.source;
-      letter.offset = in.offset;
-      letter.has_key = in.key != nullptr;
-      if (in.key) letter.key.assign(static_cast<const char*>(in.key), in.key_len);
-      letter.has_value = in.payload != nullptr;
-      letter.original_size = in.payload ? in.len : 0;
-      letter.timestamp_ms = timestamp_of(in);
-      letter.reason = refusal.reason;
-      letter.bare = refusal.dead_letter_refused;
-      if (!letter.bare) {
-        letter.headers.reset(copy_headers(in));
-        const std::size_t fits = fitting_value_bytes(max_record_bytes_ / 2, letter.key.size(), header_bytes(letter.headers.get()));
-        if (in.payload) letter.value.assign(static_cast<const char*>(in.payload), std::min(in.len, fits));
-      }
+      Letter letter = letter_for(in, ticket, in.offset, refusal.reason, max_record_bytes_ / 2, refusal.dead_letter_refused);
       if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
       send_letter(std::move(letter));
       return;
@@ -171,22 +156,30 @@ void OutputRouter::send(const std::string& topic, std::int32_t partition, const 
 }
 
 void OutputRouter::dead_letter(const rd_kafka_message_t& in, Ticket ticket, std::string_view reason) {
+  send_letter(letter_for(in, ticket, in.offset, std::string(reason), max_record_bytes_, false));
+}
+
+OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticket ticket, std::int64_t offset,
+                                              std::string reason, std::size_t record_limit, bool bare) const {
   Letter letter;
   letter.ticket = ticket;
   letter.source = ticket.source;
-  letter.offset = in.offset;
-  letter.has_key = in.key != nullptr;
-  if (in.key) letter.key.assign(static_cast<const char*>(in.key), in.key_len);
-  letter.has_value = in.payload != nullptr;
-  letter.original_size = in.payload ? in.len : 0;
-  letter.headers.reset(copy_headers(in));
-  letter.timestamp_ms = timestamp_of(in);
-  letter.reason = std::string(reason);
-  // The value is copied only as far as it can go out.
-  const std::size_t fits = fitting_value_bytes(max_record_bytes_, letter.key.size(),
-                                               header_bytes(letter.headers.get()) + 256 + letter.reason.size());
-  if (in.payload) letter.value.assign(static_cast<const char*>(in.payload), std::min(in.len, fits));
-  send_letter(std::move(letter));
+  letter.offset = offset;
+  letter.has_key = m.key != nullptr;
+  if (m.key) letter.key.assign(static_cast<const char*>(m.key), m.key_len);
+  letter.has_value = m.payload != nullptr;
+  letter.original_size = m.payload ? m.len : 0;
+  letter.timestamp_ms = timestamp_of(m);
+  letter.reason = std::move(reason);
+  letter.bare = bare;
+  if (!bare) {
+    letter.headers.reset(copy_headers(m));
+    // The value is copied only as far as it can go out (neardup's headers included).
+    const std::size_t fits =
+        fitting_value_bytes(record_limit, letter.key.size(), header_bytes(letter.headers.get()) + 256 + letter.reason.size());
+    if (m.payload) letter.value.assign(static_cast<const char*>(m.payload), std::min(m.len, fits));
+  }
+  return letter;
 }
 
 void OutputRouter::send_letter(Letter letter) {
@@ -253,19 +246,12 @@ bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ti
     }
     return true;
   }
-  Letter letter;
-  letter.ticket = ticket;
+  // The broker's limit is below the producer's: half of ours, then bare.
+  Letter letter = letter_for(report, ticket, *offset,
+                             (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
+                                 " rejected by the broker: " + rd_kafka_err2str(report.err),
+                             max_record_bytes_ / 2, false);
   letter.replaces_output = true;
-  letter.source = ticket.source;
-  letter.offset = *offset;
-  letter.timestamp_ms = timestamp_of(report);
-  letter.has_key = report.key != nullptr;
-  if (report.key) letter.key.assign(static_cast<const char*>(report.key), report.key_len);
-  letter.has_value = report.payload != nullptr;
-  letter.original_size = report.payload ? report.len : 0;
-  letter.headers.reset(copy_headers(report));
-  letter.reason = (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
-                  " rejected by the broker: " + rd_kafka_err2str(report.err);
   if (was_dead_letter) {
     // Sent again bare (neardup's headers only), keeping the first attempt's reason and size.
     if (auto first = kafka::header(letter.headers.get(), "neardup-error")) letter.reason = std::string(*first) + "; " + letter.reason;
@@ -274,10 +260,7 @@ bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ti
     }
     letter.bare = true;
     letter.headers.reset();
-  } else if (report.payload) {
-    // The broker's limit is below the producer's: half of ours, then bare.
-    const std::size_t fits = fitting_value_bytes(max_record_bytes_ / 2, letter.key.size(), header_bytes(letter.headers.get()));
-    letter.value.assign(static_cast<const char*>(report.payload), std::min(report.len, fits));
+    letter.value.clear();
   }
   resends_.push_back(std::move(letter));
   return true;

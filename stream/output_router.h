@@ -102,6 +102,11 @@ class OutputRouter {
 
   void send(const std::string& topic, std::int32_t partition, const rd_kafka_message_t& in,
             rd_kafka_headers_t* headers, Ticket ticket);
+  /// A dead letter of record `m` (an input or a refused output) of input
+  /// `ticket` at `offset`: its value cut to fit `record_limit` with its headers
+  /// and neardup's, or nothing but neardup's headers when `bare`.
+  Letter letter_for(const rd_kafka_message_t& m, Ticket ticket, std::int64_t offset, std::string reason,
+                    std::size_t record_limit, bool bare) const;
   void send_letter(Letter letter);
   int partitions_of(const std::string& topic);
 

@@ -6,33 +6,14 @@
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=broker_outage_test
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for tool in kcat curl python3; do
   command -v "$tool" >/dev/null || { echo "broker_outage_test: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "broker_outage_test: FAIL: $*"; echo "--- run log"; tail -30 "$work/run.err" 2>/dev/null; exit 1; }
-passed=0
-pass() { passed=$((passed + 1)); }
 
-# wait_for SECONDS COMMAND...: polls the command until it succeeds or time runs out.
-wait_for() {
-  local limit=$1; shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-}
-
-# A free loopback port (the kernel's pick; closed again at once).
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 brokers="127.0.0.1:$port"
 start_broker() {
   rm -f "$work/bootstrap"
@@ -124,13 +105,6 @@ PY
 pass
 
 # SIGTERM: still a graceful stop.
-kill -TERM "$run_pid"
-deadline=$((SECONDS + 10))
-while kill -0 "$run_pid" 2>/dev/null; do
-  [ "$SECONDS" -lt "$deadline" ] || fail "neardup run did not exit within 10 s of SIGTERM"
-  sleep 0.1
-done
-wait "$run_pid" && status=0 || status=$?
-[ "$status" -eq 0 ] || fail "neardup run exited $status after SIGTERM"
+stop_gracefully "$run_pid"
 pass
 echo "broker_outage_test: $passed passed, 0 failed"

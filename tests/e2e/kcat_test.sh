@@ -4,26 +4,10 @@
 # Every wait is bounded; every process started here is stopped by the trap.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=kcat_test
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v kcat >/dev/null || { echo "kcat_test: kcat is not installed (deploy/install-deps.sh)"; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "kcat_test: FAIL: $*"; echo "--- run log"; cat "$work/run.err" 2>/dev/null | tail -20; exit 1; }
-
-# wait_for SECONDS COMMAND...: polls the command until it succeeds or time runs out.
-wait_for() {
-  local limit=$1; shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-}
 
 "$NEARDUP" broker --partitions 1 --bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>"$work/broker.err" &
 pids+=($!)
@@ -65,12 +49,5 @@ grep '^a1|' "$work/output.txt" | grep -vq 'neardup-verdict' || fail "a1 must be 
 kcat -b "$brokers" -C -t dead-letters -e -q -f '%k|%h\n' 2>/dev/null | grep -q '^a7|.*neardup-error=' || fail "a7 not dead-lettered with neardup-error"
 
 # SIGTERM: flush, commit, exit 0 within 10 s.
-kill -TERM "$run_pid"
-deadline=$((SECONDS + 10))
-while kill -0 "$run_pid" 2>/dev/null; do
-  [ "$SECONDS" -lt "$deadline" ] || fail "neardup run did not exit within 10 s of SIGTERM"
-  sleep 0.1
-done
-wait "$run_pid" && status=0 || status=$?
-[ "$status" -eq 0 ] || fail "neardup run exited $status after SIGTERM"
+stop_gracefully "$run_pid"
 echo "kcat_test: 8 passed, 0 failed"

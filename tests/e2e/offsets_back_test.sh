@@ -8,31 +8,14 @@
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=offsets_back_test
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for tool in kcat python3; do
   command -v "$tool" >/dev/null || { echo "offsets_back_test: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "offsets_back_test: FAIL: $*"; echo "--- run log"; tail -30 "$work/run.err" 2>/dev/null; exit 1; }
-passed=0
-pass() { passed=$((passed + 1)); }
 
-wait_for() {
-  local limit=$1; shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-}
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 brokers="127.0.0.1:$port"
 start_broker() {
   rm -f "$work/bootstrap"
@@ -88,11 +71,7 @@ jumps=$(grep -c 'offsets went back' "$work/run.err" || true)
 [ "$jumps" -le 1 ] || fail "the jump back was logged $jumps times"
 pass
 
-kill -TERM "$run_pid"
-cp "$work/run.err" "$work/first.err"
-wait_for 10 bash -c "! kill -0 $run_pid 2>/dev/null" || fail "neardup run did not exit within 10 s of SIGTERM"
-wait "$run_pid" && status=0 || status=$?
-[ "$status" -eq 0 ] || fail "neardup run exited $status after SIGTERM"
+stop_gracefully "$run_pid"
 
 pass
 

@@ -7,27 +7,10 @@
 # nothing. Every wait is bounded; every process started here is stopped by the trap.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=poison_test
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v kcat >/dev/null || { echo "poison_test: kcat is not installed (deploy/install-deps.sh)"; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-passed=0
-ok() { passed=$((passed + 1)); }
-fail() { echo "poison_test: FAIL: $*"; echo "--- run log"; tail -30 "$work/run.err" 2>/dev/null; exit 1; }
-
-wait_for() {
-  local limit=$1; shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-}
 
 "$NEARDUP" broker --partitions 1 --bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>"$work/broker.err" &
 pids+=($!)
@@ -73,18 +56,18 @@ at_least() { [ "$(count "$1")" -ge "$2" ]; }
 wait_for 60 at_least output 50 || fail "expected 50 records on output, got $(count output)"
 wait_for 30 at_least dead-letters 2 || fail "expected 2 dead letters, got $(count dead-letters)"
 kill -0 "$run_pid" 2>/dev/null || fail "neardup run stopped"
-ok
+pass
 
 [ "$(count output)" -eq 50 ] || fail "expected exactly 50 output records, got $(count output)"
-ok
+pass
 kcat -b "$brokers" -C -t dead-letters -e -q -f '%k|%S|%h\n' >"$work/dead.txt" 2>/dev/null
 [ "$(wc -l <"$work/dead.txt")" -eq 2 ] || fail "expected exactly 2 dead letters: $(cut -c1-300 "$work/dead.txt")"
-ok
+pass
 grep -q '^big1|1010000|.*neardup-error=record of 1010000 bytes exceeds input.max_bytes (1000000)' "$work/dead.txt" \
   || fail "big1 not dead-lettered whole with its reason: $(grep '^big1' "$work/dead.txt" | cut -c1-300)"
 grep '^big1|' "$work/dead.txt" | grep -q 'neardup-source=input/0/0' || fail "big1 has no neardup-source"
 grep '^big1|' "$work/dead.txt" | grep -vq 'neardup-truncated-to' || fail "big1 should not be cut"
-ok
+pass
 line2=$(grep '^big2|' "$work/dead.txt") || fail "big2 missing from the dead letters"
 size2=$(echo "$line2" | cut -d'|' -f2)
 [ "$size2" -gt 1000000 ] && [ "$size2" -lt 1048576 ] || fail "big2 should be cut under 1 MiB, kept $size2 bytes"
@@ -92,7 +75,7 @@ echo "$line2" | grep -q 'neardup-error=record of 3000000 bytes exceeds input.max
 echo "$line2" | grep -q 'neardup-original-size=3000000' || fail "big2 has no neardup-original-size=3000000"
 echo "$line2" | grep -q "neardup-truncated-to=$size2" || fail "big2's neardup-truncated-to is not its size $size2"
 echo "$line2" | grep -q 'neardup-source=input/0/1' || fail "big2 has no neardup-source=input/0/1"
-ok
+pass
 
 # The metric counts the cut one.
 addr=$(grep -o 'metrics at http://[^/]*' "$work/run.err" | head -1 | sed 's|metrics at http://||')
@@ -101,18 +84,15 @@ scrape() { curl -sf --max-time 5 "http://$addr/metrics"; }
 wait_for 10 bash -c "curl -sf --max-time 5 http://$addr/metrics | grep -q '^neardup_dead_letters_truncated_total 1\$'" \
   || fail "neardup_dead_letters_truncated_total is not 1: $(scrape | grep dead_letters)"
 scrape | grep -q '^neardup_dead_letters_total 2$' || fail "neardup_dead_letters_total is not 2"
-ok
+pass
 
 # SIGTERM, then a restart of the same group: everything was committed, nothing is read again.
-kill -TERM "$run_pid"
-wait_for 10 bash -c "! kill -0 $run_pid 2>/dev/null" || fail "neardup run did not exit within 10 s of SIGTERM"
-wait "$run_pid" && status=0 || status=$?
-[ "$status" -eq 0 ] || fail "neardup run exited $status after SIGTERM"
+stop_gracefully "$run_pid"
 start_run
 wait_for 30 grep -q 'assigned 1 partition' "$work/run.err" || fail "the restarted service got no partition"
 sleep 3
 kill -0 "$run_pid" 2>/dev/null || fail "the restarted service stopped"
 [ "$(count output)" -eq 50 ] && [ "$(count dead-letters)" -eq 2 ] \
   || fail "the restart re-read messages: output $(count output), dead letters $(count dead-letters)"
-ok
+pass
 echo "poison_test: $passed passed, 0 failed"

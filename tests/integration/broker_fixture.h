@@ -177,6 +177,18 @@ class BrokerTest : public ::testing::Test {
     return out;
   }
 
+  /// Committed offsets of the service's group, per input partition (a
+  /// partition without one reads RD_KAFKA_OFFSET_INVALID, -1001).
+  std::map<int, std::int64_t> committed_offsets() {
+    kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id), nullptr);
+    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
+    for (int p = 0; p < kPartitions; ++p) rd_kafka_topic_partition_list_add(list.get(), "input", p);
+    EXPECT_EQ(rd_kafka_committed(consumer.handle(), list.get(), 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    std::map<int, std::int64_t> out;
+    for (int i = 0; i < list->cnt; ++i) out[list->elems[i].partition] = list->elems[i].offset;
+    return out;
+  }
+
   /// Starts a service with `cfg` on its own thread.
   std::unique_ptr<Running> start_service(const config::Config& cfg) {
     auto running = std::make_unique<Running>();

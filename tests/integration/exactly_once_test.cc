@@ -42,18 +42,9 @@ class ExactlyOnceTest : public BrokerTest {
     return cfg;
   }
 
-  std::map<int, std::int64_t> committed_offsets() {
-    kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id), nullptr);
-    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
-    for (int p = 0; p < kPartitions; ++p) rd_kafka_topic_partition_list_add(list.get(), "input", p);
-    EXPECT_EQ(rd_kafka_committed(consumer.handle(), list.get(), 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    std::map<int, std::int64_t> out;
-    for (int i = 0; i < list->cnt; ++i) out[list->elems[i].partition] = std::max<std::int64_t>(list->elems[i].offset, 0);
-    return out;
-  }
   std::int64_t committed_total() {
     std::int64_t sum = 0;
-    for (const auto& [p, o] : committed_offsets()) sum += o;
+    for (const auto& [p, o] : committed_offsets()) sum += std::max<std::int64_t>(o, 0);
     return sum;
   }
 
@@ -110,6 +101,7 @@ TEST_P(ExactlyOnceCrashTest, ACrashLosesNothingAndRepeatsOnlyItsOpenTransaction)
     ASSERT_EQ(crashing->status.load(), Service::kSimulatedCrash);
     crashing->thread.join();
     at_crash = committed_offsets();
+    for (auto& [p, o] : at_crash) o = std::max<std::int64_t>(o, 0);
   }
   std::int64_t committed_at_crash = 0;
   for (const auto& [p, o] : at_crash) committed_at_crash += o;

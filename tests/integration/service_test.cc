@@ -37,17 +37,6 @@ class ServiceTest : public BrokerTest {
     cfg.action = action;
     return start_service(cfg);
   }
-
-  /// Committed offsets of the service's group, per input partition.
-  std::map<int, std::int64_t> committed_offsets() {
-    kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id), nullptr);
-    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
-    for (int p = 0; p < kPartitions; ++p) rd_kafka_topic_partition_list_add(list.get(), "input", p);
-    EXPECT_EQ(rd_kafka_committed(consumer.handle(), list.get(), 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    std::map<int, std::int64_t> out;
-    for (int i = 0; i < list->cnt; ++i) out[list->elems[i].partition] = list->elems[i].offset;
-    return out;
-  }
 };
 
 TEST_F(ServiceTest, DropRepublishesUniquesIntactAndDeadLettersInvalid) {

@@ -1,0 +1,195 @@
+#pragma once
+// Service::Impl, the state of one `neardup run` service, shared by the files
+// that implement it (one concern each): service.cc (construction, the poll
+// loop, batches, shutdown), service_delivery.cc (delivery reports, offset
+// commits and transactions), service_rebalance.cc (assignments and
+// revocations). Internal to stream/: include only from those files.
+//
+// Threads: everything here is the pipeline thread's (run(), and the delivery
+// and rebalance callbacks librdkafka serves inside its poll calls), except
+// `stop` (any thread) and what the DedupWorker owns between submit and wait.
+#include "stream/service.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <random>
+#include <vector>
+
+#include "stream/changelog.h"
+#include "stream/client_properties.h"
+#include "stream/changelog_writer.h"
+#include "stream/dedup_worker.h"
+#include "stream/kafka.h"
+#include "stream/offset_ledger.h"
+#include "stream/output_router.h"
+#include "stream/sources.h"
+#include "stream/transaction.h"
+#include "stream/window_restore.h"
+
+namespace neardup::stream {
+namespace service_detail {
+
+using Clock = std::chrono::steady_clock;
+
+/// Thrown at a crash point a test chose (ServiceOptions::crash_at).
+struct SimulatedCrash {};
+
+inline std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+inline std::int64_t timestamp_of(const rd_kafka_message_t& m) {
+  rd_kafka_timestamp_type_t type;
+  return rd_kafka_message_timestamp(&m, &type);
+}
+
+}  // namespace service_detail
+
+struct Service::Impl {
+  // ---- constant after construction
+  ServiceOptions options;
+  const config::Config& cfg;
+  std::atomic<bool>& stop;
+  std::uint64_t instance_id = 0;  // marks this process's changelog records
+  bool exactly_once = false;      // kafka.delivery: exactly-once
+  kafka::Properties consumer_properties;
+
+  // ---- pipeline thread
+  std::string fatal_error;
+  ServiceSnapshot stats;
+  Sources sources;
+  OffsetLedger ledger;
+  std::unique_ptr<kafka::Producer> producer;
+  std::unique_ptr<OutputRouter> router;
+  std::unique_ptr<ChangelogWriter> changelog_writer;  // null when the changelog is off
+  std::unique_ptr<ChangelogFollower> changelog;       // set while the changelog is on and read
+  std::string delivery_fatal;  // set in the delivery handler, raised after the poll
+  std::unique_ptr<kafka::Consumer> consumer;
+  std::unique_ptr<TransactionCycle> txn;  // exactly-once only
+  Slot slots[2];                        // (their messages go before the consumer does)
+  std::unique_ptr<DedupWorker> worker;  // null in bypass mode; after slots: joined before they go
+  dedup::EngineStats engine_stats;      // the worker's, as of the last slot it finished
+  std::vector<Remembered> followed;     // other instances' changelog entries for the next slot
+  int inflight = -1;                    // the slot with the worker (polled, not yet handled), or -1
+  std::string rebalance_fatal;             // an error while finishing a batch inside a revoke
+  std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
+  bool abandoning = false;                 // after a fatal error: a revoke only lets go
+  // How long a revoke waits for the output of the partitions it takes away: a
+  // rebalance can afford it; the shutdown's revoke comes after its own flush.
+  std::chrono::milliseconds revoke_drain{60'000};
+
+  ~Impl();
+
+  Impl(ServiceOptions opts, std::atomic<bool>& stop_flag);
+
+  // ---------------------------------------------------------------- delivery
+
+  void on_delivery(const rd_kafka_message_t& m);
+
+  void note_delivery_fatal(const rd_kafka_message_t& m);
+
+  /// One output record of the input `ticket` is acknowledged.
+  void acknowledge(Ticket ticket);
+
+  /// Serves delivery reports (up to `timeout`), then sends what they turned into dead letters.
+  void serve_deliveries(std::chrono::milliseconds timeout);
+
+  // ---------------------------------------------------------------- commits
+
+  /// exactly-once: commits the open transaction with the input offsets of
+  /// every message handled in it (their outputs are in it); on an abort, the
+  /// input is rewound to the last committed offsets.
+  void commit_transaction();
+
+  /// exactly-once, after an abort: what the aborted transaction held is read
+  /// and judged again from the last committed offsets (the window keeps its
+  /// entries; a message is never its own duplicate, so the verdicts repeat).
+  void rewind();
+
+  void crash_point(std::string_view point);
+
+  /// The periodic commit: the transaction (exactly-once) or the acknowledged offsets.
+  void commit_progress(bool sync);
+
+  /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the offsets).
+  bool commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr);
+
+  /// Waits until every produced record is acknowledged (or `limit` passes).
+  bool drain(std::chrono::milliseconds limit);
+
+  // ---------------------------------------------------------------- rebalance
+
+  void on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts);
+
+  void release(const rd_kafka_topic_partition_list_t& parts);
+
+  /// Where each newly assigned partition resumes, for the lag until its first
+  /// message arrives (else the lag would count the partition from its start).
+  void learn_committed_positions(const rd_kafka_topic_partition_list_t& parts);
+
+  // ---------------------------------------------------------------- batches
+
+  /// Waits for the worker's batch, if any, and produces it.
+  void finish_inflight();
+
+  void wait_worker(const Slot& slot);
+
+  /// Hands freshly polled messages (and the changelog entries followed since
+  /// the last slot) to the worker. Sources are interned here, on this thread.
+  void submit(Slot& slot);
+
+  void handle_slot(Slot& slot);
+
+  // ---------------------------------------------------------------- per message
+
+  /// `index`: the source of `in` (interned; unused when in.err). `prepared`,
+  /// `outcome`: the worker's decode, analysis and verdict of `in` (null in
+  /// bypass mode). `time`: its event time (bypass: unused).
+  void handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared, const Outcome* outcome,
+              dedup::EventTime time);
+
+  // ---------------------------------------------------------------- changelog
+
+  void flush_changelog();
+
+  /// Reads the whole changelog and replays it into the engine. Returns false if
+  /// a stop was requested first. Throws KafkaError (missing topic, fatal errors).
+  bool rebuild_window();
+
+  /// Remembers what other instances kept since the last call.
+  void follow_changelog();
+
+  /// On an assignment: what the partitions' previous owners kept is in the
+  /// changelog by now (their revoke waited for it); read it before judging
+  /// any message of those partitions, so their near-copies are caught.
+  void read_changelog_to_end();
+
+  // ---------------------------------------------------------------- progress
+
+  void fill_lag();
+
+  void publish();
+
+  void raise_if_fatal();
+
+  // ---------------------------------------------------------------- the loop
+
+  /// One poll loop iteration's consume and judge step.
+  void poll_and_judge();
+
+  int run();
+
+  /// A crash as a test simulates it: nothing more reaches the broker.
+  int crash();
+
+  int stop_after_fatal(const std::string& what);
+};
+
+}  // namespace neardup::stream
