@@ -1,4 +1,6 @@
 // `neardup`: dispatches to the subcommands registered in app/cmd_*.cc.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -42,7 +44,19 @@ void print_overview() {
 
 }  // namespace
 
+// Like Go's runtime: the soft open-file limit goes up to the hard one, so that
+// the metrics server's workers (sized from it: metrics/http_server.h) and the
+// Kafka clients' sockets both fit. A plain shell's soft limit is often 1024.
+static void raise_open_file_limit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);  // (best effort: the old limit still works)
+  }
+}
+
 int main(int argc, char** argv) {
+  raise_open_file_limit();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_overview();
