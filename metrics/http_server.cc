@@ -14,12 +14,13 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "metrics/thread_annotations.h"
 
 namespace neardup::metrics {
 namespace {
@@ -130,8 +131,9 @@ struct HttpServer::Impl {
   std::string host;  ///< numeric, without brackets
   int port = 0;
   std::string bound;
-  std::mutex log_mutex;
-  std::string startup_log;  ///< civetweb's messages while starting: why a bind failed
+  Mutex log_mutex;
+  /// civetweb's messages while starting (from its threads): why a bind failed.
+  std::string startup_log GUARDED_BY(log_mutex);
   std::atomic<bool> started{false};
 
   static Impl& of(const mg_connection* connection) {
@@ -193,7 +195,7 @@ struct HttpServer::Impl {
   static int log(const mg_connection* connection, const char* message) {
     auto* impl = static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
     if (impl != nullptr && message != nullptr && !impl->started.load(std::memory_order_acquire)) {
-      std::lock_guard lock(impl->log_mutex);
+      MutexLock lock(impl->log_mutex);
       if (impl->startup_log.empty()) impl->startup_log = message;
     }
     return 1;  // handled: civetweb writes nothing itself
@@ -243,12 +245,12 @@ struct HttpServer::Impl {
     error.text = text.data();
     error.text_buffer_size = text.size();
     {
-      std::lock_guard lock(log_mutex);
+      MutexLock lock(log_mutex);
       startup_log.clear();
     }
     context = mg_start2(&init, &error);
     if (context != nullptr) return "";
-    std::lock_guard lock(log_mutex);
+    MutexLock lock(log_mutex);
     return startup_log.empty() ? std::string(text.data()) : startup_log;
   }
 

@@ -7,18 +7,22 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "metrics/thread_annotations.h"
 
 namespace neardup::metrics {
 namespace {
 
+// Any thread logs. level and format are read without the lock (a line may
+// still use the previous setting while configure_logging() runs); the write
+// and what it depends on are under `mutex`.
 struct LogState {
-  std::mutex mutex;
+  Mutex mutex;
   std::atomic<int> level{static_cast<int>(LogLevel::info)};
   std::atomic<int> format{static_cast<int>(LogFormat::text)};
   std::atomic<std::FILE*> sink{nullptr};  // nullptr: stderr
-  int sink_is_terminal = -1;              // of the sink in use; -1: not asked yet (under `mutex`)
-  std::FILE* progress_on = nullptr;       // the stream whose current line the progress line holds (under `mutex`)
+  int sink_is_terminal GUARDED_BY(mutex) = -1;  // of the sink in use; -1: not asked yet
+  std::FILE* progress_on GUARDED_BY(mutex) = nullptr;  // the stream whose current line the progress line holds
 };
 
 LogState& state() {
@@ -166,7 +170,7 @@ std::string format_log_line(LogFormat format, LogLevel level, std::chrono::syste
 
 void configure_logging(LogFormat format, LogLevel level, std::FILE* sink) {
   auto& s = state();
-  std::lock_guard lock(s.mutex);
+  MutexLock lock(s.mutex);
   s.format.store(static_cast<int>(format));
   s.level.store(static_cast<int>(level));
   s.sink.store(sink);
@@ -185,7 +189,7 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
                                        std::chrono::system_clock::now(), message,
                                        std::span<const LogField>(fields.begin(), fields.size()));
     line += '\n';
-    std::lock_guard lock(s.mutex);
+    MutexLock lock(s.mutex);
     std::FILE* sink = s.sink.load();
     if (sink == nullptr) sink = stderr;
     // The progress line (metrics/progress.h) may stand on the sink's current
@@ -205,7 +209,7 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
 
 void write_progress_line(std::FILE* out, std::string_view text) {
   auto& s = state();
-  std::lock_guard lock(s.mutex);
+  MutexLock lock(s.mutex);
   std::fputc('\r', out);
   std::fwrite(text.data(), 1, text.size(), out);
   std::fputs("\x1b[K", out);
@@ -215,7 +219,7 @@ void write_progress_line(std::FILE* out, std::string_view text) {
 
 void end_progress_line(std::FILE* out) {
   auto& s = state();
-  std::lock_guard lock(s.mutex);
+  MutexLock lock(s.mutex);
   if (s.progress_on != out) return;
   std::fputc('\n', out);
   std::fflush(out);

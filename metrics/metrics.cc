@@ -4,11 +4,11 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
 
 #include "metrics/http_server.h"
 #include "metrics/render.h"
+#include "metrics/thread_annotations.h"
 
 namespace neardup::metrics {
 
@@ -44,22 +44,23 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
   return s;
 }
 
+// The pipeline thread publishes; civetweb's worker threads answer requests.
 struct Exporter::Impl {
-  BuildInfo build;
-  mutable std::mutex mutex;
-  std::shared_ptr<const ServiceStats> last = std::make_shared<const ServiceStats>();
+  BuildInfo build;  // set before the server starts, then only read
+  mutable Mutex mutex;
+  std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) = std::make_shared<const ServiceStats>();
   std::atomic<bool> ready{false};
-  std::string why_not;  // under `mutex`
+  std::string why_not GUARDED_BY(mutex);
   std::unique_ptr<HttpServer> server;
 
-  HttpResponse handle(const HttpRequest& request) const {
+  HttpResponse handle(const HttpRequest& request) const EXCLUDES(mutex) {
     if (request.method != "GET" && request.method != "HEAD") {
       return {405, "text/plain; charset=utf-8", "method not allowed\n", {{"Allow", "GET, HEAD"}}};
     }
     if (request.path == "/metrics") {
       std::shared_ptr<const ServiceStats> stats;
       {
-        std::lock_guard lock(mutex);
+        MutexLock lock(mutex);
         stats = last;
       }
       return {200, "text/plain; version=0.0.4; charset=utf-8",
@@ -70,7 +71,7 @@ struct Exporter::Impl {
       if (ready.load(std::memory_order_relaxed)) return {200, "text/plain; charset=utf-8", "ready\n", {}};
       std::string body = "not ready";
       {
-        std::lock_guard lock(mutex);
+        MutexLock lock(mutex);
         if (!why_not.empty()) body += ": " + why_not;
       }
       return {503, "text/plain; charset=utf-8", body + "\n", {}};
@@ -97,13 +98,13 @@ Exporter::~Exporter() = default;
 
 void Exporter::publish(const ServiceStats& stats) {
   auto copy = std::make_shared<const ServiceStats>(stats);  // copied outside the lock
-  std::lock_guard lock(impl_->mutex);
+  MutexLock lock(impl_->mutex);
   impl_->last.swap(copy);
 }
 
 void Exporter::set_ready(bool ready, std::string why_not) {
   {
-    std::lock_guard lock(impl_->mutex);
+    MutexLock lock(impl_->mutex);
     impl_->why_not.swap(why_not);  // the old text is freed outside the lock
   }
   impl_->ready.store(ready, std::memory_order_relaxed);

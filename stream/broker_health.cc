@@ -96,7 +96,7 @@ BrokerHealth::BrokerHealth(bool log_transitions, Clock::time_point now) : log_(l
 }
 
 void BrokerHealth::on_error(std::string_view client, int err, std::string_view reason, Clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  metrics::MutexLock lock(mutex_);
   switch (err) {
     case RD_KAFKA_RESP_ERR__TRANSPORT:
     case RD_KAFKA_RESP_ERR__RESOLVE:
@@ -147,7 +147,7 @@ void BrokerHealth::on_statistics(std::string_view client, std::string_view json,
 
 void BrokerHealth::on_brokers(std::string_view client, const std::vector<BrokerObservation>& brokers,
                               Clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  metrics::MutexLock lock(mutex_);
   std::map<std::string, bool>& known = clients_[std::string(client)];
   known.clear();
   std::vector<std::string> reconnected;
@@ -181,7 +181,7 @@ void BrokerHealth::on_brokers(std::string_view client, const std::vector<BrokerO
 }
 
 BrokerHealth::Snapshot BrokerHealth::snapshot() const {
-  std::lock_guard lock(mutex_);
+  metrics::MutexLock lock(mutex_);
   Snapshot s = state_;
   s.brokers.clear();
   for (const auto& [client, brokers] : clients_) {

@@ -13,19 +13,20 @@
 // and snapshot() gives the state to /readyz and Prometheus.
 //
 // Thread-safe: the callbacks come from whichever thread serves a client's
-// queue; one mutex, held for O(brokers) work and the one log line.
+// queue; one mutex (mutex_, annotated for clang's -Wthread-safety), held for
+// O(brokers) work and the one log line.
 // The state machine itself is pure (time is a parameter), so it is tested
 // without a broker.
 
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "metrics/metrics.h"
+#include "metrics/thread_annotations.h"
 
 namespace neardup::stream {
 
@@ -72,14 +73,15 @@ class BrokerHealth {
 
   /// A client's error callback (rd_kafka_conf_set_error_cb): `client` is
   /// rd_kafka_name(), `err` the rd_kafka_resp_err_t. Other errors are ignored.
-  void on_error(std::string_view client, int err, std::string_view reason, Clock::time_point now = Clock::now());
+  void on_error(std::string_view client, int err, std::string_view reason, Clock::time_point now = Clock::now())
+      EXCLUDES(mutex_);
   /// A client's statistics callback (rd_kafka_conf_set_stats_cb), parsed.
   void on_statistics(std::string_view client, std::string_view json, Clock::time_point now = Clock::now());
   /// The same with the brokers already read (tests).
   void on_brokers(std::string_view client, const std::vector<BrokerObservation>& brokers,
-                  Clock::time_point now = Clock::now());
+                  Clock::time_point now = Clock::now()) EXCLUDES(mutex_);
 
-  Snapshot snapshot() const;
+  Snapshot snapshot() const EXCLUDES(mutex_);
 
  private:
   struct LastError {
@@ -87,13 +89,15 @@ class BrokerHealth {
     Clock::time_point at;
   };
 
-  void begin_outage(std::string_view client, std::string_view reason, Clock::time_point now);
+  void begin_outage(std::string_view client, std::string_view reason, Clock::time_point now) REQUIRES(mutex_);
 
   const bool log_;
-  mutable std::mutex mutex_;
-  Snapshot state_;
-  std::map<std::string, LastError, std::less<>> errors_;  ///< per broker address, since the last transition
-  std::map<std::string, std::map<std::string, bool>, std::less<>> clients_;  ///< client -> address -> up
+  mutable metrics::Mutex mutex_;
+  Snapshot state_ GUARDED_BY(mutex_);
+  /// Per broker address, since the last transition.
+  std::map<std::string, LastError, std::less<>> errors_ GUARDED_BY(mutex_);
+  /// Client -> address -> up.
+  std::map<std::string, std::map<std::string, bool>, std::less<>> clients_ GUARDED_BY(mutex_);
 };
 
 /// Copies the broker connection state into the Prometheus snapshot

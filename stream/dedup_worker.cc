@@ -16,7 +16,7 @@ DedupWorker::DedupWorker(const config::Config& config)
 
 DedupWorker::~DedupWorker() {
   {
-    std::lock_guard lock(mutex_);
+    metrics::MutexLock lock(mutex_);
     quit_ = true;
   }
   wake_.notify_all();
@@ -25,34 +25,40 @@ DedupWorker::~DedupWorker() {
 
 void DedupWorker::submit(Slot& slot) {
   {
-    std::lock_guard lock(mutex_);
+    metrics::MutexLock lock(mutex_);
     job_ = &slot;
   }
   wake_.notify_all();
 }
 
 void DedupWorker::wait() {
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [this] { return job_ == nullptr; });
-  if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  std::exception_ptr failure;
+  {
+    metrics::MutexLock lock(mutex_);
+    while (job_ != nullptr) lock.wait(done_);
+    failure = std::exchange(failure_, nullptr);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 void DedupWorker::loop() {
   pthread_setname_np(pthread_self(), "neardup-analyze");  // (15 characters at most)
-  std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return quit_ || job_ != nullptr; });
-    if (job_ == nullptr) return;  // quit with nothing to do
-    Slot& slot = *job_;
-    lock.unlock();
-    try {
-      prepare(slot);
-    } catch (...) {
-      lock.lock();
-      failure_ = std::current_exception();
-      lock.unlock();
+    Slot* slot = nullptr;
+    {
+      metrics::MutexLock lock(mutex_);
+      while (!quit_ && job_ == nullptr) lock.wait(wake_);
+      if (job_ == nullptr) return;  // quit with nothing to do
+      slot = job_;
     }
-    lock.lock();
+    std::exception_ptr failure;
+    try {
+      prepare(*slot);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    metrics::MutexLock lock(mutex_);
+    if (failure) failure_ = std::move(failure);
     job_ = nullptr;
     done_.notify_all();
   }

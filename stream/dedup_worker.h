@@ -8,13 +8,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "config/config.h"
 #include "dedup/engine.h"
+#include "metrics/thread_annotations.h"
 #include "stream/kafka.h"
 #include "stream/pipeline.h"
 
@@ -59,7 +59,9 @@ struct Slot {
 /// in input order), while the pipeline thread produces, acknowledges and commits
 /// the previous batch. submit() and wait() alternate, from one thread; the slot
 /// is the worker's between them, and engine() is the pipeline thread's only
-/// while no slot is submitted.
+/// while no slot is submitted. The hand-over itself (job_, quit_, failure_) is
+/// under mutex_, checked by clang's -Wthread-safety (clang-tsa preset); the
+/// slot and the window are handed over by it, which the analysis cannot see.
 class DedupWorker {
  public:
   explicit DedupWorker(const config::Config& config);
@@ -71,21 +73,21 @@ class DedupWorker {
   dedup::Engine& engine() { return classifier_.engine(); }
 
   /// Hands `slot` (messages, jobs, remembered entries filled) to the worker thread.
-  void submit(Slot& slot);
+  void submit(Slot& slot) EXCLUDES(mutex_);
   /// Until the submitted slot is prepared; rethrows what the worker threw (std::bad_alloc).
-  void wait();
+  void wait() EXCLUDES(mutex_);
 
  private:
-  void loop();
+  void loop() EXCLUDES(mutex_);
   void prepare(Slot& slot);
 
   Analyzer analyzer_;        // worker thread only (and construction)
   Classifier classifier_;    // worker thread, or the pipeline thread while no slot is submitted
-  std::mutex mutex_;
+  metrics::Mutex mutex_;
   std::condition_variable wake_, done_;
-  Slot* job_ = nullptr;      // guarded by mutex_
-  bool quit_ = false;        // guarded by mutex_
-  std::exception_ptr failure_;  // guarded by mutex_
+  Slot* job_ GUARDED_BY(mutex_) = nullptr;  // submitted, not yet prepared
+  bool quit_ GUARDED_BY(mutex_) = false;
+  std::exception_ptr failure_ GUARDED_BY(mutex_);
   std::thread thread_;  // last: starts after everything it uses
 };
 
