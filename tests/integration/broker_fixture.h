@@ -67,7 +67,7 @@ struct Record {
 struct Running {
   std::unique_ptr<Service> service;
   std::thread thread;
-  std::atomic<std::uint64_t> consumed{0}, committed{0}, written{0}, replayed{0}, followed{0}, corrupt{0};
+  std::atomic<std::uint64_t> consumed{0}, produced{0}, committed{0}, written{0}, replayed{0}, followed{0}, corrupt{0};
   std::atomic<bool> ready{false}, assigned{false};
   std::atomic<std::int64_t> lag{0};             // summed over the partitions in lag_partitions
   std::atomic<std::size_t> lag_partitions{0};  // partitions with a lag figure
@@ -200,6 +200,7 @@ class BrokerTest : public ::testing::Test {
     Running* r = running.get();
     options.on_progress = [r](const ServiceSnapshot& s) {
       r->consumed.store(s.consumed);
+      r->produced.store(s.produced);
       r->committed.store(s.committed);
       r->written.store(s.changelog_written);
       r->replayed.store(s.changelog_replayed);

@@ -211,7 +211,7 @@ TEST_F(ChangelogOnItsOwnBrokerTest, NoOffsetCommitsBeforeTheChangelogBatchHoldin
   const auto texts = distinct_texts(20, 5);
   produce("input", texts, 0);
   // Their outputs (broker 1) are acknowledged; their changelog entries (broker 2) are not.
-  ASSERT_TRUE(eventually([&] { return running->service->snapshot().produced >= texts.size(); }));
+  ASSERT_TRUE(eventually([&] { return running->produced.load() >= texts.size(); }));
   // A duplicate on the other partition has no output at all: it commits at the
   // next commit, which would also carry partition 0 if its outputs were enough.
   produce("input", {texts[0]}, 1);
