@@ -223,7 +223,7 @@ const std::vector<Key>& keys() {
         "kafka.delivery", {{"at-least-once", Delivery::at_least_once}, {"exactly-once", Delivery::exactly_once}},
         [](auto& config) -> auto& { return config.kafka.delivery; }));
     k.push_back(string_key(
-        "kafka.transactional_id", "\"\" or a transactional id of printable characters",
+        "kafka.transactional_id", "\"\" or a transactional id without spaces or control characters",
         [](const std::string& text) {
           return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
         },

@@ -86,7 +86,9 @@ Decoded Decoder::decode(std::string_view raw) {
   }
   // parse() copies into its padded buffer when the input is not padded.
   simdjson::dom::element root;
-  if (auto error = impl_->parser.parse(raw.data(), raw.size()).get(root)) {
+  // (a Kafka message with a null value arrives as a null pointer: simdjson must not copy from it)
+  static constexpr char kNothing[1] = {};
+  if (auto error = impl_->parser.parse(raw.data() ? raw.data() : kNothing, raw.size()).get(root)) {
     out.error = std::string("malformed JSON: ") + simdjson::error_message(error);
     return out;
   }

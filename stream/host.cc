@@ -44,7 +44,6 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   options.brokers = brokers;
   options.on_verdict = host.on_verdict;
   options.broker_health = &broker_health;
-  options.commit_offsets_after_transaction = broker != nullptr;  // (the embedded broker drops transactional offsets)
   Service* self = nullptr;
   const int k = config.dedup.index.max_distance;
   options.on_progress = [&](const ServiceSnapshot& snapshot) {

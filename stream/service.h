@@ -74,12 +74,13 @@ struct ServiceOptions {
   std::function<void(const ServiceSnapshot&)> on_progress;  ///< pipeline thread
   std::function<void(const VerdictEvent&)> on_verdict;      ///< pipeline thread
   /// exactly-once: also commit each transaction's input offsets through the
-  /// consumer once the transaction committed. For brokers that do not keep
-  /// transactional offset commits: librdkafka 2.0.2's mock cluster (the
-  /// embedded broker) accepts TxnOffsetCommit and drops the offsets. On a real
-  /// broker it re-commits what the transaction committed (harmless, one more
-  /// request per commit interval); host_service sets it for the embedded broker.
-  bool commit_offsets_after_transaction = false;
+  /// consumer, synchronously, once the transaction committed (the same
+  /// offsets). Needed by brokers that do not keep transactional offset
+  /// commits: librdkafka 2.0.2's mock cluster (`neardup broker`, the embedded
+  /// broker) accepts TxnOffsetCommit and drops the offsets. On a real broker it
+  /// costs one request per commit interval; a crash between the two commits
+  /// costs nothing there (the transaction holds the offsets).
+  bool commit_offsets_after_transaction = true;
   /// Tests: a crash simulated where this returns true. Points: "before-produce"
   /// (a batch judged, nothing of it produced), "produced" (its outputs
   /// produced, not committed), "commit" (just before offsets or a transaction

@@ -196,7 +196,6 @@ class BrokerTest : public ::testing::Test {
     options.config = cfg;
     options.brokers = broker_.bootstrap();
     options.progress_interval = std::chrono::milliseconds(20);
-    options.commit_offsets_after_transaction = true;  // (the embedded broker drops transactional offsets)
     Running* r = running.get();
     options.on_progress = [r](const ServiceSnapshot& s) {
       r->consumed.store(s.consumed);

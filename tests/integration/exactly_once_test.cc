@@ -9,8 +9,7 @@
 // read_committed reader also sees what an aborted or open transaction wrote.
 // It also drops the offsets of TxnOffsetCommit, so the service commits them
 // through the consumer as well after each transaction here
-// (ServiceOptions::commit_offsets_after_transaction, as host_service does for
-// the embedded broker). These tests therefore check the part a real broker
+// (ServiceOptions::commit_offsets_after_transaction, on by default). These tests therefore check the part a real broker
 // would hide separately:
 // every input before the crash's committed offsets comes out exactly once, and
 // anything that comes out twice was in the transaction open at the crash.
@@ -58,7 +57,6 @@ class ExactlyOnceTest : public BrokerTest {
     options.progress_interval = std::chrono::milliseconds(20);
     Running* r = running.get();
     options.on_progress = [r](const ServiceSnapshot& s) { r->consumed.store(s.consumed); };
-    options.commit_offsets_after_transaction = true;
     options.crash_at = [point, &armed](std::string_view at) { return at == point && armed.load(); };
     running->service = std::make_unique<Service>(std::move(options));
     running->thread = std::thread([r] { r->status.store(r->service->run()); });

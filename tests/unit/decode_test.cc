@@ -55,6 +55,15 @@ TEST(Decoder, MalformedJsonIsAnErrorNotACrash) {
   }
 }
 
+// A Kafka message with a null value reaches the decoder as (nullptr, 0):
+// UBSan stopped the service on it (memcpy from null), on every restart.
+TEST(Decoder, ANullValueIsMalformedJsonNotACrash) {
+  Decoder decoder(json_options());
+  const Decoded decoded = decoder.decode(std::string_view(nullptr, 0));
+  EXPECT_FALSE(decoded.ok);
+  EXPECT_EQ(decoded.error, "malformed JSON: Empty: no JSON found");
+}
+
 TEST(Decoder, MissingAndNonStringTextFieldsAreNamed) {
   Decoder decoder(json_options());
   EXPECT_EQ(decoder.decode(R"({"id":1})").error, "missing text field /text");
