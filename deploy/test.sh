@@ -5,6 +5,10 @@
 #   NEARDUP_TEST_PRESET=dev deploy/test.sh       # the same without -Werror (build/dev)
 #   NEARDUP_TEST_PRESET=release deploy/test.sh   # optimized build instead
 #   NEARDUP_TEST_LABEL=unit deploy/test.sh       # only one label
+# Before the main run it builds and tests the other variants
+# (deploy/test-variants.sh: portable unit tests, ThreadSanitizer unit and
+# integration tests, the clang -Wthread-safety compile), one summary line each:
+#   NEARDUP_TEST_VARIANTS=0 deploy/test.sh       # skip them (about 15 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,6 +17,9 @@ preset=${NEARDUP_TEST_PRESET:-ci}
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
+if [ "${NEARDUP_TEST_VARIANTS:-1}" != 0 ] && [ -z "${NEARDUP_TEST_LABEL:-}" ]; then
+  bash deploy/test-variants.sh
+fi
 label_args=()
 [ -n "${NEARDUP_TEST_LABEL:-}" ] && label_args=(-L "$NEARDUP_TEST_LABEL")
 exec ctest --preset "$preset" -j "$jobs" --timeout 600 "${label_args[@]}"
