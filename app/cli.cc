@@ -16,7 +16,8 @@ void register_command(Command command) { registry().push_back(std::move(command)
 
 const std::vector<Command>& commands() {
   auto& all = registry();
-  std::sort(all.begin(), all.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::sort(all.begin(), all.end(),
+            [](const Command& a, const Command& b) { return a.name < b.name; });
   return all;
 }
 
@@ -73,7 +74,8 @@ std::vector<std::string> Args::all(const std::string& flag) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
-std::optional<long long> Args::get_int(const std::string& flag, long long min, long long max) const {
+std::optional<long long> Args::get_int(const std::string& flag, long long min,
+                                       long long max) const {
   auto text = get(flag);
   if (!text) return std::nullopt;
   long long value = 0;

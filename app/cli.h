@@ -20,9 +20,9 @@ class UsageError : public std::runtime_error {
 };
 
 struct Command {
-  std::string name;      ///< e.g. "scan" or "config check"
-  std::string summary;   ///< one line for `neardup --help`
-  std::string help;      ///< full --help text, with an example
+  std::string name;                                           ///< e.g. "scan" or "config check"
+  std::string summary;                                        ///< one line for `neardup --help`
+  std::string help;                                           ///< full --help text, with an example
   std::function<int(std::span<const std::string> args)> run;  ///< args after the name
 };
 

@@ -33,7 +33,8 @@ constexpr const char* kHelp =
 
 int run_broker(std::span<const std::string> raw) {
   cli::Args args(raw, {"port", "partitions", "topics", "bootstrap-file"});
-  if (!args.positionals().empty()) throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  if (!args.positionals().empty())
+    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
   const int port = static_cast<int>(args.get_int("port", 1, 65535).value_or(0));
   const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
   std::vector<std::string> topics;
@@ -42,7 +43,8 @@ int run_broker(std::span<const std::string> raw) {
     for (std::string t; std::getline(in, t, ',');) {
       if (!t.empty()) topics.push_back(t);
     }
-    if (topics.empty()) throw cli::UsageError("--topics: expected a comma-separated list of topic names");
+    if (topics.empty())
+      throw cli::UsageError("--topics: expected a comma-separated list of topic names");
   } else {
     topics = stream::service_topics(config::KafkaOptions{});
   }
@@ -58,7 +60,8 @@ int run_broker(std::span<const std::string> raw) {
   return 0;
 }
 
-const cli::Registrar kBroker{{"broker", "run only the embedded Kafka-protocol broker (tests, demos)", kHelp, run_broker}};
+const cli::Registrar kBroker{
+    {"broker", "run only the embedded Kafka-protocol broker (tests, demos)", kHelp, run_broker}};
 
 }  // namespace
 }  // namespace neardup::app

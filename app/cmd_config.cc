@@ -5,8 +5,8 @@
 #include <span>
 #include <string>
 
-#include "config/config.h"
 #include "app/cli.h"
+#include "config/config.h"
 
 namespace neardup::app {
 
@@ -33,7 +33,8 @@ constexpr const char* kHelp =
 
 int run_config_check(std::span<const std::string> raw) {
   cli::Args args(raw, {}, {"no-env", "show-secrets"});
-  if (args.positionals().size() != 1) throw cli::UsageError("expected exactly one FILE (or - for stdin)");
+  if (args.positionals().size() != 1)
+    throw cli::UsageError("expected exactly one FILE (or - for stdin)");
   const std::string& path = args.positionals().front();
   try {
     config::Config config;
@@ -44,8 +45,9 @@ int run_config_check(std::span<const std::string> raw) {
       config = config::load_config(path);
     }
     if (!args.has("no-env")) config::apply_env_overrides(config);
-    std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n" 
-              << config::to_yaml(config, args.has("show-secrets") ? config::Secrets::show : config::Secrets::redact);
+    std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n"
+              << config::to_yaml(config, args.has("show-secrets") ? config::Secrets::show
+                                                                  : config::Secrets::redact);
     return 0;
   } catch (const config::ConfigError& e) {
     std::cerr << e.what() << "\n";
@@ -53,7 +55,8 @@ int run_config_check(std::span<const std::string> raw) {
   }
 }
 
-const cli::Registrar kConfigCheck{{"config check", "validate a configuration file and print the effective one",
+const cli::Registrar kConfigCheck{{"config check",
+                                   "validate a configuration file and print the effective one",
                                    kHelp, run_config_check}};
 
 }  // namespace

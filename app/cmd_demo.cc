@@ -3,8 +3,8 @@
 // edits), with a progress line, metrics, and a summary at the end.
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "app/cli.h"
-#include "stream/kafka.h"
 #include "stream/host.h"
+#include "stream/kafka.h"
 
 #ifndef NEARDUP_SOURCE_DIR_DEFAULT
 #define NEARDUP_SOURCE_DIR_DEFAULT "."
@@ -24,7 +24,8 @@ namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: neardup demo [--feed FILE] [--rate N] [--action drop|tag|route] [--metrics-listen ADDR]\n"
+    "usage: neardup demo [--feed FILE] [--rate N] [--action drop|tag|route] [--metrics-listen "
+    "ADDR]\n"
     "\n"
     "Starts the embedded Kafka broker and the service, feeds it a demo stream of\n"
     "news items and reposts with small edits (JSON Lines with a \"text\" field),\n"
@@ -42,7 +43,9 @@ constexpr const char* kHelp =
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read the demo feed '" + path + "' (run from the repository root or pass --feed)");
+  if (!in)
+    throw std::runtime_error("cannot read the demo feed '" + path +
+                             "' (run from the repository root or pass --feed)");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) lines.push_back(line);
@@ -53,7 +56,8 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 int run_demo(std::span<const std::string> raw) {
   cli::Args args(raw, {"feed", "rate", "action", "metrics-listen"});
-  if (!args.positionals().empty()) throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  if (!args.positionals().empty())
+    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
   const auto feed = read_lines(args.get("feed").value_or("deploy/demo/feed.jsonl"));
   const long long rate = args.get_int("rate", 1, 1'000'000).value_or(100);
 
@@ -64,10 +68,14 @@ int run_demo(std::span<const std::string> raw) {
   cfg.input.text_fields = {"/text"};
   cfg.input.id_field = "/id";
   if (auto action = args.get("action")) {
-    if (*action == "drop") cfg.action = config::Action::drop;
-    else if (*action == "tag") cfg.action = config::Action::tag;
-    else if (*action == "route") cfg.action = config::Action::route;
-    else throw cli::UsageError("--action: expected drop, tag or route, got '" + *action + "'");
+    if (*action == "drop")
+      cfg.action = config::Action::drop;
+    else if (*action == "tag")
+      cfg.action = config::Action::tag;
+    else if (*action == "route")
+      cfg.action = config::Action::route;
+    else
+      throw cli::UsageError("--action: expected drop, tag or route, got '" + *action + "'");
   }
   if (auto listen = args.get("metrics-listen")) cfg.metrics.listen = *listen;
   stream::configure_logging(cfg.log);
@@ -89,8 +97,9 @@ int run_demo(std::span<const std::string> raw) {
   host.on_brokers = [&](const std::string& brokers) {
     feeder = std::thread([&, brokers] {
       std::atomic<int> failed{0};
-      stream::kafka::Producer producer(stream::default_producer_properties(brokers),
-                               [&](const rd_kafka_message_t& m) { failed += m.err ? 1 : 0; });
+      stream::kafka::Producer producer(
+          stream::default_producer_properties(brokers),
+          [&](const rd_kafka_message_t& m) { failed += m.err ? 1 : 0; });
       auto next = std::chrono::steady_clock::now();
       const auto gap = std::chrono::nanoseconds(1'000'000'000LL / rate);
       for (const auto& line : feed) {
@@ -104,18 +113,25 @@ int run_demo(std::span<const std::string> raw) {
         producer.poll(std::chrono::milliseconds(0));
       }
       producer.flush(std::chrono::seconds(10));
-      if (failed.load()) stream::log(config::LogLevel::error, "demo feeder: " + std::to_string(failed.load()) + " records not delivered");
+      if (failed.load())
+        stream::log(config::LogLevel::error,
+                    "demo feeder: " + std::to_string(failed.load()) + " records not delivered");
     });
   };
   host.on_verdict = [&](const stream::VerdictEvent& e) {
     texts[{e.partition, e.offset}] = std::string(e.text);
-    if (e.verdict->kind == dedup::VerdictKind::duplicate && e.verdict->match && examples.size() < 5) {
+    if (e.verdict->kind == dedup::VerdictKind::duplicate && e.verdict->match &&
+        examples.size() < 5) {
       auto it = texts.find({e.of_partition, e.of_offset});
-      if (it != texts.end()) examples.push_back({it->second, std::string(e.text), e.verdict->match->distance, e.verdict->similarity});
+      if (it != texts.end())
+        examples.push_back(
+            {it->second, std::string(e.text), e.verdict->match->distance, e.verdict->similarity});
     }
   };
   const std::uint64_t total = feed.size();
-  host.done = [total](const stream::ServiceSnapshot& s) { return s.consumed >= total && s.committed >= total; };
+  host.done = [total](const stream::ServiceSnapshot& s) {
+    return s.consumed >= total && s.committed >= total;
+  };
 
   stream::ServiceSnapshot last;
   int status = 1;
@@ -141,11 +157,14 @@ int run_demo(std::span<const std::string> raw) {
             << "  duplicates: " << last.duplicate << "\n"
             << "  invalid:    " << last.invalid << " (sent to the dead-letter topic)\n"
             << "  republished and acknowledged: " << last.produced << "\n";
-  const auto reposts = std::count_if(feed.begin(), feed.end(),
-                                     [](const std::string& line) { return line.find("\"repost_of\"") != std::string::npos; });
-  if (reposts > 0) std::cout << "  (the feed holds " << reposts << " deliberate reposts, marked repost_of)\n";
+  const auto reposts = std::count_if(feed.begin(), feed.end(), [](const std::string& line) {
+    return line.find("\"repost_of\"") != std::string::npos;
+  });
+  if (reposts > 0)
+    std::cout << "  (the feed holds " << reposts << " deliberate reposts, marked repost_of)\n";
   if (!examples.empty()) {
-    std::cout << "example pairs (SimHash distance in bits of 64; estimated shingle similarity when the sketch decided):\n";
+    std::cout << "example pairs (SimHash distance in bits of 64; estimated shingle similarity when "
+                 "the sketch decided):\n";
   }
   for (const auto& p : examples) {
     char similarity[32] = "";
@@ -156,8 +175,9 @@ int run_demo(std::span<const std::string> raw) {
   return status;
 }
 
-const cli::Registrar kDemo{{"demo", "the service on the embedded broker with a demo feed, and a summary", kHelp,
-                            run_demo}};
+const cli::Registrar kDemo{{"demo",
+                            "the service on the embedded broker with a demo feed, and a summary",
+                            kHelp, run_demo}};
 
 }  // namespace
 }  // namespace neardup::app

@@ -4,11 +4,11 @@
 #include <iterator>
 #include <string>
 
+#include "app/cli.h"
 #include "config/config.h"
 #include "dedup/engine.h"
 #include "dedup/fingerprinter.h"
 #include "dedup/sketch.h"
-#include "app/cli.h"
 
 namespace neardup::app {
 namespace {
@@ -36,7 +36,8 @@ example:
 )";
 
 config::Config load(const cli::Args& args) {
-  config::Config config = args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
+  config::Config config =
+      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
   config::apply_env_overrides(config);
   return config;
 }
@@ -70,27 +71,34 @@ int run_compare(std::span<const std::string> raw_args) {
   const dedup::Analysis b = engine.analyze(args.positionals()[1]);
   const dedup::Verdict first = engine.decide(a, dedup::EventTime{0}, dedup::RecordRef{1});
   const dedup::Verdict second = engine.decide(b, dedup::EventTime{0}, dedup::RecordRef{2});
-  std::printf("a          %s (%u features)\nb          %s (%u features)\n", a.summary.fingerprint.hex().c_str(),
-              a.summary.features, b.summary.fingerprint.hex().c_str(), b.summary.features);
-  std::printf("distance   %d bits (k=%d)\n", dedup::hamming_distance(a.summary.fingerprint, b.summary.fingerprint),
+  std::printf("a          %s (%u features)\nb          %s (%u features)\n",
+              a.summary.fingerprint.hex().c_str(), a.summary.features,
+              b.summary.fingerprint.hex().c_str(), b.summary.features);
+  std::printf("distance   %d bits (k=%d)\n",
+              dedup::hamming_distance(a.summary.fingerprint, b.summary.fingerprint),
               config.dedup.index.max_distance);
   const auto& sketch = config.dedup.sketch;
   if (sketch.enabled && a.summary.sketch.shingles > 0 && b.summary.sketch.shingles > 0) {
-    std::printf("similarity %.3f (estimated shingle Jaccard; duplicate at >= %.2f)\n",
-                dedup::estimate_jaccard(a.summary.sketch.sketch, b.summary.sketch.sketch, sketch.bits),
-                sketch.threshold);
+    std::printf(
+        "similarity %.3f (estimated shingle Jaccard; duplicate at >= %.2f)\n",
+        dedup::estimate_jaccard(a.summary.sketch.sketch, b.summary.sketch.sketch, sketch.bits),
+        sketch.threshold);
   }
   if (first.kind == dedup::VerdictKind::invalid || second.kind == dedup::VerdictKind::invalid) {
     std::printf("verdict    invalid: %s\n",
-                std::string(first.kind == dedup::VerdictKind::invalid ? first.error : second.error).c_str());
+                std::string(first.kind == dedup::VerdictKind::invalid ? first.error : second.error)
+                    .c_str());
   } else {
-    std::printf("verdict    %s\n", second.kind == dedup::VerdictKind::duplicate ? "near-duplicate" : "different");
+    std::printf("verdict    %s\n",
+                second.kind == dedup::VerdictKind::duplicate ? "near-duplicate" : "different");
   }
   return 0;
 }
 
-const cli::Registrar kFingerprint{{"fingerprint", "print the SimHash of a text", kFingerprintHelp, run_fingerprint}};
-const cli::Registrar kCompare{{"compare", "judge B against A: distance, similarity, verdict", kCompareHelp, run_compare}};
+const cli::Registrar kFingerprint{
+    {"fingerprint", "print the SimHash of a text", kFingerprintHelp, run_fingerprint}};
+const cli::Registrar kCompare{
+    {"compare", "judge B against A: distance, similarity, verdict", kCompareHelp, run_compare}};
 
 }  // namespace
 }  // namespace neardup::app

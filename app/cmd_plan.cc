@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "app/cli.h"
 #include "dedup/options.h"
 #include "dedup/plan.h"
-#include "app/cli.h"
 
 namespace neardup::app {
 namespace {
@@ -34,9 +34,11 @@ constexpr const char* kHelp =
 
 int run_plan(std::span<const std::string> raw) {
   cli::Args args(raw, {"window", "k", "blocks"});
-  if (!args.positionals().empty()) throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  if (!args.positionals().empty())
+    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
   const auto window = static_cast<std::size_t>(
-      args.get_int("window", 1, 1LL << 30).value_or(static_cast<long long>(dedup::WindowOptions{}.max_entries)));
+      args.get_int("window", 1, 1LL << 30)
+          .value_or(static_cast<long long>(dedup::WindowOptions{}.max_entries)));
   const int k = static_cast<int>(args.get_int("k", 0, 8).value_or(3));
   std::vector<dedup::LayoutPlan> plans;
   if (auto blocks = args.get_int("blocks", 1, 16)) {
@@ -50,22 +52,25 @@ int run_plan(std::span<const std::string> raw) {
   }
 
   std::printf("pigeonhole layouts for k=%d over a window of %zu fingerprints\n", k, window);
-  std::printf("%7s %8s %9s %12s %12s %12s %12s\n", "blocks", "tables", "key bits", "bucket bits", "candidates",
-              "cells/probe", "bytes/entry");
+  std::printf("%7s %8s %9s %12s %12s %12s %12s\n", "blocks", "tables", "key bits", "bucket bits",
+              "candidates", "cells/probe", "bytes/entry");
   for (const auto& p : plans) {
-    const std::string key_bits = p.min_key_bits == p.max_key_bits
-                                     ? std::to_string(p.min_key_bits)
-                                     : std::to_string(p.min_key_bits) + "-" + std::to_string(p.max_key_bits);
+    const std::string key_bits =
+        p.min_key_bits == p.max_key_bits
+            ? std::to_string(p.min_key_bits)
+            : std::to_string(p.min_key_bits) + "-" + std::to_string(p.max_key_bits);
     const std::string buckets = std::to_string(p.bucket_bits) + (p.hashed ? " (hash)" : "");
-    std::printf("%7d %8llu %9s %12s %12.3g %12.1f %12.1f%s\n", p.blocks, static_cast<unsigned long long>(p.tables),
-                key_bits.c_str(), buckets.c_str(), p.candidates_per_probe, p.cells_per_probe, p.bytes_per_entry,
+    std::printf("%7d %8llu %9s %12s %12.3g %12.1f %12.1f%s\n", p.blocks,
+                static_cast<unsigned long long>(p.tables), key_bits.c_str(), buckets.c_str(),
+                p.candidates_per_probe, p.cells_per_probe, p.bytes_per_entry,
                 p.is_default ? "  * default" : "");
   }
   return 0;
 }
 
-const cli::Registrar kPlan{{"plan", "show pigeonhole index layouts: tables, cells per probe, bytes per entry", kHelp,
-                            run_plan}};
+const cli::Registrar kPlan{
+    {"plan", "show pigeonhole index layouts: tables, cells per probe, bytes per entry", kHelp,
+     run_plan}};
 
 }  // namespace
 }  // namespace neardup::app

@@ -1,9 +1,9 @@
 // `neardup run`: the service (consume -> dedup -> produce) on Kafka.
 #include <iostream>
 
+#include "app/cli.h"
 #include "config/config.h"
 #include "config/values.h"
-#include "app/cli.h"
 #include "stream/host.h"
 
 namespace neardup::app {
@@ -36,12 +36,15 @@ constexpr const char* kHelp =
 
 int run_run(std::span<const std::string> raw) {
   cli::Args args(raw, {"config", "brokers", "bootstrap-file"});
-  if (!args.positionals().empty()) throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
-  config::Config cfg = args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
+  if (!args.positionals().empty())
+    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  config::Config cfg =
+      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
   config::apply_env_overrides(cfg);
   if (auto brokers = args.get("brokers")) {
     if (!config::is_broker_list(*brokers))
-      throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" + *brokers + "'");
+      throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" +
+                            *brokers + "'");
     cfg.kafka.brokers = *brokers;
   }
   stream::configure_logging(cfg.log);
@@ -50,14 +53,16 @@ int run_run(std::span<const std::string> raw) {
   stream::ServiceSnapshot last;
   int status = stream::host_service(cfg, host, &last);
   stream::log(status == 0 ? config::LogLevel::info : config::LogLevel::error,
-      "stopped: in=" + std::to_string(last.consumed) + " unique=" + std::to_string(last.unique) +
-          " duplicates=" + std::to_string(last.duplicate) + " invalid=" + std::to_string(last.invalid) +
-          " produced=" + std::to_string(last.produced) + " committed=" + std::to_string(last.committed));
+              "stopped: in=" + std::to_string(last.consumed) + " unique=" +
+                  std::to_string(last.unique) + " duplicates=" + std::to_string(last.duplicate) +
+                  " invalid=" + std::to_string(last.invalid) + " produced=" +
+                  std::to_string(last.produced) + " committed=" + std::to_string(last.committed));
   return status;
 }
 
-const cli::Registrar kRun{{"run", "the service: consume Kafka, drop/tag/route near-duplicates, republish", kHelp,
-                           run_run}};
+const cli::Registrar kRun{{"run",
+                           "the service: consume Kafka, drop/tag/route near-duplicates, republish",
+                           kHelp, run_run}};
 
 }  // namespace
 }  // namespace neardup::app

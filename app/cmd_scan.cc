@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
+#include "app/cli.h"
 #include "config/config.h"
 #include "config/values.h"
-#include "app/cli.h"
 #include "stream/json_out.h"
 #include "stream/pipeline.h"
 #include "stream/scan.h"
@@ -16,7 +16,8 @@
 namespace neardup::app {
 namespace {
 
-constexpr const char* kHelp = R"(usage: neardup scan [--config FILE] [--format jsonl|lines] [--text-field F]...
+constexpr const char* kHelp =
+    R"(usage: neardup scan [--config FILE] [--format jsonl|lines] [--text-field F]...
                     [--id-field F] [FILE|-]
 
 Finds near-duplicates in a file (or stdin, '-' or no FILE), in order: each
@@ -57,15 +58,20 @@ std::string as_pointer(const std::string& option, const std::string& field) {
   } else if (!field.empty()) {
     pointer.push_back('/');
     for (const char c : field) {
-      if (c == '~') pointer.append("~0");
-      else if (c == '/') pointer.append("~1");
-      else pointer.push_back(c);
+      if (c == '~')
+        pointer.append("~0");
+      else if (c == '/')
+        pointer.append("~1");
+      else
+        pointer.push_back(c);
     }
   }
   if (config::is_json_pointer(pointer)) return pointer;
   std::string message = "--";
   message.append(option);
-  message.append(": expected a JSON pointer like /body (~0 for '~', ~1 for '/') or a field name like body, got '");
+  message.append(
+      ": expected a JSON pointer like /body (~0 for '~', ~1 for '/') or a field name like body, "
+      "got '");
   message.append(field);
   message.push_back('\'');
   throw cli::UsageError(message);
@@ -75,7 +81,8 @@ int run_scan(std::span<const std::string> raw_args) {
   cli::Args args(raw_args, {"config", "format", "text-field", "id-field"});
   if (args.positionals().size() > 1) throw cli::UsageError("expected at most one FILE");
 
-  config::Config config = args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
+  config::Config config =
+      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
   config::apply_env_overrides(config);
   const std::string format = args.get("format").value_or("jsonl");
   if (format == "jsonl") {
@@ -87,7 +94,8 @@ int run_scan(std::span<const std::string> raw_args) {
   }
   if (args.has("text-field")) {
     config.input.text_fields.clear();
-    for (const auto& field : args.all("text-field")) config.input.text_fields.push_back(as_pointer("text-field", field));
+    for (const auto& field : args.all("text-field"))
+      config.input.text_fields.push_back(as_pointer("text-field", field));
   }
   if (auto id = args.get("id-field")) config.input.id_field = as_pointer("id-field", *id);
 
@@ -101,19 +109,22 @@ int run_scan(std::span<const std::string> raw_args) {
   if (in != stdin) std::fclose(in);
   if (stats.write_error) {
     std::fprintf(stderr,
-                 "neardup scan: cannot write the verdicts: %s (stopped after judging %llu records; the output "
+                 "neardup scan: cannot write the verdicts: %s (stopped after judging %llu records; "
+                 "the output "
                  "may end before them, mid-line)\n",
                  stats.write_error_text.c_str(), static_cast<unsigned long long>(stats.records));
     return 1;
   }
   if (stats.read_error) {
-    std::fprintf(stderr, "neardup scan: error reading %s: %s\n", path.c_str(), stats.read_error_text.c_str());
+    std::fprintf(stderr, "neardup scan: error reading %s: %s\n", path.c_str(),
+                 stats.read_error_text.c_str());
     return 1;
   }
   return 0;
 }
 
-const cli::Registrar kScan{{"scan", "find near-duplicates in a file or stdin (JSON Lines out)", kHelp, run_scan}};
+const cli::Registrar kScan{
+    {"scan", "find near-duplicates in a file or stdin (JSON Lines out)", kHelp, run_scan}};
 
 }  // namespace
 }  // namespace neardup::app

@@ -30,16 +30,19 @@ constexpr const char* kExitStatusHelp =
     "rejected): restarting will not help.\n";
 
 void print_overview() {
-  std::cout << "neardup " << NEARDUP_VERSION
-            << " - streaming near-duplicate filter for Apache Kafka (SimHash + pigeonhole window)\n\n"
-               "usage: neardup <command> [options]   (neardup <command> --help for details)\n\n"
-               "commands:\n";
+  std::cout
+      << "neardup " << NEARDUP_VERSION
+      << " - streaming near-duplicate filter for Apache Kafka (SimHash + pigeonhole window)\n\n"
+         "usage: neardup <command> [options]   (neardup <command> --help for details)\n\n"
+         "commands:\n";
   for (const auto& command : cli::commands()) {
     std::string name = command.name;
     name.resize(std::max<std::size_t>(name.size() + 2, 18), ' ');
     std::cout << "  " << name << command.summary << "\n";
   }
-  std::cout << kExitStatusHelp << "\nexample:\n  printf 'the cat sat\\nthe cat sat!\\n' | neardup scan --format lines -\n";
+  std::cout
+      << kExitStatusHelp
+      << "\nexample:\n  printf 'the cat sat\\nthe cat sat!\\n' | neardup scan --format lines -\n";
 }
 
 }  // namespace
@@ -74,13 +77,20 @@ int main(int argc, char** argv) {
     bool match = true;
     while (pos <= command.name.size()) {
       auto space = command.name.find(' ', pos);
-      std::string word = command.name.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
-      if (n >= args.size() || args[n] != word) { match = false; break; }
+      std::string word =
+          command.name.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
+      if (n >= args.size() || args[n] != word) {
+        match = false;
+        break;
+      }
       ++n;
       if (space == std::string::npos) break;
       pos = space + 1;
     }
-    if (match && n > words) { chosen = &command; words = n; }
+    if (match && n > words) {
+      chosen = &command;
+      words = n;
+    }
   }
   if (!chosen) {
     // A group word alone ("neardup config"): list the commands it starts.
@@ -90,7 +100,8 @@ int main(int argc, char** argv) {
     }
     if (!group.empty()) {
       std::cout << "neardup " << args[0] << " commands:\n";
-      for (const auto* command : group) std::cout << "  neardup " << command->name << "   " << command->summary << "\n";
+      for (const auto* command : group)
+        std::cout << "  neardup " << command->name << "   " << command->summary << "\n";
       const bool asked = args.size() > 1 && (args[1] == "--help" || args[1] == "-h");
       return asked ? 0 : kUsageOrConfigError;
     }
@@ -108,7 +119,8 @@ int main(int argc, char** argv) {
     }
     return chosen->run(rest);
   } catch (const cli::UsageError& e) {
-    std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n(see neardup " << chosen->name << " --help)\n";
+    std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n(see neardup " << chosen->name
+              << " --help)\n";
     return kUsageOrConfigError;
   } catch (const neardup::config::ConfigError& e) {
     std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";

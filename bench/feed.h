@@ -29,8 +29,9 @@ inline std::uint64_t splitmix64(std::uint64_t& state) {
 class FeedGenerator {
  public:
   explicit FeedGenerator(std::uint64_t seed = 42, std::size_t vocabulary = 20000) : rng_(seed) {
-    static const char* kOnsets[] = {"b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r",
-                                    "s", "t", "v", "w", "st", "tr", "pl", "gr", "ch", "sh", "th"};
+    static const char* kOnsets[] = {"b", "c",  "d",  "f",  "g",  "h",  "j",  "k",
+                                    "l", "m",  "n",  "p",  "r",  "s",  "t",  "v",
+                                    "w", "st", "tr", "pl", "gr", "ch", "sh", "th"};
     static const char* kVowels[] = {"a", "e", "i", "o", "u", "ai", "ea", "ou", "io"};
     static const char* kCodas[] = {"", "", "n", "r", "s", "t", "l", "nd", "rk", "st", "ng"};
     words_.reserve(vocabulary);
@@ -47,7 +48,8 @@ class FeedGenerator {
     // Cumulative Zipf weights 1/rank.
     cumulative_.resize(vocabulary);
     double sum = 0;
-    for (std::size_t r = 0; r < vocabulary; ++r) cumulative_[r] = sum += 1.0 / static_cast<double>(r + 1);
+    for (std::size_t r = 0; r < vocabulary; ++r)
+      cumulative_[r] = sum += 1.0 / static_cast<double>(r + 1);
   }
 
   /// A fresh text of about `bytes` characters.
@@ -62,7 +64,8 @@ class FeedGenerator {
 
   /// `count` texts of about `bytes` characters; about `duplicate_share` of them
   /// are edited reposts of one of the 50 previous originals.
-  std::vector<std::string> feed(std::size_t count, std::size_t bytes, double duplicate_share = 0.2) {
+  std::vector<std::string> feed(std::size_t count, std::size_t bytes,
+                                double duplicate_share = 0.2) {
     std::vector<std::string> out;
     std::vector<std::size_t> originals;
     out.reserve(count);
@@ -72,9 +75,16 @@ class FeedGenerator {
         const std::size_t back = std::min<std::size_t>(originals.size(), 50);
         std::string copy = out[originals[originals.size() - 1 - rng_() % back]];
         switch (rng_() % 3) {
-          case 0: copy.insert(copy.find(' ', copy.size() / 2) + 1, word() + " "); break;
-          case 1: for (std::size_t c = 0; c < copy.size(); c += 5) copy[c] = static_cast<char>(std::toupper(copy[c])); break;
-          default: copy += "!"; break;
+          case 0:
+            copy.insert(copy.find(' ', copy.size() / 2) + 1, word() + " ");
+            break;
+          case 1:
+            for (std::size_t c = 0; c < copy.size(); c += 5)
+              copy[c] = static_cast<char>(std::toupper(copy[c]));
+            break;
+          default:
+            copy += "!";
+            break;
         }
         out.push_back(std::move(copy));
       } else {

@@ -55,7 +55,8 @@ std::uint64_t next_random(std::uint64_t& state) {
 
 std::vector<std::string> english_documents() {
   std::vector<std::string> fortunes;
-  for (const char* file : {"fortunes.u8", "literature.u8", "science.u8", "wisdom.u8", "people.u8", "computers.u8"}) {
+  for (const char* file :
+       {"fortunes.u8", "literature.u8", "science.u8", "wisdom.u8", "people.u8", "computers.u8"}) {
     auto some = read_fortunes(file);
     fortunes.insert(fortunes.end(), some.begin(), some.end());
   }
@@ -70,11 +71,14 @@ std::vector<std::string> english_documents() {
     return docs;
   }
   static const char* const kWords[] = {
-      "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
-      "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had",
-      "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if",
-      "more", "when", "will", "would", "who", "so", "no", "market", "government", "company", "report",
-      "Tuesday", "million", "police", "weather", "election", "percent", "city", "students", "players"};
+      "the",     "of",       "and",        "to",      "in",       "a",       "is",      "that",
+      "for",     "it",       "as",         "was",     "with",     "be",      "by",      "on",
+      "not",     "he",       "this",       "are",     "or",       "his",     "from",    "at",
+      "which",   "but",      "have",       "an",      "had",      "they",    "you",     "were",
+      "their",   "one",      "all",        "we",      "can",      "her",     "has",     "there",
+      "been",    "if",       "more",       "when",    "will",     "would",   "who",     "so",
+      "no",      "market",   "government", "company", "report",   "Tuesday", "million", "police",
+      "weather", "election", "percent",    "city",    "students", "players"};
   for (std::size_t d = 0; d < kDocuments; ++d) {
     std::string doc;
     while (doc.size() < 1024) {
@@ -96,7 +100,8 @@ std::vector<std::string> chinese_texts() {
         const auto b = static_cast<unsigned char>(fortune[i]);
         const int len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
         char32_t cp = len == 1 ? b : b & (0x3F >> (len - 1));
-        for (int k = 1; k < len && i + k < fortune.size(); ++k) cp = cp << 6 | (fortune[i + k] & 0x3F);
+        for (int k = 1; k < len && i + k < fortune.size(); ++k)
+          cp = cp << 6 | (fortune[i + k] & 0x3F);
         if (cp >= 0x2E80) all += cp;
         i += len;
       }
@@ -104,12 +109,23 @@ std::vector<std::string> chinese_texts() {
   }
   std::uint64_t state = 7;
   if (all.size() < 1000) {  // fortunes-zh absent: common Han characters with some punctuation
-    for (int i = 0; i < 100000; ++i) all += next_random(state) % 15 == 0 ? U'，' : char32_t(0x4E00 + next_random(state) % 3000);
+    for (int i = 0; i < 100000; ++i)
+      all += next_random(state) % 15 == 0 ? U'，' : char32_t(0x4E00 + next_random(state) % 3000);
   }
   auto encode = [](char32_t cp, std::string& out) {
-    if (cp < 0x800) { out += char(0xC0 | cp >> 6); out += char(0x80 | (cp & 0x3F)); }
-    else if (cp < 0x10000) { out += char(0xE0 | cp >> 12); out += char(0x80 | (cp >> 6 & 0x3F)); out += char(0x80 | (cp & 0x3F)); }
-    else { out += char(0xF0 | cp >> 18); out += char(0x80 | (cp >> 12 & 0x3F)); out += char(0x80 | (cp >> 6 & 0x3F)); out += char(0x80 | (cp & 0x3F)); }
+    if (cp < 0x800) {
+      out += char(0xC0 | cp >> 6);
+      out += char(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += char(0xE0 | cp >> 12);
+      out += char(0x80 | (cp >> 6 & 0x3F));
+      out += char(0x80 | (cp & 0x3F));
+    } else {
+      out += char(0xF0 | cp >> 18);
+      out += char(0x80 | (cp >> 12 & 0x3F));
+      out += char(0x80 | (cp >> 6 & 0x3F));
+      out += char(0x80 | (cp & 0x3F));
+    }
   };
   std::vector<std::string> texts;
   for (std::size_t d = 0; d < kDocuments; ++d) {

@@ -36,12 +36,14 @@ void BM_ScanJsonl200Bytes(benchmark::State& state) {
     const auto stats = neardup::stream::scan_stream(config, in, sink);
     std::fclose(in);
     benchmark::DoNotOptimize(stats.duplicate);
-    state.counters["duplicate_share"] = static_cast<double>(stats.duplicate) / static_cast<double>(stats.records);
+    state.counters["duplicate_share"] =
+        static_cast<double>(stats.duplicate) / static_cast<double>(stats.records);
   }
   std::fclose(sink);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * records));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * feed.size()));
-  state.counters["bytes_per_record"] = static_cast<double>(feed.size()) / static_cast<double>(records);
+  state.counters["bytes_per_record"] =
+      static_cast<double>(feed.size()) / static_cast<double>(records);
 }
 BENCHMARK(BM_ScanJsonl200Bytes)->Arg(200000)->Unit(benchmark::kMillisecond);
 

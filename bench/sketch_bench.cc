@@ -70,7 +70,8 @@ Filled& filled(std::size_t entries) {
   f.sketches = std::make_unique<SketchIndex>(so, entries);
   for (std::size_t i = 0; i < entries; ++i) {
     const SketchResult r = random_sketch(f.rng, so.bands);
-    const std::uint64_t seq = f.window->insert(Fingerprint{splitmix64(f.rng)}, EventTime{0}, RecordRef{f.next_ref++});
+    const std::uint64_t seq =
+        f.window->insert(Fingerprint{splitmix64(f.rng)}, EventTime{0}, RecordRef{f.next_ref++});
     f.next_sequence = seq + 1;
     f.sketches->insert(seq, oldest(f), &r);
   }
@@ -109,21 +110,32 @@ void BM_SketchWindowProbeInsert(benchmark::State& state) {
   const SketchIndexStats ss = f.sketches->stats();
   state.SetItemsProcessed(state.iterations());
   state.counters["entries"] = static_cast<double>(ws.entries);
-  state.counters["bytes_per_entry"] = static_cast<double>(ws.bytes + ss.bytes) / static_cast<double>(ws.entries);
-  state.counters["window_bytes_per_entry"] = static_cast<double>(ws.bytes) / static_cast<double>(ws.entries);
-  state.counters["sketch_bytes_per_entry"] = static_cast<double>(ss.bytes) / static_cast<double>(ws.entries);
+  state.counters["bytes_per_entry"] =
+      static_cast<double>(ws.bytes + ss.bytes) / static_cast<double>(ws.entries);
+  state.counters["window_bytes_per_entry"] =
+      static_cast<double>(ws.bytes) / static_cast<double>(ws.entries);
+  state.counters["sketch_bytes_per_entry"] =
+      static_cast<double>(ss.bytes) / static_cast<double>(ws.entries);
   state.counters["sketch_candidates_per_probe"] =
-      static_cast<double>(ss.candidates - candidates_before) / static_cast<double>(ss.probes - probes_before);
+      static_cast<double>(ss.candidates - candidates_before) /
+      static_cast<double>(ss.probes - probes_before);
 }
-BENCHMARK(BM_SketchWindowProbeInsert)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_SketchWindowProbeInsert)
+    ->Arg(1'000'000)
+    ->Arg(10'000'000)
+    ->Unit(benchmark::kNanosecond);
 
 void BM_Sketcher(benchmark::State& state) {
-  const std::string text =
-      state.range(0) == 0
-          ? std::string("The city council met on Tuesday evening to discuss the proposed budget for the coming "
-                        "year; residents filled the hall and spoke about roads, buses and the pool. #budget")
-          : std::string("床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。春眠不覺曉，處處聞啼鳥。夜來風雨聲，花落知多少。"
-                        "作者：李白");
+  const std::string text = state.range(0) == 0
+                               ? std::string(
+                                     "The city council met on Tuesday evening to discuss the "
+                                     "proposed budget for the coming "
+                                     "year; residents filled the hall and spoke about roads, buses "
+                                     "and the pool. #budget")
+                               : std::string(
+                                     "床前明月光，疑是地上霜。舉頭望明月，低頭思故鄉。春眠不覺曉，"
+                                     "處處聞啼鳥。夜來風雨聲，花落知多少。"
+                                     "作者：李白");
   Normalizer normalizer;
   Sketcher sketcher(SketchOptions{});
   const NormalizedText norm = normalizer.run(text);
@@ -152,12 +164,16 @@ std::string make_feed(std::size_t records, int feed);
 
 std::string make_small_vocabulary_feed(std::size_t records) {
   static const char* kWords[] = {
-      "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
-      "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had",
-      "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if",
-      "more", "when", "will", "would", "who", "so", "no", "market", "city", "council", "police", "storm",
-      "election", "team", "season", "company", "shares", "report", "minister", "court", "river", "school",
-      "hospital", "bridge", "train", "weather", "price", "energy", "festival", "museum", "record", "study"};
+      "the",      "of",      "and",    "to",      "in",       "a",      "is",       "that",
+      "for",      "it",      "as",     "was",     "with",     "be",     "by",       "on",
+      "not",      "he",      "this",   "are",     "or",       "his",    "from",     "at",
+      "which",    "but",     "have",   "an",      "had",      "they",   "you",      "were",
+      "their",    "one",     "all",    "we",      "can",      "her",    "has",      "there",
+      "been",     "if",      "more",   "when",    "will",     "would",  "who",      "so",
+      "no",       "market",  "city",   "council", "police",   "storm",  "election", "team",
+      "season",   "company", "shares", "report",  "minister", "court",  "river",    "school",
+      "hospital", "bridge",  "train",  "weather", "price",    "energy", "festival", "museum",
+      "record",   "study"};
   constexpr std::size_t kVocabulary = sizeof kWords / sizeof kWords[0];
   std::mt19937_64 rng(42);
   std::vector<std::string> texts;
@@ -198,21 +214,23 @@ std::string make_feed(std::size_t records, int feed) {
 // that computes this sketch, whatever its index costs.
 void BM_EngineSketch(benchmark::State& state) {
   constexpr std::size_t kRecords = 200000;
-  static const std::vector<std::string> texts_by_feed[2] = {[] {
-    neardup::bench::FeedGenerator generator;
-    return generator.feed(kRecords, 170);
-  }(), [] {
-    std::vector<std::string> out;
-    const std::string feed = make_small_vocabulary_feed(kRecords);
-    std::size_t at = 0;
-    while (at < feed.size()) {
-      const std::size_t end = feed.find('\n', at);
-      const std::size_t open = feed.find("\"text\":\"", at) + 8;
-      out.push_back(feed.substr(open, feed.rfind('"', end) - open));
-      at = end + 1;
-    }
-    return out;
-  }()};
+  static const std::vector<std::string> texts_by_feed[2] = {
+      [] {
+        neardup::bench::FeedGenerator generator;
+        return generator.feed(kRecords, 170);
+      }(),
+      [] {
+        std::vector<std::string> out;
+        const std::string feed = make_small_vocabulary_feed(kRecords);
+        std::size_t at = 0;
+        while (at < feed.size()) {
+          const std::size_t end = feed.find('\n', at);
+          const std::size_t open = feed.find("\"text\":\"", at) + 8;
+          out.push_back(feed.substr(open, feed.rfind('"', end) - open));
+          at = end + 1;
+        }
+        return out;
+      }()};
   const std::vector<std::string>& texts = texts_by_feed[state.range(1)];
   const bool computed_only = state.range(0) == 2;
   DedupOptions options;
@@ -220,7 +238,8 @@ void BM_EngineSketch(benchmark::State& state) {
   EngineStats stats;
   for (auto _ : state) {
     Engine engine(options);
-    std::optional<Fingerprinter> sketching;  // sketch:2 only: the default sketch, for a SimHash-only engine
+    std::optional<Fingerprinter>
+        sketching;  // sketch:2 only: the default sketch, for a SimHash-only engine
     if (computed_only) sketching.emplace(options.text, DedupOptions{}.sketch);
     std::uint64_t ref = 0;
     for (const auto& text : texts) {
@@ -235,12 +254,19 @@ void BM_EngineSketch(benchmark::State& state) {
     stats = engine.stats();
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * texts.size()));
-  state.counters["duplicate_share"] = static_cast<double>(stats.duplicate) / static_cast<double>(texts.size());
-  state.counters["sketch_only_share"] = static_cast<double>(stats.sketch_matches) / static_cast<double>(texts.size());
+  state.counters["duplicate_share"] =
+      static_cast<double>(stats.duplicate) / static_cast<double>(texts.size());
+  state.counters["sketch_only_share"] =
+      static_cast<double>(stats.sketch_matches) / static_cast<double>(texts.size());
   state.counters["sketch_candidates_per_probe"] =
-      stats.sketch.probes ? static_cast<double>(stats.sketch.candidates) / static_cast<double>(stats.sketch.probes) : 0;
+      stats.sketch.probes
+          ? static_cast<double>(stats.sketch.candidates) / static_cast<double>(stats.sketch.probes)
+          : 0;
 }
-BENCHMARK(BM_EngineSketch)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"sketch", "feed"})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EngineSketch)
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
+    ->ArgNames({"sketch", "feed"})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_ScanSketch(benchmark::State& state) {
   constexpr std::size_t kRecords = 200000;
@@ -254,12 +280,16 @@ void BM_ScanSketch(benchmark::State& state) {
     std::FILE* in = fmemopen(const_cast<char*>(feed.data()), feed.size(), "r");
     const auto stats = neardup::stream::scan_stream(config, in, sink);
     std::fclose(in);
-    state.counters["duplicate_share"] = static_cast<double>(stats.duplicate) / static_cast<double>(stats.records);
+    state.counters["duplicate_share"] =
+        static_cast<double>(stats.duplicate) / static_cast<double>(stats.records);
   }
   std::fclose(sink);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kRecords));
 }
-BENCHMARK(BM_ScanSketch)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"sketch", "feed"})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScanSketch)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"sketch", "feed"})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace neardup::dedup

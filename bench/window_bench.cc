@@ -48,8 +48,8 @@ void set_counters(benchmark::State& state, const Window& window, std::uint64_t p
   state.SetItemsProcessed(state.iterations());
   state.counters["bytes_per_entry"] = static_cast<double>(s.bytes) / static_cast<double>(s.entries);
   state.counters["entries"] = static_cast<double>(s.entries);
-  state.counters["cells_per_probe"] =
-      static_cast<double>(s.candidates - candidates_before) / static_cast<double>(s.probes - probes_before);
+  state.counters["cells_per_probe"] = static_cast<double>(s.candidates - candidates_before) /
+                                      static_cast<double>(s.probes - probes_before);
 }
 
 /// What the engine does per unique-looking message: probe, insert when nothing matched.
@@ -93,7 +93,10 @@ void BM_WindowProbeInsertPrefetched(benchmark::State& state) {
   benchmark::DoNotOptimize(duplicates);
   set_counters(state, window, before.probes, before.candidates);
 }
-BENCHMARK(BM_WindowProbeInsertPrefetched)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_WindowProbeInsertPrefetched)
+    ->Arg(1'000'000)
+    ->Arg(10'000'000)
+    ->Unit(benchmark::kNanosecond);
 
 // Query-only, radius 3 (compare: Faiss IndexBinaryMultiHash at ~6.5k queries/s here).
 void BM_WindowQueryRadius3(benchmark::State& state) {

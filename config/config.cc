@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -35,9 +35,9 @@ enum class Shape { scalar, list, map };
 using Map = std::map<std::string, std::string>;
 
 struct Key {
-  std::string path;      ///< "dedup.max_distance"
+  std::string path;  ///< "dedup.max_distance"
   Shape shape = Shape::scalar;
-  std::string expected;  ///< "an integer in 0..8" (for lists: what one item must be)
+  std::string expected;   ///< "an integer in 0..8" (for lists: what one item must be)
   bool nullable = false;  ///< scalar: null (~ or nothing) is a value (kafka.brokers: embedded)
 
   // scalar: validates and stores `text` (nullopt = null); false when invalid.
@@ -58,7 +58,8 @@ struct Key {
 
 std::string env_name(const std::string& path) {
   std::string name = "NEARDUP_";
-  for (char c : path) name += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : path)
+    name += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return name;
 }
 
@@ -104,7 +105,8 @@ Key choice_key(std::string path, std::vector<std::pair<std::string, Enum>> names
 }
 
 template <class Get>
-Key string_key(std::string path, std::string expected, std::function<bool(const std::string&)> ok, Get get) {
+Key string_key(std::string path, std::string expected, std::function<bool(const std::string&)> ok,
+               Get get) {
   Key key;
   key.path = std::move(path);
   key.expected = std::move(expected);
@@ -123,7 +125,8 @@ Key bool_key(std::string path, Get get) {
   key.path = std::move(path);
   key.expected = "true or false";
   key.set = [=](Config& config, const std::optional<std::string>& text) {
-    static const std::set<std::string> kTrue{"true", "True", "TRUE"}, kFalse{"false", "False", "FALSE"};
+    static const std::set<std::string> kTrue{"true", "True", "TRUE"},
+        kFalse{"false", "False", "FALSE"};
     if (text && kTrue.count(*text)) {
       get(config) = true;
     } else if (text && kFalse.count(*text)) {
@@ -133,7 +136,9 @@ Key bool_key(std::string path, Get get) {
     }
     return true;
   };
-  key.show = [=](const Config& config) -> std::optional<std::string> { return get(config) ? "true" : "false"; };
+  key.show = [=](const Config& config) -> std::optional<std::string> {
+    return get(config) ? "true" : "false";
+  };
   return key;
 }
 
@@ -149,11 +154,14 @@ Key map_key(std::string path, Get get) {
 }
 
 Key topic_key(std::string path, bool optional, std::string KafkaOptions::*member) {
-  std::string expected = optional ? "a Kafka topic name ([a-zA-Z0-9._-], at most 249) or \"\" to disable"
-                                  : "a Kafka topic name ([a-zA-Z0-9._-], at most 249)";
+  std::string expected = optional
+                             ? "a Kafka topic name ([a-zA-Z0-9._-], at most 249) or \"\" to disable"
+                             : "a Kafka topic name ([a-zA-Z0-9._-], at most 249)";
   return string_key(
       std::move(path), std::move(expected),
-      [optional](const std::string& text) { return (optional && text.empty()) || is_topic_name(text); },
+      [optional](const std::string& text) {
+        return (optional && text.empty()) || is_topic_name(text);
+      },
       [member](auto& config) -> auto& { return config.kafka.*member; });
 }
 
@@ -182,9 +190,11 @@ const std::vector<Key>& keys() {
       Key brokers;
       brokers.path = "kafka.brokers";
       brokers.nullable = true;
-      brokers.expected = "a broker list like \"host:9092,host2:9092\" (absent, ~ or \"\" = the embedded broker)";
+      brokers.expected =
+          "a broker list like \"host:9092,host2:9092\" (absent, ~ or \"\" = the embedded broker)";
       brokers.set = [](Config& config, const std::optional<std::string>& text) {
-        if (!text || text->empty() || *text == "~") {  // "~" too: NEARDUP_KAFKA_BROKERS='~' is not YAML
+        if (!text || text->empty() ||
+            *text == "~") {  // "~" too: NEARDUP_KAFKA_BROKERS='~' is not YAML
           config.kafka.brokers.reset();
           return true;
         }
@@ -196,7 +206,8 @@ const std::vector<Key>& keys() {
       k.push_back(std::move(brokers));
     }
     k.push_back(string_key(
-        "kafka.group_id", "a non-empty consumer group id", [](const std::string& text) { return !text.empty(); },
+        "kafka.group_id", "a non-empty consumer group id",
+        [](const std::string& text) { return !text.empty(); },
         [](auto& config) -> auto& { return config.kafka.group_id; }));
     {
       Key topics;
@@ -217,10 +228,12 @@ const std::vector<Key>& keys() {
     k.push_back(topic_key("kafka.duplicates_topic", false, &KafkaOptions::duplicates_topic));
     k.push_back(topic_key("kafka.dead_letter_topic", false, &KafkaOptions::dead_letter_topic));
     k.push_back(topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic));
-    k.push_back(integer_key("kafka.embedded_partitions", 1, 64,
-                            [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
+    k.push_back(integer_key(
+        "kafka.embedded_partitions", 1, 64,
+        [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
     k.push_back(choice_key<Delivery>(
-        "kafka.delivery", {{"at-least-once", Delivery::at_least_once}, {"exactly-once", Delivery::exactly_once}},
+        "kafka.delivery",
+        {{"at-least-once", Delivery::at_least_once}, {"exactly-once", Delivery::exactly_once}},
         [](auto& config) -> auto& { return config.kafka.delivery; }));
     k.push_back(string_key(
         "kafka.transactional_id", "\"\" or a transactional id without spaces or control characters",
@@ -228,14 +241,19 @@ const std::vector<Key>& keys() {
           return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
         },
         [](auto& config) -> auto& { return config.kafka.transactional_id; }));
-    k.push_back(map_key("kafka.consumer", [](auto& config) -> auto& { return config.kafka.consumer; }));
-    k.push_back(map_key("kafka.producer", [](auto& config) -> auto& { return config.kafka.producer; }));
+    k.push_back(map_key(
+        "kafka.consumer", [](auto& config) -> auto& { return config.kafka.consumer; }));
+    k.push_back(map_key(
+        "kafka.producer", [](auto& config) -> auto& { return config.kafka.producer; }));
 
-    k.push_back(choice_key<InputFormat>("input.format", {{"text", InputFormat::text}, {"json", InputFormat::json}},
-                                        [](auto& config) -> auto& { return config.input.format; }));
-    k.push_back(pointer_list_key("input.text_fields", [](auto& config) -> auto& { return config.input.text_fields; }));
+    k.push_back(choice_key<InputFormat>(
+        "input.format", {{"text", InputFormat::text}, {"json", InputFormat::json}},
+        [](auto& config) -> auto& { return config.input.format; }));
+    k.push_back(pointer_list_key(
+        "input.text_fields", [](auto& config) -> auto& { return config.input.text_fields; }));
     k.push_back(string_key(
-        "input.id_field", "a JSON pointer like /id", [](const std::string& text) { return is_json_pointer(text); },
+        "input.id_field", "a JSON pointer like /id",
+        [](const std::string& text) { return is_json_pointer(text); },
         [](auto& config) -> auto& { return config.input.id_field; }));
     {
       Key max_bytes;
@@ -251,31 +269,43 @@ const std::vector<Key>& keys() {
       k.push_back(std::move(max_bytes));
     }
 
-    k.push_back(choice_key<Action>("action", {{"drop", Action::drop}, {"tag", Action::tag}, {"route", Action::route}},
-                                   [](auto& config) -> auto& { return config.action; }));
+    k.push_back(choice_key<Action>(
+        "action", {{"drop", Action::drop}, {"tag", Action::tag}, {"route", Action::route}},
+        [](auto& config) -> auto& { return config.action; }));
 
-    k.push_back(integer_key("dedup.max_distance", 0, 8,
-                            [](auto& config) -> auto& { return config.dedup.index.max_distance; }));
-    k.push_back(integer_key("dedup.blocks", 0, 16, [](auto& config) -> auto& { return config.dedup.index.blocks; }));
+    k.push_back(integer_key(
+        "dedup.max_distance", 0, 8,
+        [](auto& config) -> auto& { return config.dedup.index.max_distance; }));
+    k.push_back(integer_key(
+        "dedup.blocks", 0, 16, [](auto& config) -> auto& { return config.dedup.index.blocks; }));
     k.back().expected = "0 (automatic) or an integer in max_distance+1..16";
-    k.push_back(bool_key("dedup.normalize", [](auto& config) -> auto& { return config.dedup.text.normalize; }));
-    k.push_back(integer_key("dedup.cjk_ngram", 1, 4, [](auto& config) -> auto& { return config.dedup.text.cjk_ngram; }));
-    k.push_back(
-        integer_key("dedup.word_shingle", 1, 4, [](auto& config) -> auto& { return config.dedup.text.word_shingle; }));
+    k.push_back(bool_key(
+        "dedup.normalize", [](auto& config) -> auto& { return config.dedup.text.normalize; }));
+    k.push_back(integer_key(
+        "dedup.cjk_ngram", 1, 4,
+        [](auto& config) -> auto& { return config.dedup.text.cjk_ngram; }));
+    k.push_back(integer_key(
+        "dedup.word_shingle", 1, 4,
+        [](auto& config) -> auto& { return config.dedup.text.word_shingle; }));
     k.push_back(choice_key<dedup::Weighting>(
         "dedup.weighting",
-        {{"unit", dedup::Weighting::unit}, {"tf", dedup::Weighting::tf}, {"tf_idf", dedup::Weighting::tf_idf}},
+        {{"unit", dedup::Weighting::unit},
+         {"tf", dedup::Weighting::tf},
+         {"tf_idf", dedup::Weighting::tf_idf}},
         [](auto& config) -> auto& { return config.dedup.text.weighting; }));
     k.push_back(choice_key<dedup::IdfSource>(
-        "dedup.idf_source", {{"stream", dedup::IdfSource::stream}, {"file", dedup::IdfSource::file}},
+        "dedup.idf_source",
+        {{"stream", dedup::IdfSource::stream}, {"file", dedup::IdfSource::file}},
         [](auto& config) -> auto& { return config.dedup.text.idf_source; }));
     k.push_back(string_key(
         "dedup.idf_file", "a file path (\"\" = none)", [](const std::string&) { return true; },
         [](auto& config) -> auto& { return config.dedup.text.idf_file; }));
 
-    k.push_back(bool_key("dedup.sketch.enabled", [](auto& config) -> auto& { return config.dedup.sketch.enabled; }));
-    k.push_back(choice_key<int>("dedup.sketch.bits", {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}},
-                                [](auto& config) -> auto& { return config.dedup.sketch.bits; }));
+    k.push_back(bool_key(
+        "dedup.sketch.enabled", [](auto& config) -> auto& { return config.dedup.sketch.enabled; }));
+    k.push_back(choice_key<int>(
+        "dedup.sketch.bits", {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}},
+        [](auto& config) -> auto& { return config.dedup.sketch.bits; }));
     {
       Key threshold;
       threshold.path = "dedup.sketch.threshold";
@@ -285,7 +315,8 @@ const std::vector<Key>& keys() {
         char* end = nullptr;
         errno = 0;
         const double value = std::strtod(text->c_str(), &end);
-        if (errno != 0 || end != text->c_str() + text->size() || !(value >= 0.05 && value <= 1.0)) return false;
+        if (errno != 0 || end != text->c_str() + text->size() || !(value >= 0.05 && value <= 1.0))
+          return false;
         config.dedup.sketch.threshold = value;
         return true;
       };
@@ -296,9 +327,12 @@ const std::vector<Key>& keys() {
       };
       k.push_back(std::move(threshold));
     }
-    k.push_back(integer_key("dedup.sketch.bands", 0, 8, [](auto& config) -> auto& { return config.dedup.sketch.bands; }));
-    k.push_back(integer_key("dedup.sketch.band_bins", 1, 16,
-                            [](auto& config) -> auto& { return config.dedup.sketch.band_bins; }));
+    k.push_back(integer_key(
+        "dedup.sketch.bands", 0, 8,
+        [](auto& config) -> auto& { return config.dedup.sketch.bands; }));
+    k.push_back(integer_key(
+        "dedup.sketch.band_bins", 1, 16,
+        [](auto& config) -> auto& { return config.dedup.sketch.band_bins; }));
 
     {
       Key duration;
@@ -310,22 +344,29 @@ const std::vector<Key>& keys() {
         config.dedup.window.duration = *value;
         return true;
       };
-      duration.show = [](const Config& config) { return format_duration(config.dedup.window.duration); };
+      duration.show = [](const Config& config) {
+        return format_duration(config.dedup.window.duration);
+      };
       k.push_back(std::move(duration));
     }
-    k.push_back(integer_key("window.max_entries", 1, kMaxWindowEntries,
-                            [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
+    k.push_back(integer_key(
+        "window.max_entries", 1, kMaxWindowEntries,
+        [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
 
     k.push_back(string_key(
         "metrics.listen", "an address like 127.0.0.1:9464 or \"\" to disable",
         [](const std::string& text) { return text.empty() || is_host_port(text, 0); },
         [](auto& config) -> auto& { return config.metrics.listen; }));
 
-    k.push_back(choice_key<LogFormat>("log.format", {{"text", LogFormat::text}, {"json", LogFormat::json}},
-                                      [](auto& config) -> auto& { return config.log.format; }));
+    k.push_back(choice_key<LogFormat>(
+        "log.format", {{"text", LogFormat::text}, {"json", LogFormat::json}},
+        [](auto& config) -> auto& { return config.log.format; }));
     k.push_back(choice_key<LogLevel>(
         "log.level",
-        {{"debug", LogLevel::debug}, {"info", LogLevel::info}, {"warn", LogLevel::warn}, {"error", LogLevel::error}},
+        {{"debug", LogLevel::debug},
+         {"info", LogLevel::info},
+         {"warn", LogLevel::warn},
+         {"error", LogLevel::error}},
         [](auto& config) -> auto& { return config.log.level; }));
     return k;
   }();
@@ -345,7 +386,8 @@ std::vector<std::string> children(const std::string& prefix) {
   for (const auto& key : keys()) {
     std::string_view path = key.path;
     if (!prefix.empty()) {
-      if (path.size() <= prefix.size() || path.substr(0, prefix.size()) != prefix || path[prefix.size()] != '.') {
+      if (path.size() <= prefix.size() || path.substr(0, prefix.size()) != prefix ||
+          path[prefix.size()] != '.') {
         continue;
       }
       path.remove_prefix(prefix.size() + 1);
@@ -358,8 +400,9 @@ std::vector<std::string> children(const std::string& prefix) {
 
 bool is_section(const std::string& path) {
   const std::string dotted = path + ".";
-  return std::any_of(keys().begin(), keys().end(),
-                     [&](const Key& key) { return key.path.compare(0, dotted.size(), dotted) == 0; });
+  return std::any_of(keys().begin(), keys().end(), [&](const Key& key) {
+    return key.path.compare(0, dotted.size(), dotted) == 0;
+  });
 }
 
 // ---- errors -----------------------------------------------------------------
@@ -385,7 +428,8 @@ std::string printable(std::string_view value) {
 // A value quoted for an error message (printable(), in quotes).
 std::string quoted(std::string_view value) { return "'" + printable(value) + "'"; }
 
-[[noreturn]] void fail_expected(const std::string& where, const std::string& expected, const std::string& got) {
+[[noreturn]] void fail_expected(const std::string& where, const std::string& expected,
+                                const std::string& got) {
   throw ConfigError(where + ": expected " + expected + ", got " + got);
 }
 
@@ -424,8 +468,8 @@ void check_cross(const Config& config, const Locator& locator) {
                     quoted(std::to_string(index.blocks)));
     }
     fail_expected(locator.where("dedup.max_distance"),
-                  "an integer in 0.." + std::to_string(index.blocks - 1) + " (below dedup.blocks = " +
-                      std::to_string(index.blocks) + ")",
+                  "an integer in 0.." + std::to_string(index.blocks - 1) +
+                      " (below dedup.blocks = " + std::to_string(index.blocks) + ")",
                   quoted(std::to_string(index.max_distance)));
   }
   // The window's own limits (its tables are sized up front), said here with
@@ -440,56 +484,70 @@ void check_cross(const Config& config, const Locator& locator) {
   const std::size_t record_max = producer_message_max_bytes(config.kafka);
   if (config.input.max_bytes + kRecordHeadroomBytes > record_max) {
     const std::string path = blame({"input.max_bytes", "kafka.producer"});
-    throw ConfigError(locator.where(path) + ": input.max_bytes (" + std::to_string(config.input.max_bytes) +
-                      ") + " + std::to_string(kRecordHeadroomBytes) +
-                      " bytes for key and headers exceeds the producer's message.max.bytes (" +
-                      std::to_string(record_max) +
-                      "): messages near input.max_bytes could not be republished. Lower input.max_bytes, or raise "
-                      "kafka.producer message.max.bytes (and the output topics' max.message.bytes)");
+    throw ConfigError(
+        locator.where(path) + ": input.max_bytes (" + std::to_string(config.input.max_bytes) +
+        ") + " + std::to_string(kRecordHeadroomBytes) +
+        " bytes for key and headers exceeds the producer's message.max.bytes (" +
+        std::to_string(record_max) +
+        "): messages near input.max_bytes could not be republished. Lower input.max_bytes, or "
+        "raise "
+        "kafka.producer message.max.bytes (and the output topics' max.message.bytes)");
   }
   const auto& sketch = config.dedup.sketch;
   if (sketch.enabled && sketch.bands * sketch.band_bins > 128 / sketch.bits) {
-    const std::string path =
-        blame({"dedup.sketch.band_bins", "dedup.sketch.bands", "dedup.sketch.bits", "dedup.sketch.enabled"});
-    fail_expected(locator.where(path),
-                  "dedup.sketch.bands * dedup.sketch.band_bins <= " + std::to_string(128 / sketch.bits) +
-                      " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
-                  quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
+    const std::string path = blame({"dedup.sketch.band_bins", "dedup.sketch.bands",
+                                    "dedup.sketch.bits", "dedup.sketch.enabled"});
+    fail_expected(
+        locator.where(path),
+        "dedup.sketch.bands * dedup.sketch.band_bins <= " + std::to_string(128 / sketch.bits) +
+            " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
+        quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
   }
   const auto& text = config.dedup.text;
   if (text.weighting == dedup::Weighting::tf_idf && text.idf_source == dedup::IdfSource::file &&
       text.idf_file.empty()) {
     std::string path = blame({"dedup.idf_file", "dedup.idf_source", "dedup.weighting"});
-    std::string got = path == "dedup.idf_file" ? "''" : path == "dedup.idf_source" ? "'file'" : "'tf_idf'";
-    std::string expected = path == "dedup.idf_file"
-                               ? "a file path (required when idf_source is file and weighting is tf_idf)"
-                               : "dedup.idf_file to be set (idf_source file with weighting tf_idf reads it)";
+    std::string got = path == "dedup.idf_file"     ? "''"
+                      : path == "dedup.idf_source" ? "'file'"
+                                                   : "'tf_idf'";
+    std::string expected =
+        path == "dedup.idf_file"
+            ? "a file path (required when idf_source is file and weighting is tf_idf)"
+            : "dedup.idf_file to be set (idf_source file with weighting tf_idf reads it)";
     fail_expected(locator.where(path), expected, got);
   }
   const auto& kafka = config.kafka;
-  const std::pair<const char*, const std::string*> outputs[] = {{"kafka.output_topic", &kafka.output_topic},
-                                                                {"kafka.duplicates_topic", &kafka.duplicates_topic},
-                                                                {"kafka.dead_letter_topic", &kafka.dead_letter_topic},
-                                                                {"kafka.changelog_topic", &kafka.changelog_topic}};
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"kafka.output_topic", &kafka.output_topic},
+      {"kafka.duplicates_topic", &kafka.duplicates_topic},
+      {"kafka.dead_letter_topic", &kafka.dead_letter_topic},
+      {"kafka.changelog_topic", &kafka.changelog_topic}};
   for (const auto& [path, topic] : outputs) {
-    if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) == kafka.input_topics.end()) continue;
+    if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) ==
+        kafka.input_topics.end())
+      continue;
     std::string blamed = blame({path, "kafka.input_topics"});
     if (blamed == path) {
-      fail_expected(locator.where(path), "a topic that is not one of kafka.input_topics (it would loop)",
+      fail_expected(locator.where(path),
+                    "a topic that is not one of kafka.input_topics (it would loop)",
                     quoted(*topic));
     }
-    fail_expected(locator.where(blamed), "input topics other than " + std::string(path) + " (it would loop)",
+    fail_expected(locator.where(blamed),
+                  "input topics other than " + std::string(path) + " (it would loop)",
                   quoted(*topic));
   }
   // The changelog is read back as window records: a topic that also carries
   // messages would mix the two (and its readers would skip the messages as corrupt).
   if (!kafka.changelog_topic.empty()) {
     for (const auto& [path, topic] : outputs) {
-      if (std::string_view(path) == "kafka.changelog_topic" || *topic != kafka.changelog_topic) continue;
+      if (std::string_view(path) == "kafka.changelog_topic" || *topic != kafka.changelog_topic)
+        continue;
       const std::string blamed = blame({"kafka.changelog_topic", path});
       const std::string other = blamed == path ? "kafka.changelog_topic" : path;
-      fail_expected(locator.where(blamed), "a topic other than " + other + " (the window changelog has a topic of its own)",
-                    quoted(*topic));
+      fail_expected(
+          locator.where(blamed),
+          "a topic other than " + other + " (the window changelog has a topic of its own)",
+          quoted(*topic));
     }
   }
 }
@@ -498,11 +556,16 @@ void check_cross(const Config& config, const Locator& locator) {
 
 std::string kind_of(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: return quoted(node.Scalar());
-    case YAML::NodeType::Undefined: break;
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return quoted(node.Scalar());
+    case YAML::NodeType::Undefined:
+      break;
   }
   return "nothing";
 }
@@ -514,8 +577,10 @@ class YamlReader final : public Locator {
   void read_root(const YAML::Node& root) {
     if (root.IsNull()) return;  // empty file: all defaults
     if (!root.IsMap()) {
-      throw ConfigError(at(root.Mark(), root.Mark()) + ": expected a mapping of sections (kafka, input, action, "
-                        "dedup, window, metrics, log), got " + kind_of(root));
+      throw ConfigError(at(root.Mark(), root.Mark()) +
+                        ": expected a mapping of sections (kafka, input, action, "
+                        "dedup, window, metrics, log), got " +
+                        kind_of(root));
     }
     read_map(root, "");
     check_cross(config_, *this);
@@ -554,19 +619,22 @@ class YamlReader final : public Locator {
       const std::string& name = key_node.Scalar();
       const std::string path = prefix.empty() ? name : prefix + "." + name;
       if (auto [first, fresh] = seen.emplace(name, key_at); !fresh) {
-        throw ConfigError(key_at + ": " + printable(path) + ": duplicate key (first set at " + first->second + ")");
+        throw ConfigError(key_at + ": " + printable(path) + ": duplicate key (first set at " +
+                          first->second + ")");
       }
       if (const Key* key = find_key(path)) {
         // The same key in dotted and nested form ("dedup.k" and "dedup: {k}") is a duplicate too.
         if (auto [first, fresh] = keys_at_.emplace(path, key_at); !fresh)
-          throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " + first->second + ")");
+          throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " +
+                            first->second + ")");
         set_at_[path] = value_at(value, key_node);
         read_value(*key, key_node, value);
       } else if (is_section(path)) {
         if (value.IsNull()) continue;  // "dedup:" with nothing under it keeps the defaults
         if (!value.IsMap()) {
-          throw ConfigError(value_at(value, key_node) + ": " + path + ": expected a mapping with keys " +
-                            join(children(path)) + ", got " + kind_of(value));
+          throw ConfigError(value_at(value, key_node) + ": " + path +
+                            ": expected a mapping with keys " + join(children(path)) + ", got " +
+                            kind_of(value));
         }
         read_map(value, path);
       } else {
@@ -575,7 +643,8 @@ class YamlReader final : public Locator {
         if (auto suggestion = nearest(name, valid)) {
           message += " (did you mean '" + *suggestion + "'?)";
         } else {
-          message += " (valid keys" + (prefix.empty() ? std::string() : " under " + prefix) + ": " + join(valid) + ")";
+          message += " (valid keys" + (prefix.empty() ? std::string() : " under " + prefix) + ": " +
+                     join(valid) + ")";
         }
         throw ConfigError(message);
       }
@@ -599,8 +668,9 @@ class YamlReader final : public Locator {
         std::size_t index = 0;
         for (const auto& item : value) {
           if (!item.IsScalar() || !key.item_ok(item.Scalar())) {
-            fail_expected(at(item.Mark(), value.Mark()) + ": " + key.path + "[" + std::to_string(index) + "]",
-                          key.expected, kind_of(item));
+            fail_expected(
+                at(item.Mark(), value.Mark()) + ": " + key.path + "[" + std::to_string(index) + "]",
+                key.expected, kind_of(item));
           }
           items.push_back(item.Scalar());
           ++index;
@@ -625,10 +695,12 @@ class YamlReader final : public Locator {
           const std::string name = name_node.Scalar();
           if (!property.IsScalar()) {
             fail_expected(value_at(property, name_node) + ": " + key.path + "." + printable(name),
-                          "a scalar property value (passed to librdkafka as text)", kind_of(property));
+                          "a scalar property value (passed to librdkafka as text)",
+                          kind_of(property));
           }
           if (!properties.emplace(name, property.Scalar()).second) {
-            throw ConfigError(name_at + ": " + key.path + "." + printable(name) + ": duplicate key");
+            throw ConfigError(name_at + ": " + key.path + "." + printable(name) +
+                              ": duplicate key");
           }
         }
         key.map(config_) = std::move(properties);
@@ -645,7 +717,7 @@ class YamlReader final : public Locator {
 
   std::string origin_;
   Config& config_;
-  std::map<std::string, std::string> set_at_;  // path -> "file:L:C" of its value
+  std::map<std::string, std::string> set_at_;   // path -> "file:L:C" of its value
   std::map<std::string, std::string> keys_at_;  // path -> "file:L:C" of its key (duplicates)
 };
 
@@ -667,7 +739,8 @@ std::vector<std::string> split_list(const std::string& text) {
   std::size_t start = 0;
   while (true) {
     auto comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto first = item.find_first_not_of(' ');
     auto last = item.find_last_not_of(' ');
     items.push_back(first == std::string::npos ? "" : item.substr(first, last - first + 1));
@@ -694,10 +767,13 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
   void OnMapEnd() override {}
 
  private:
@@ -723,10 +799,12 @@ Config parse_config(const std::string& yaml_text, const std::string& origin) {
     }
     root = YAML::Load(yaml_text);
   } catch (const DocumentCounter::SecondDocument& second) {
-    if (second.second.pos <= second.first.pos) {  // the parser is stuck: yaml-cpp cannot read what is here
+    if (second.second.pos <=
+        second.first.pos) {  // the parser is stuck: yaml-cpp cannot read what is here
       auto pos = static_cast<std::size_t>(std::max(second.second.pos, 0));
       std::string got = pos < yaml_text.size() ? quoted(yaml_text.substr(pos, 1)) : "the end";
-      throw ConfigError(position(origin, second.second) + ": invalid YAML: expected a mapping of sections, got " + got);
+      throw ConfigError(position(origin, second.second) +
+                        ": invalid YAML: expected a mapping of sections, got " + got);
     }
     throw ConfigError(position(origin, second.second) + ": expected one YAML document, got more");
   } catch (const YAML::Exception& e) {
@@ -853,6 +931,8 @@ std::vector<KeyInfo> schema() {
   return out;
 }
 
-std::size_t producer_message_max_bytes(const KafkaOptions& kafka) { return producer_message_max_bytes_impl(kafka); }
+std::size_t producer_message_max_bytes(const KafkaOptions& kafka) {
+  return producer_message_max_bytes_impl(kafka);
+}
 
 }  // namespace neardup::config

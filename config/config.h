@@ -28,10 +28,10 @@ struct KafkaOptions {
   std::string output_topic = "output";
   std::string duplicates_topic = "duplicates";
   std::string dead_letter_topic = "dead-letters";
-  std::string changelog_topic = "neardup-window";           ///< window changelog ("" = off)
-  int embedded_partitions = 8;                              ///< topics the embedded broker creates
-  std::map<std::string, std::string> consumer;  ///< librdkafka consumer properties, passed as is
-  std::map<std::string, std::string> producer;  ///< librdkafka producer properties, passed as is
+  std::string changelog_topic = "neardup-window";  ///< window changelog ("" = off)
+  int embedded_partitions = 8;                     ///< topics the embedded broker creates
+  std::map<std::string, std::string> consumer;     ///< librdkafka consumer properties, passed as is
+  std::map<std::string, std::string> producer;     ///< librdkafka producer properties, passed as is
   /// at-least-once: offsets commit after the outputs are acknowledged (a crash
   /// re-emits what was in flight). exactly-once: outputs, changelog entries and
   /// input offsets commit in one Kafka transaction (docs/KAFKA.md).
@@ -46,7 +46,8 @@ struct InputOptions {
   InputFormat format = InputFormat::text;
   std::vector<std::string> text_fields{"/text"};  ///< JSON pointers, joined with a space
   std::string id_field = "/id";                   ///< JSON pointer
-  std::size_t max_bytes = 1'000'000;  ///< leaves kRecordHeadroomBytes under the producer's message.max.bytes
+  std::size_t max_bytes =
+      1'000'000;  ///< leaves kRecordHeadroomBytes under the producer's message.max.bytes
 };
 
 struct MetricsOptions {

@@ -22,7 +22,8 @@ bool take_unsigned(std::string_view& text, std::uint64_t& value) {
 }
 
 bool checked_mul_add(std::uint64_t& total, std::uint64_t count, std::uint64_t unit) {
-  constexpr std::uint64_t kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  constexpr std::uint64_t kMax =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   if (count != 0 && unit > kMax / count) return false;
   if (total > kMax - count * unit) return false;
   total += count * unit;
@@ -36,7 +37,8 @@ struct Unit {
 
 }  // namespace
 
-std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t min, std::int64_t max) {
+std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t min,
+                                          std::int64_t max) {
   if (text.empty() || text.front() == '+') return std::nullopt;
   std::int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -47,8 +49,8 @@ std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t mi
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   // Longest unit names first so "ms" is not read as "m" followed by "s".
-  static constexpr std::array<Unit, 5> kUnits{{
-      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}}};
+  static constexpr std::array<Unit, 5> kUnits{
+      {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}}};
   if (text.empty() || !is_digit(text.front())) return std::nullopt;
   std::uint64_t total = 0;
   std::uint64_t count = 0;
@@ -85,7 +87,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
 }
 
 std::string format_duration(std::chrono::milliseconds duration) {
-  static constexpr std::array<Unit, 4> kUnits{{{"h", 3'600'000}, {"m", 60'000}, {"s", 1000}, {"ms", 1}}};
+  static constexpr std::array<Unit, 4> kUnits{
+      {{"h", 3'600'000}, {"m", 60'000}, {"s", 1000}, {"ms", 1}}};
   if (duration.count() <= 0) return "0s";
   auto left = static_cast<std::uint64_t>(duration.count());
   std::string out;
@@ -123,7 +126,8 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
 }
 
 std::string format_size(std::uint64_t bytes) {
-  static constexpr std::array<Unit, 3> kUnits{{{"GiB", 1ULL << 30}, {"MiB", 1ULL << 20}, {"KiB", 1ULL << 10}}};
+  static constexpr std::array<Unit, 3> kUnits{
+      {{"GiB", 1ULL << 30}, {"MiB", 1ULL << 20}, {"KiB", 1ULL << 10}}};
   for (const auto& unit : kUnits) {
     if (bytes >= unit.factor && bytes % unit.factor == 0) {
       return std::to_string(bytes / unit.factor) + std::string(unit.name);
@@ -142,7 +146,8 @@ bool is_topic_name(std::string_view name) {
 bool is_json_pointer(std::string_view pointer) {
   if (pointer.size() < 2 || pointer.front() != '/') return false;
   for (std::size_t i = 0; i < pointer.size(); ++i) {
-    if (pointer[i] == '~' && (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1'))) {
+    if (pointer[i] == '~' &&
+        (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1'))) {
       return false;
     }
   }
@@ -153,7 +158,8 @@ bool is_broker_list(std::string_view text) {
   std::size_t start = 0;
   while (true) {
     auto comma = text.find(',', start);
-    auto item = text.substr(start, comma == std::string_view::npos ? std::string::npos : comma - start);
+    auto item =
+        text.substr(start, comma == std::string_view::npos ? std::string::npos : comma - start);
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (!is_host_port(item, 1, /*allow_scheme=*/true)) return false;
@@ -166,7 +172,8 @@ bool is_host_port(std::string_view address, int min_port, bool allow_scheme) {
   if (allow_scheme) {
     if (auto scheme = address.find("://"); scheme != std::string_view::npos) {
       auto name = address.substr(0, scheme);
-      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return is_alpha(c) || c == '_'; })) {
+      if (name.empty() ||
+          !std::all_of(name.begin(), name.end(), [](char c) { return is_alpha(c) || c == '_'; })) {
         return false;
       }
       address.remove_prefix(scheme + 3);
@@ -181,7 +188,8 @@ bool is_host_port(std::string_view address, int min_port, bool allow_scheme) {
     if (host.size() < 3 || host.back() != ']') return false;
     host = host.substr(1, host.size() - 2);
     return std::all_of(host.begin(), host.end(), [](char c) {
-      return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+      return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' ||
+             c == '.';
     });
   }
   return std::all_of(host.begin(), host.end(), [](char c) {

@@ -19,7 +19,8 @@ namespace neardup::config {
 
 /// A decimal integer ("42", "-3"), nothing else (no spaces, signs only '-',
 /// no "0x", no fractions). nullopt when malformed or outside [min, max].
-std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t min, std::int64_t max);
+std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t min,
+                                          std::int64_t max);
 
 /// "24h", "10m", "90s", "500ms", "2d", compounds like "1h30m", or a bare
 /// integer meaning seconds ("90"). Units: ms, s, m, h, d. nullopt when

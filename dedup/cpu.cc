@@ -43,16 +43,19 @@ struct Requirement {
 constexpr Requirement kPopcnt[] = {{"popcnt", &X86Features::popcnt}};
 // The union of what the AVX-512 kernels' target attributes name.
 constexpr Requirement kAvx512[] = {
-    {"avx512f", &X86Features::avx512f},       {"avx512bw", &X86Features::avx512bw},
-    {"avx512dq", &X86Features::avx512dq},     {"avx512vbmi", &X86Features::avx512vbmi},
+    {"avx512f", &X86Features::avx512f},         {"avx512bw", &X86Features::avx512bw},
+    {"avx512dq", &X86Features::avx512dq},       {"avx512vbmi", &X86Features::avx512vbmi},
     {"avx512vbmi2", &X86Features::avx512vbmi2}, {"avx512vpopcntdq", &X86Features::avx512vpopcntdq},
 };
 
 std::span<const Requirement> requirements(Variant variant) {
   switch (variant) {
-    case Variant::portable: return {};
-    case Variant::popcnt: return kPopcnt;
-    case Variant::avx512: return kAvx512;
+    case Variant::portable:
+      return {};
+    case Variant::popcnt:
+      return kPopcnt;
+    case Variant::avx512:
+      return kAvx512;
   }
   return {};
 }
@@ -72,9 +75,12 @@ std::string join_names(bool supported_only) {
 
 std::string_view name(Variant variant) {
   switch (variant) {
-    case Variant::portable: return "portable";
-    case Variant::popcnt: return "popcnt";
-    case Variant::avx512: return "avx512";
+    case Variant::portable:
+      return "portable";
+    case Variant::popcnt:
+      return "popcnt";
+    case Variant::avx512:
+      return "avx512";
   }
   return "unknown";
 }
@@ -113,8 +119,9 @@ Variant parse_choice(std::string_view value) {
     throw std::invalid_argument("NEARDUP_CPU=" + std::string(value) + ": " + lacks +
                                 "; choose one this machine runs: " + join_names(true));
   }
-  throw std::invalid_argument("NEARDUP_CPU=" + std::string(value) + ": unknown CPU variant; choose one of " +
-                              join_names(false) + " (this machine runs: " + join_names(true) + ")");
+  throw std::invalid_argument("NEARDUP_CPU=" + std::string(value) +
+                              ": unknown CPU variant; choose one of " + join_names(false) +
+                              " (this machine runs: " + join_names(true) + ")");
 }
 
 Variant detail::choose() {
@@ -130,13 +137,15 @@ Variant detail::choose() {
     }
   }();
   std::uint8_t unchosen = kUnchosen;  // set_active_for_testing may have come first
-  active.compare_exchange_strong(unchosen, static_cast<std::uint8_t>(chosen), std::memory_order_relaxed);
+  active.compare_exchange_strong(unchosen, static_cast<std::uint8_t>(chosen),
+                                 std::memory_order_relaxed);
   return static_cast<Variant>(active.load(std::memory_order_relaxed));
 }
 
 void set_active_for_testing(Variant variant) {
   const std::string lacks = missing(variant);
-  if (!lacks.empty()) throw std::invalid_argument("CPU variant " + std::string(name(variant)) + ": " + lacks);
+  if (!lacks.empty())
+    throw std::invalid_argument("CPU variant " + std::string(name(variant)) + ": " + lacks);
   detail::choose();  // NEARDUP_CPU is still checked once
   detail::active.store(static_cast<std::uint8_t>(variant), std::memory_order_relaxed);
 }

@@ -47,7 +47,8 @@ enum class Variant : std::uint8_t {
 };
 
 /// Every variant the code knows, whether or not this build contains it.
-inline constexpr std::array<Variant, 3> kVariants{Variant::portable, Variant::popcnt, Variant::avx512};
+inline constexpr std::array<Variant, 3> kVariants{Variant::portable, Variant::popcnt,
+                                                  Variant::avx512};
 
 /// "portable", "popcnt", "avx512": the values NEARDUP_CPU accepts.
 std::string_view name(Variant variant);

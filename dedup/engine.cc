@@ -4,9 +4,12 @@ namespace neardup::dedup {
 
 std::string_view to_string(VerdictKind kind) {
   switch (kind) {
-    case VerdictKind::unique: return "unique";
-    case VerdictKind::duplicate: return "duplicate";
-    case VerdictKind::invalid: return "invalid";
+    case VerdictKind::unique:
+      return "unique";
+    case VerdictKind::duplicate:
+      return "duplicate";
+    case VerdictKind::invalid:
+      return "invalid";
   }
   return "unknown";
 }
@@ -27,7 +30,8 @@ void Engine::insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchR
   const std::uint64_t sequence = window_.insert(fp, time, ref);
   next_sequence_ = sequence + 1;
   inserted_ = true;
-  if (sketches_) sketches_->insert(sequence, oldest_live(), sketch);  // no sketch or no shingles: in no band
+  if (sketches_)
+    sketches_->insert(sequence, oldest_live(), sketch);  // no sketch or no shingles: in no band
 }
 
 Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
@@ -70,9 +74,12 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   const bool binary = summary.invalid_bytes * 4 > analysis.text_bytes;
   if (binary || summary.features == 0) {
     verdict.kind = VerdictKind::invalid;
-    if (binary) verdict.error = "not text: mostly invalid UTF-8";
-    else if (analysis.text_bytes == 0) verdict.error = "empty text";
-    else verdict.error = "no words or characters to compare (only punctuation or spaces)";
+    if (binary)
+      verdict.error = "not text: mostly invalid UTF-8";
+    else if (analysis.text_bytes == 0)
+      verdict.error = "empty text";
+    else
+      verdict.error = "no words or characters to compare (only punctuation or spaces)";
     ++counts_.invalid;
     return verdict;
   }
@@ -123,7 +130,8 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     };
     if (!settled) sketches_->for_each_candidate(summary.sketch, oldest, visit);
     if (best_sequence) {
-      const bool beats_simhash = !verdict.match || !simhash_similarity || best > *simhash_similarity;
+      const bool beats_simhash =
+          !verdict.match || !simhash_similarity || best > *simhash_similarity;
       if (beats_simhash) {
         if (!verdict.match) ++counts_.sketch_matches;
         verdict.match = window_.entry(*best_sequence);
@@ -146,7 +154,9 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   return verdict;
 }
 
-void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) { insert(fp, time, ref, nullptr); }
+void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) {
+  insert(fp, time, ref, nullptr);
+}
 
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch) {
   insert(fp, time, ref, &sketch);
@@ -159,6 +169,8 @@ EngineStats Engine::stats() const {
   return stats;
 }
 
-std::size_t Engine::bytes() const { return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0); }
+std::size_t Engine::bytes() const {
+  return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0);
+}
 
 }  // namespace neardup::dedup

@@ -32,10 +32,10 @@ std::string_view to_string(VerdictKind kind);
 struct Verdict {
   VerdictKind kind = VerdictKind::unique;
   Fingerprint fingerprint;
-  std::optional<Match> match;  ///< set for duplicates: the kept entry it duplicates; distance may exceed
-                               ///< max_distance when the match came from a sketch band
+  std::optional<Match> match;  ///< set for duplicates: the kept entry it duplicates; distance may
+                               ///< exceed max_distance when the match came from a sketch band
   std::optional<double> similarity;  ///< duplicates judged by the sketch: the estimated Jaccard
-  std::string_view error;      ///< set for invalid: a static reason
+  std::string_view error;            ///< set for invalid: a static reason
   std::uint32_t features = 0;
   std::uint64_t candidates = 0;  ///< window index cells examined by this decision's probe
 };
@@ -60,7 +60,7 @@ struct EngineStats {
   std::uint64_t invalid = 0;
   std::uint64_t sketch_matches = 0;  ///< duplicates found only through a sketch band
   WindowStats window;
-  SketchIndexStats sketch;           ///< zero when the sketch stage is off
+  SketchIndexStats sketch;  ///< zero when the sketch stage is off
 };
 
 /// Not thread-safe: one Engine per pipeline thread. Never throws from process();

@@ -52,9 +52,11 @@ void FeatureCounter::reset_stamps() {
 FeatureExtractor::FeatureExtractor(std::size_t cjk_ngram, std::size_t word_shingle)
     : cjk_ngram_(cjk_ngram), word_shingle_(word_shingle) {
   if (cjk_ngram < 1 || cjk_ngram > kMaxGram)
-    throw std::invalid_argument("text.cjk_ngram must be between 1 and 8, got " + std::to_string(cjk_ngram));
+    throw std::invalid_argument("text.cjk_ngram must be between 1 and 8, got " +
+                                std::to_string(cjk_ngram));
   if (word_shingle < 1 || word_shingle > kMaxGram)
-    throw std::invalid_argument("text.word_shingle must be between 1 and 8, got " + std::to_string(word_shingle));
+    throw std::invalid_argument("text.word_shingle must be between 1 and 8, got " +
+                                std::to_string(word_shingle));
 }
 
 void FeatureExtractor::extract(const NormalizedText& text, FeatureCounter& counter) {
@@ -75,7 +77,8 @@ void FeatureExtractor::extract(const NormalizedText& text, FeatureCounter& count
           for (std::size_t i = 1; i < word_shingle_; ++i) recent[i - 1] = recent[i];
           recent[word_shingle_ - 1] = h;
         }
-        if (words == word_shingle_) counter.add(shingle_hash(std::span(recent.data(), word_shingle_)));
+        if (words == word_shingle_)
+          counter.add(shingle_hash(std::span(recent.data(), word_shingle_)));
       }
       continue;
     }
@@ -91,7 +94,8 @@ void FeatureExtractor::extract(const NormalizedText& text, FeatureCounter& count
     }
     for (std::size_t i = 0; i + cjk_ngram_ <= chars; ++i) {
       const std::uint32_t from = char_starts_[i];
-      counter.add(XXH3_64bits_withSeed(bytes + from, char_starts_[i + cjk_ngram_] - from, kFeatureSeed));
+      counter.add(
+          XXH3_64bits_withSeed(bytes + from, char_starts_[i + cjk_ngram_] - from, kFeatureSeed));
     }
   }
 }

@@ -18,7 +18,8 @@ struct TfWeights {
   std::array<std::uint32_t, 256> table;
   TfWeights() {
     table[0] = 0;
-    for (std::size_t tf = 1; tf < table.size(); ++tf) table[tf] = quantize_weight(1.0 + std::log(static_cast<double>(tf)));
+    for (std::size_t tf = 1; tf < table.size(); ++tf)
+      table[tf] = quantize_weight(1.0 + std::log(static_cast<double>(tf)));
   }
   std::uint32_t operator()(std::uint32_t tf) const {
     return tf < table.size() ? table[tf] : quantize_weight(1.0 + std::log(static_cast<double>(tf)));
@@ -49,35 +50,38 @@ struct Fingerprinter::Impl {
       stream_idf = std::make_unique<StreamIdf>();
       return;
     }
-    if (options.idf_file.empty()) throw std::invalid_argument("text.idf_file is required when idf_source is file");
+    if (options.idf_file.empty())
+      throw std::invalid_argument("text.idf_file is required when idf_source is file");
     // A term of the file is normalized exactly like text, so "The" and "the"
     // name the same feature; several words name a shingle.
     Normalizer term_normalizer(options.normalize);
     std::vector<std::uint64_t> word_hashes;
-    file_idf = std::make_unique<FileIdf>(options.idf_file, [&](std::string_view term, std::uint64_t& key) {
-      const NormalizedText norm = term_normalizer.run(term);
-      if (norm.token_count == 0) return false;
-      if (norm.token_count == 1) {
-        const Token& t = norm.tokens[0];
-        key = feature_hash(norm.text.substr(t.offset, t.size));
-        return true;
-      }
-      word_hashes.clear();
-      for (std::size_t i = 0; i < norm.token_count; ++i) {
-        const Token& t = norm.tokens[i];
-        word_hashes.push_back(feature_hash(norm.text.substr(t.offset, t.size)));
-      }
-      key = shingle_hash(word_hashes);
-      return true;
-    });
+    file_idf =
+        std::make_unique<FileIdf>(options.idf_file, [&](std::string_view term, std::uint64_t& key) {
+          const NormalizedText norm = term_normalizer.run(term);
+          if (norm.token_count == 0) return false;
+          if (norm.token_count == 1) {
+            const Token& t = norm.tokens[0];
+            key = feature_hash(norm.text.substr(t.offset, t.size));
+            return true;
+          }
+          word_hashes.clear();
+          for (std::size_t i = 0; i < norm.token_count; ++i) {
+            const Token& t = norm.tokens[i];
+            word_hashes.push_back(feature_hash(norm.text.substr(t.offset, t.size)));
+          }
+          key = shingle_hash(word_hashes);
+          return true;
+        });
   }
 };
 
-Fingerprinter::Fingerprinter(const TextOptions& options) : Fingerprinter(options, [] {
-  SketchOptions off;
-  off.enabled = false;
-  return off;
-}()) {}
+Fingerprinter::Fingerprinter(const TextOptions& options)
+    : Fingerprinter(options, [] {
+        SketchOptions off;
+        off.enabled = false;
+        return off;
+      }()) {}
 Fingerprinter::Fingerprinter(const TextOptions& options, const SketchOptions& sketch)
     : impl_(std::make_unique<Impl>(options, sketch)) {}
 Fingerprinter::~Fingerprinter() = default;
@@ -109,7 +113,8 @@ TextSummary Fingerprinter::analyze(std::string_view utf8) {
   } else if (impl.stream_idf) {
     impl.idf.resize(hashes.size());
     impl.stream_idf->weigh_and_learn(hashes, impl.idf);
-    for (std::size_t i = 0; i < hashes.size(); ++i) impl.weights[i] = quantize_weight(damped_tf(counts[i]) * impl.idf[i]);
+    for (std::size_t i = 0; i < hashes.size(); ++i)
+      impl.weights[i] = quantize_weight(damped_tf(counts[i]) * impl.idf[i]);
   } else {
     for (std::size_t i = 0; i < hashes.size(); ++i)
       impl.weights[i] = quantize_weight(damped_tf(counts[i]) * impl.file_idf->idf(hashes[i]));

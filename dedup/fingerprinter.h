@@ -18,7 +18,7 @@ struct TextSummary {
   std::uint32_t features = 0;       ///< distinct features that went into the fingerprint
   std::uint32_t chars = 0;          ///< code points after normalization
   std::uint32_t invalid_bytes = 0;  ///< bytes of invalid UTF-8 that were replaced by U+FFFD
-  SketchResult sketch;              ///< MinHash sketch and band keys (zero unless the sketch is enabled)
+  SketchResult sketch;  ///< MinHash sketch and band keys (zero unless the sketch is enabled)
 };
 
 /// Not thread-safe (the learned IDF sketch is updated by analyze): one per pipeline thread.

@@ -21,12 +21,14 @@ std::size_t column(std::uint64_t hash, std::size_t row) {
 
 StreamIdf::StreamIdf() : counts_(std::make_unique<std::array<std::uint32_t, kRows * kColumns>>()) {
   counts_->fill(0);
-  for (std::size_t i = 0; i < log_table_.size(); ++i) log_table_[i] = std::log(static_cast<double>(i) + 1.0);
+  for (std::size_t i = 0; i < log_table_.size(); ++i)
+    log_table_[i] = std::log(static_cast<double>(i) + 1.0);
 }
 
 std::uint32_t StreamIdf::document_frequency(std::uint64_t hash) const {
   std::uint32_t df = UINT32_MAX;
-  for (std::size_t r = 0; r < kRows; ++r) df = std::min(df, (*counts_)[r * kColumns + column(hash, r)]);
+  for (std::size_t r = 0; r < kRows; ++r)
+    df = std::min(df, (*counts_)[r * kColumns + column(hash, r)]);
   return df;
 }
 
@@ -41,7 +43,8 @@ void StreamIdf::weigh_and_learn(std::span<const std::uint64_t> hashes, std::span
       cells[r] = &counts[r * kColumns + column(h, r)];
       df = std::min(df, *cells[r]);
     }
-    const double log_df = df < log_table_.size() ? log_table_[df] : std::log(static_cast<double>(df) + 1.0);
+    const double log_df =
+        df < log_table_.size() ? log_table_[df] : std::log(static_cast<double>(df) + 1.0);
     out[i] = log_n - log_df + 1.0;
     // Conservative update: raise only the cells below the new estimate.
     if (df != UINT32_MAX) {
@@ -73,7 +76,8 @@ FileIdf::FileIdf(const std::string& path, const TermKeyFunction& key_of) {
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), idf);
     if (ec != std::errc() || end != value.data() + value.size())
       fail("expected a number after the tab, got '" + std::string(value) + "'");
-    if (!std::isfinite(idf) || idf < 0) fail("idf must be a finite number >= 0, got '" + std::string(value) + "'");
+    if (!std::isfinite(idf) || idf < 0)
+      fail("idf must be a finite number >= 0, got '" + std::string(value) + "'");
     std::uint64_t key = 0;
     any = true;
     max_idf_ = std::max(max_idf_, idf);

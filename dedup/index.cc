@@ -1,9 +1,9 @@
 #include "dedup/index.h"
 
+#include <sys/mman.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <sys/mman.h>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -22,7 +22,8 @@ namespace {
 // Appends the contiguous runs of set bits of `mask` (low to high) to `runs`,
 // packing them from bit `dest` up, but no further than bit 32 when `limit32`.
 template <class Run, std::size_t N>
-void add_runs(std::uint64_t mask, std::array<Run, N>& runs, std::uint8_t& count, int& dest, bool limit32) {
+void add_runs(std::uint64_t mask, std::array<Run, N>& runs, std::uint8_t& count, int& dest,
+              bool limit32) {
   int bit = 0;
   while (bit < 64) {
     if (((mask >> bit) & 1) == 0) {
@@ -43,8 +44,8 @@ void add_runs(std::uint64_t mask, std::array<Run, N>& runs, std::uint8_t& count,
   }
 }
 
-std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
-                              std::uint16_t* hits) {
+std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
+                              int k, std::uint16_t* hits) {
   std::uint32_t count = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     std::uint32_t x = res[i] ^ residue;  // SWAR popcount: no libgcc call on a baseline x86-64 build
@@ -58,11 +59,12 @@ std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::ui
 }
 
 std::uint32_t residue24(const std::uint8_t* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 | static_cast<std::uint32_t>(p[2]) << 16;
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+         static_cast<std::uint32_t>(p[2]) << 16;
 }
 
-std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
-                                std::uint16_t* hits) {
+std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
+                                int k, std::uint16_t* hits) {
   std::uint32_t count = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     std::uint32_t x = residue24(res + 3 * i) ^ residue;
@@ -76,8 +78,10 @@ std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::u
 }
 
 #if NEARDUP_X86_KERNELS
-__attribute__((target("popcnt"))) std::uint32_t filter24_popcnt(const std::uint8_t* res, std::uint32_t n,
-                                                                std::uint32_t residue, int k, std::uint16_t* hits) {
+__attribute__((target("popcnt"))) std::uint32_t filter24_popcnt(const std::uint8_t* res,
+                                                                std::uint32_t n,
+                                                                std::uint32_t residue, int k,
+                                                                std::uint16_t* hits) {
   std::uint32_t count = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     hits[count] = static_cast<std::uint16_t>(i);
@@ -88,10 +92,12 @@ __attribute__((target("popcnt"))) std::uint32_t filter24_popcnt(const std::uint8
 
 // 16 packed residues (48 bytes) per step: a masked load (no read past the end),
 // a byte permute that widens each 3-byte residue to a 32-bit lane, one popcount.
-__attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vpopcntdq"))) std::uint32_t filter24_avx512(
-    const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k, std::uint16_t* hits) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vpopcntdq"))) std::uint32_t
+filter24_avx512(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                std::uint16_t* hits) {
   alignas(64) std::uint8_t spread[64];
-  for (int j = 0; j < 64; ++j) spread[j] = static_cast<std::uint8_t>(j % 4 == 3 ? 0 : 3 * (j / 4) + j % 4);
+  for (int j = 0; j < 64; ++j)
+    spread[j] = static_cast<std::uint8_t>(j % 4 == 3 ? 0 : 3 * (j / 4) + j % 4);
   const __m512i index = _mm512_load_si512(spread);
   const __m512i r = _mm512_set1_epi32(static_cast<int>(residue));
   const __m512i limit = _mm512_set1_epi32(k);
@@ -102,17 +108,21 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vpopcntdq"))) std::uint
     const __mmask16 lanes = static_cast<__mmask16>((1U << m) - 1);
     const __m512i packed = _mm512_maskz_loadu_epi8(bytes, res + 3 * i);
     const __m512i wide = _mm512_maskz_permutexvar_epi8(0x7777777777777777ULL, index, packed);
-    unsigned mask = _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(_mm512_xor_si512(wide, r)), limit);
+    unsigned mask =
+        _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(_mm512_xor_si512(wide, r)), limit);
     while (mask != 0) {
-      hits[count++] = static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
+      hits[count++] =
+          static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
       mask &= mask - 1;
     }
   }
   return count;
 }
 
-__attribute__((target("popcnt"))) std::uint32_t filter_popcnt(const std::uint32_t* res, std::uint32_t n,
-                                                              std::uint32_t residue, int k, std::uint16_t* hits) {
+__attribute__((target("popcnt"))) std::uint32_t filter_popcnt(const std::uint32_t* res,
+                                                              std::uint32_t n,
+                                                              std::uint32_t residue, int k,
+                                                              std::uint16_t* hits) {
   std::uint32_t count = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     hits[count] = static_cast<std::uint16_t>(i);
@@ -121,19 +131,19 @@ __attribute__((target("popcnt"))) std::uint32_t filter_popcnt(const std::uint32_
   return count;
 }
 
-__attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(const std::uint32_t* res,
-                                                                               std::uint32_t n,
-                                                                               std::uint32_t residue, int k,
-                                                                               std::uint16_t* hits) {
+__attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(
+    const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k, std::uint16_t* hits) {
   const __m512i r = _mm512_set1_epi32(static_cast<int>(residue));
   const __m512i limit = _mm512_set1_epi32(k);
   std::uint32_t count = 0;
   for (std::uint32_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1U << (n - i)) - 1);
+    const __mmask16 lanes =
+        n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1U << (n - i)) - 1);
     const __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi32(lanes, res + i), r);
     unsigned mask = _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(x), limit);
     while (mask != 0) {
-      hits[count++] = static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
+      hits[count++] =
+          static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
       mask &= mask - 1;
     }
   }
@@ -145,25 +155,31 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(c
 
 // One switch per chunk of up to kFilterChunk cells: the variant is a relaxed
 // load that stays in cache, and each case is a direct call.
-std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
-                                  std::uint16_t* hits) {
+std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
+                                  int k, std::uint16_t* hits) {
   switch (cpu::active()) {
 #if NEARDUP_X86_KERNELS
-    case cpu::Variant::avx512: return filter_avx512(res, n, residue, k, hits);
-    case cpu::Variant::popcnt: return filter_popcnt(res, n, residue, k, hits);
+    case cpu::Variant::avx512:
+      return filter_avx512(res, n, residue, k, hits);
+    case cpu::Variant::popcnt:
+      return filter_popcnt(res, n, residue, k, hits);
 #endif
-    default: return filter_portable(res, n, residue, k, hits);
+    default:
+      return filter_portable(res, n, residue, k, hits);
   }
 }
 
-std::uint32_t CellTables::filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
-                                    std::uint16_t* hits) {
+std::uint32_t CellTables::filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
+                                    int k, std::uint16_t* hits) {
   switch (cpu::active()) {
 #if NEARDUP_X86_KERNELS
-    case cpu::Variant::avx512: return filter24_avx512(res, n, residue, k, hits);
-    case cpu::Variant::popcnt: return filter24_popcnt(res, n, residue, k, hits);
+    case cpu::Variant::avx512:
+      return filter24_avx512(res, n, residue, k, hits);
+    case cpu::Variant::popcnt:
+      return filter24_popcnt(res, n, residue, k, hits);
 #endif
-    default: return filter24_portable(res, n, residue, k, hits);
+    default:
+      return filter24_portable(res, n, residue, k, hits);
   }
 }
 
@@ -176,10 +192,12 @@ std::size_t huge_mapped_bytes(std::size_t bytes) { return (bytes + kPage - 1) / 
 
 void* huge_allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
-  void* memory = mmap(nullptr, huge_mapped_bytes(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* memory = mmap(nullptr, huge_mapped_bytes(bytes), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  if (bytes >= kHugePage) madvise(memory, huge_mapped_bytes(bytes), MADV_HUGEPAGE);  // a hint: failure is harmless
+  if (bytes >= kHugePage)
+    madvise(memory, huge_mapped_bytes(bytes), MADV_HUGEPAGE);  // a hint: failure is harmless
 #endif
   return memory;
 }
@@ -189,7 +207,8 @@ void huge_free(void* memory, std::size_t bytes) noexcept {
 }
 
 bool PigeonholeLayout::supported(int blocks, int max_distance) {
-  return max_distance >= 0 && max_distance <= kMaxDistance && blocks >= max_distance + 1 && blocks <= kMaxBlocks;
+  return max_distance >= 0 && max_distance <= kMaxDistance && blocks >= max_distance + 1 &&
+         blocks <= kMaxBlocks;
 }
 
 int PigeonholeLayout::default_blocks(int max_distance) {
@@ -197,7 +216,8 @@ int PigeonholeLayout::default_blocks(int max_distance) {
 }
 
 int PigeonholeLayout::bucket_bits_for(int key_bits, std::size_t capacity) {
-  int cap_bits = std::bit_width(capacity < 2 ? std::size_t{2} : capacity) - 1 - 3;  // floor(log2) - 3
+  int cap_bits =
+      std::bit_width(capacity < 2 ? std::size_t{2} : capacity) - 1 - 3;  // floor(log2) - 3
   if (cap_bits < 4) cap_bits = 4;
   if (cap_bits > 30) cap_bits = 30;
   return key_bits <= cap_bits ? key_bits : cap_bits;
@@ -206,8 +226,10 @@ int PigeonholeLayout::bucket_bits_for(int key_bits, std::size_t capacity) {
 PigeonholeLayout::PigeonholeLayout(int blocks, int max_distance, std::size_t capacity)
     : blocks_(blocks == 0 ? default_blocks(max_distance) : blocks), max_distance_(max_distance) {
   if (!supported(blocks_, max_distance_)) {
-    throw std::invalid_argument("unsupported index layout: blocks " + std::to_string(blocks_) + " with max_distance " +
-                                std::to_string(max_distance_) + " (need 0 <= max_distance <= 8 and max_distance+1 <= blocks <= 16)");
+    throw std::invalid_argument(
+        "unsupported index layout: blocks " + std::to_string(blocks_) + " with max_distance " +
+        std::to_string(max_distance_) +
+        " (need 0 <= max_distance <= 8 and max_distance+1 <= blocks <= 16)");
   }
   // Near-equal blocks: the first 64 % m blocks are one bit wider.
   int start = 0;
@@ -219,7 +241,8 @@ PigeonholeLayout::PigeonholeLayout(int blocks, int max_distance, std::size_t cap
 
   const int key_blocks = blocks_ - max_distance_;
   const std::uint32_t all = (1U << blocks_) - 1;
-  for (std::uint32_t combo = 0; combo <= all; ++combo) {  // increasing order: deterministic table numbering
+  for (std::uint32_t combo = 0; combo <= all;
+       ++combo) {  // increasing order: deterministic table numbering
     if (std::popcount(combo) != key_blocks) continue;
     Table t;
     for (int b = 0; b < blocks_; ++b) {
@@ -255,7 +278,8 @@ std::size_t CellTables::slot_bytes_for(std::uint32_t cells) {
   return (sizeof(Bucket) + residues + 4 * std::size_t{cells} + 7) & ~std::size_t{7};
 }
 
-CellTables::CellTables(const PigeonholeLayout& layout, std::size_t expected_entries) : layout_(&layout) {
+CellTables::CellTables(const PigeonholeLayout& layout, std::size_t expected_entries)
+    : layout_(&layout) {
   offsets_.reserve(layout.tables());
   for (std::size_t t = 0; t < layout.tables(); ++t) {
     offsets_.push_back(buckets_);
@@ -267,12 +291,14 @@ CellTables::CellTables(const PigeonholeLayout& layout, std::size_t expected_entr
 void CellTables::layout_slots(std::size_t expected_entries) {
   // One slot size for all tables: the one with the fewest buckets (the most cells each) decides.
   int fewest_bits = 64;
-  for (std::size_t t = 0; t < layout_->tables(); ++t) fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
+  for (std::size_t t = 0; t < layout_->tables(); ++t)
+    fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
   slot_cells_ = slot_cells_for(fewest_bits, expected_entries);
   stride_ = slot_bytes_for(slot_cells_);
   sequence_offset_ = sizeof(Bucket) + ((3 * std::size_t{slot_cells_} + 1 + 3) & ~std::size_t{3});
   const double mean = std::ldexp(static_cast<double>(expected_entries), -fewest_bits);
-  prefetch_lines_ = static_cast<std::uint32_t>(std::min(16.0, (sizeof(Bucket) + 3 * mean) / 64 + 1));
+  prefetch_lines_ =
+      static_cast<std::uint32_t>(std::min(16.0, (sizeof(Bucket) + 3 * mean) / 64 + 1));
   slots_ = HugeArray<std::uint64_t>(buckets_ * stride_ / sizeof(std::uint64_t));
 }
 
@@ -323,7 +349,8 @@ void CellTables::free_all_spills() {
 
 void CellTables::reserve(std::size_t expected_entries, std::uint32_t oldest, std::uint32_t live) {
   int fewest_bits = 64;
-  for (std::size_t t = 0; t < layout_->tables(); ++t) fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
+  for (std::size_t t = 0; t < layout_->tables(); ++t)
+    fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
   if (slot_cells_for(fewest_bits, expected_entries) <= slot_cells_) return;
   CellTables next(*layout_, expected_entries);
   for (std::size_t i = 0; i < buckets_; ++i) {
@@ -335,13 +362,15 @@ void CellTables::reserve(std::size_t expected_entries, std::uint32_t oldest, std
     };
     if (from.spill != 0) {
       const Spill& s = spills_[from.spill - 1];
-      for (std::uint32_t j = 0, pos = s.head; j < s.size; ++j, pos = pos + 1 == s.cap ? 0 : pos + 1) {
+      for (std::uint32_t j = 0, pos = s.head; j < s.size;
+           ++j, pos = pos + 1 == s.cap ? 0 : pos + 1) {
         move(s.cells[pos], s.cells[s.cap + pos]);
       }
     } else {
       const std::uint8_t* res = residues(from);
       const std::uint32_t* seq = sequences(from);
-      for (std::uint32_t j = 0, pos = from.head; j < from.size; ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
+      for (std::uint32_t j = 0, pos = from.head; j < from.size;
+           ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
         move(residue24(res + 3 * pos), seq[pos]);
       }
     }
@@ -362,7 +391,8 @@ void CellTables::spill_out(Bucket& b) {
   resize(s, slot_cells_ + spill_step(slot_cells_));
   const std::uint8_t* res = residues(b);
   const std::uint32_t* seq = sequences(b);
-  for (std::uint32_t j = 0, pos = b.head; j < b.size; ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
+  for (std::uint32_t j = 0, pos = b.head; j < b.size;
+       ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
     s.cells[j] = residue24(res + 3 * pos);
     s.cells[s.cap + j] = seq[pos];
   }
@@ -403,7 +433,8 @@ void CellTables::spill_pop(Bucket& b, std::uint32_t oldest, std::uint32_t live) 
 }
 
 void CellTables::resize(Spill& s, std::uint32_t cap) {
-  auto* cells = static_cast<std::uint32_t*>(std::malloc(std::size_t{cap} * 2 * sizeof(std::uint32_t)));
+  auto* cells =
+      static_cast<std::uint32_t*>(std::malloc(std::size_t{cap} * 2 * sizeof(std::uint32_t)));
   if (cells == nullptr) throw std::bad_alloc();
   // Unwrap the ring into the new arrays: front at 0.
   const std::uint32_t first = s.cap - s.head < s.size ? s.cap - s.head : s.size;

@@ -38,7 +38,8 @@ template <class T>
 class HugeArray {
  public:
   HugeArray() = default;
-  explicit HugeArray(std::size_t size) : data_(static_cast<T*>(huge_allocate(size * sizeof(T)))), size_(size) {}
+  explicit HugeArray(std::size_t size)
+      : data_(static_cast<T*>(huge_allocate(size * sizeof(T)))), size_(size) {}
   ~HugeArray() { huge_free(data_, size_ * sizeof(T)); }
   HugeArray(HugeArray&& other) noexcept : data_(other.data_), size_(other.size_) {
     other.data_ = nullptr;
@@ -140,7 +141,8 @@ class PigeonholeLayout {
     for (int i = 0; i < count; ++i) out |= ((fp >> runs[i].shift) & runs[i].mask) << runs[i].dest;
     return out;
   }
-  static std::uint64_t mix(std::uint64_t x) {  // a 64-bit finalizer: every input bit reaches the top bits
+  static std::uint64_t mix(
+      std::uint64_t x) {  // a 64-bit finalizer: every input bit reaches the top bits
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;
@@ -197,10 +199,13 @@ class CellTables {
   /// Bytes of one slot of `cells` cells (header, packed residues, sequences).
   static std::size_t slot_bytes_for(std::uint32_t cells);
 
-  Bucket& bucket(std::size_t table, std::uint32_t index) { return bucket_at(offsets_[table] + index); }
+  Bucket& bucket(std::size_t table, std::uint32_t index) {
+    return bucket_at(offsets_[table] + index);
+  }
   std::size_t bucket_count() const { return buckets_; }
   Bucket& bucket_at(std::size_t flat_index) {
-    return *reinterpret_cast<Bucket*>(reinterpret_cast<unsigned char*>(slots_.begin()) + flat_index * stride_);
+    return *reinterpret_cast<Bucket*>(reinterpret_cast<unsigned char*>(slots_.begin()) +
+                                      flat_index * stride_);
   }
   std::uint32_t slot_cells() const { return slot_cells_; }
 
@@ -252,7 +257,8 @@ class CellTables {
   /// whose 24-bit residue is within `max_distance` bits of `residue`'s; stops when
   /// it returns true. Returns the number of cells examined.
   template <class OnHit>
-  std::uint32_t scan(const Bucket& b, std::uint32_t residue, int max_distance, OnHit&& on_hit) const {
+  std::uint32_t scan(const Bucket& b, std::uint32_t residue, int max_distance,
+                     OnHit&& on_hit) const {
     residue &= kResidueMask;
     std::uint16_t hits[kFilterChunk];
     std::uint32_t examined = 0;
@@ -340,15 +346,19 @@ class CellTables {
     std::uint32_t cap = 0;
   };
 
-  std::uint8_t* residues(Bucket& b) const { return reinterpret_cast<std::uint8_t*>(&b) + sizeof(Bucket); }
+  std::uint8_t* residues(Bucket& b) const {
+    return reinterpret_cast<std::uint8_t*>(&b) + sizeof(Bucket);
+  }
   const std::uint8_t* residues(const Bucket& b) const {
     return reinterpret_cast<const std::uint8_t*>(&b) + sizeof(Bucket);
   }
   std::uint32_t* sequences(Bucket& b) const {
-    return reinterpret_cast<std::uint32_t*>(reinterpret_cast<unsigned char*>(&b) + sequence_offset_);
+    return reinterpret_cast<std::uint32_t*>(reinterpret_cast<unsigned char*>(&b) +
+                                            sequence_offset_);
   }
   const std::uint32_t* sequences(const Bucket& b) const {
-    return reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const unsigned char*>(&b) + sequence_offset_);
+    return reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const unsigned char*>(&b) +
+                                                  sequence_offset_);
   }
 
   void layout_slots(std::size_t expected_entries);
@@ -371,10 +381,10 @@ class CellTables {
   // Write the indices i < n (n <= kFilterChunk) with popcount(res[i] ^ residue) <= k
   // to hits; return how many. filter24_ reads packed 3-byte residues (and may read
   // one byte past the last). Each runs cpu::active()'s kernel (dedup/cpu.h).
-  static std::uint32_t filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
-                               std::uint16_t* hits);
-  static std::uint32_t filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
-                                 std::uint16_t* hits);
+  static std::uint32_t filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
+                               int k, std::uint16_t* hits);
+  static std::uint32_t filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
+                                 int k, std::uint16_t* hits);
 
   const PigeonholeLayout* layout_;
   HugeArray<std::uint64_t> slots_;

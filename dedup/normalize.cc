@@ -29,11 +29,16 @@ constexpr std::uint8_t kNonAscii = 1;
 constexpr std::array<std::uint8_t, 256> make_table(bool fold_case) {
   std::array<std::uint8_t, 256> table{};
   for (int b = 0; b < 256; ++b) {
-    if (b >= 0x80) table[b] = kNonAscii;
-    else if (b >= 'a' && b <= 'z') table[b] = static_cast<std::uint8_t>(b);
-    else if (b >= '0' && b <= '9') table[b] = static_cast<std::uint8_t>(b);
-    else if (b >= 'A' && b <= 'Z') table[b] = static_cast<std::uint8_t>(fold_case ? b - 'A' + 'a' : b);
-    else table[b] = kSeparator;
+    if (b >= 0x80)
+      table[b] = kNonAscii;
+    else if (b >= 'a' && b <= 'z')
+      table[b] = static_cast<std::uint8_t>(b);
+    else if (b >= '0' && b <= '9')
+      table[b] = static_cast<std::uint8_t>(b);
+    else if (b >= 'A' && b <= 'Z')
+      table[b] = static_cast<std::uint8_t>(fold_case ? b - 'A' + 'a' : b);
+    else
+      table[b] = kSeparator;
   }
   return table;
 }
@@ -59,14 +64,28 @@ std::uint32_t sanitize_utf8(const unsigned char* p, const unsigned char* end, st
     const unsigned char b = *p;
     int length = 0;
     unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
-    if (b < 0x80) length = 1;
-    else if (b >= 0xC2 && b <= 0xDF) length = 2;
-    else if (b == 0xE0) { length = 3; low = 0xA0; }
-    else if (b == 0xED) { length = 3; high = 0x9F; }  // no surrogates
-    else if (b >= 0xE1 && b <= 0xEF) length = 3;
-    else if (b == 0xF0) { length = 4; low = 0x90; }
-    else if (b >= 0xF1 && b <= 0xF3) length = 4;
-    else if (b == 0xF4) { length = 4; high = 0x8F; }  // <= U+10FFFF
+    if (b < 0x80)
+      length = 1;
+    else if (b >= 0xC2 && b <= 0xDF)
+      length = 2;
+    else if (b == 0xE0) {
+      length = 3;
+      low = 0xA0;
+    } else if (b == 0xED) {
+      length = 3;
+      high = 0x9F;
+    }  // no surrogates
+    else if (b >= 0xE1 && b <= 0xEF)
+      length = 3;
+    else if (b == 0xF0) {
+      length = 4;
+      low = 0x90;
+    } else if (b >= 0xF1 && b <= 0xF3)
+      length = 4;
+    else if (b == 0xF4) {
+      length = 4;
+      high = 0x8F;
+    }  // <= U+10FFFF
     // Count how many bytes of the sequence are well formed.
     int good = length == 0 ? 0 : 1;
     if (length > 1 && p + 1 < end && p[1] >= low && p[1] <= high) {
@@ -90,22 +109,22 @@ std::uint32_t sanitize_utf8(const unsigned char* p, const unsigned char* end, st
 
 bool is_cjk(char32_t cp) {
   if (cp < 0x1100) return false;
-  if (cp <= 0x11FF) return true;                        // Hangul Jamo
+  if (cp <= 0x11FF) return true;  // Hangul Jamo
   if (cp < 0x2E80) return false;
-  if (cp <= 0x2FDF) return true;                        // CJK radicals, Kangxi radicals
-  if (cp >= 0x3005 && cp <= 0x3007) return true;        // 々 〆 〇
-  if (cp >= 0x3041 && cp <= 0x309F) return true;        // Hiragana
+  if (cp <= 0x2FDF) return true;                          // CJK radicals, Kangxi radicals
+  if (cp >= 0x3005 && cp <= 0x3007) return true;          // 々 〆 〇
+  if (cp >= 0x3041 && cp <= 0x309F) return true;          // Hiragana
   if (cp >= 0x30A1 && cp <= 0x30FF) return cp != 0x30FB;  // Katakana (not the middle dot)
-  if (cp >= 0x3131 && cp <= 0x318F) return true;        // Hangul compatibility jamo
-  if (cp >= 0x31F0 && cp <= 0x31FF) return true;        // Katakana phonetic extensions
-  if (cp >= 0x3400 && cp <= 0x4DBF) return true;        // CJK extension A
-  if (cp >= 0x4E00 && cp <= 0x9FFF) return true;        // CJK unified ideographs
-  if (cp >= 0xA960 && cp <= 0xA97F) return true;        // Hangul Jamo extended A
-  if (cp >= 0xAC00 && cp <= 0xD7FF) return true;        // Hangul syllables, Jamo extended B
-  if (cp >= 0xF900 && cp <= 0xFAFF) return true;        // CJK compatibility ideographs
-  if (cp >= 0xFF66 && cp <= 0xFFDC) return true;        // half-width katakana and Hangul
-  if (cp >= 0x1B000 && cp <= 0x1B16F) return true;      // kana supplement, extended
-  if (cp >= 0x20000 && cp <= 0x3FFFF) return true;      // CJK extensions B..H
+  if (cp >= 0x3131 && cp <= 0x318F) return true;          // Hangul compatibility jamo
+  if (cp >= 0x31F0 && cp <= 0x31FF) return true;          // Katakana phonetic extensions
+  if (cp >= 0x3400 && cp <= 0x4DBF) return true;          // CJK extension A
+  if (cp >= 0x4E00 && cp <= 0x9FFF) return true;          // CJK unified ideographs
+  if (cp >= 0xA960 && cp <= 0xA97F) return true;          // Hangul Jamo extended A
+  if (cp >= 0xAC00 && cp <= 0xD7FF) return true;          // Hangul syllables, Jamo extended B
+  if (cp >= 0xF900 && cp <= 0xFAFF) return true;          // CJK compatibility ideographs
+  if (cp >= 0xFF66 && cp <= 0xFFDC) return true;          // half-width katakana and Hangul
+  if (cp >= 0x1B000 && cp <= 0x1B16F) return true;        // kana supplement, extended
+  if (cp >= 0x20000 && cp <= 0x3FFFF) return true;        // CJK extensions B..H
   return false;
 }
 
@@ -145,9 +164,10 @@ void Normalizer::classify(const unsigned char* in, std::size_t size) {
       const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, digit_lo), _mm_cmplt_epi8(v, digit_hi));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 64 * c + 16 * k),
                        _mm_add_epi8(v, _mm_and_si128(upper, case_bit)));
-      const auto word = static_cast<std::uint64_t>(
-          static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(upper, _mm_or_si128(lower, digit)))));
-      const auto non_ascii = static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v)));
+      const auto word = static_cast<std::uint64_t>(static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_or_si128(upper, _mm_or_si128(lower, digit)))));
+      const auto non_ascii =
+          static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(v)));
       segment |= (word | non_ascii) << (16 * k);
       high |= non_ascii << (16 * k);
     }
@@ -200,9 +220,11 @@ NormalizedText Normalizer::run(std::string_view utf8) {
     carry = seg >> 63;
     any_high |= high[w];
     for (std::uint64_t b = seg & ~before; b != 0; b &= b - 1)
-      starts[n_starts++] = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b)));
+      starts[n_starts++] =
+          static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b)));
     for (std::uint64_t b = ~seg & before; b != 0; b &= b - 1)
-      ends[n_ends++] = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b)));
+      ends[n_ends++] =
+          static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(b)));
   }
   bool ascii = true;
   for (std::size_t t = 0; t < n_starts; ++t) {
@@ -223,7 +245,8 @@ NormalizedText Normalizer::run(std::string_view utf8) {
       slow_segment(in + start, in + end);
       ascii = false;  // conservative: NFKC may have produced ASCII only
     } else {
-      tokens_.push_back(Token{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end - start), TokenKind::word});
+      tokens_.push_back(Token{static_cast<std::uint32_t>(start),
+                              static_cast<std::uint32_t>(end - start), TokenKind::word});
       chars_ += static_cast<std::uint32_t>(end - start);
     }
   }
@@ -247,11 +270,11 @@ enum class Inert { no, cjk, separator };
 Inert inert(char32_t cp) {
   if (cp == 0x2017) return Inert::no;  // NFKC: space + combining double low line
   if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF)) return Inert::cjk;
-  if (cp >= 0x3001 && cp <= 0x3003) return Inert::separator;           // 、。〃
-  if (cp >= 0x3008 && cp <= 0x3011) return Inert::separator;           // 〈〉《》「」『』【】
-  if (cp >= 0x2010 && cp <= 0x2027) return Inert::separator;           // dashes, quotes, dots
-  if (cp >= 0xFF01 && cp <= 0xFF0F) return Inert::separator;           // full-width ! " # ... /
-  if (cp >= 0xFF1A && cp <= 0xFF20) return Inert::separator;           // full-width : ; < = > ? @
+  if (cp >= 0x3001 && cp <= 0x3003) return Inert::separator;  // 、。〃
+  if (cp >= 0x3008 && cp <= 0x3011) return Inert::separator;  // 〈〉《》「」『』【】
+  if (cp >= 0x2010 && cp <= 0x2027) return Inert::separator;  // dashes, quotes, dots
+  if (cp >= 0xFF01 && cp <= 0xFF0F) return Inert::separator;  // full-width ! " # ... /
+  if (cp >= 0xFF1A && cp <= 0xFF20) return Inert::separator;  // full-width : ; < = > ? @
   return Inert::no;
 }
 }  // namespace
@@ -268,12 +291,17 @@ bool Normalizer::inert_segment(const unsigned char* p, const unsigned char* end)
       continue;
     }
     // Only well-formed 3-byte sequences can be inert.
-    if (b < 0xE1 || b > 0xEF || b == 0xED || end - p < 3 || !is_continuation(p[1]) || !is_continuation(p[2])) break;
-    const char32_t cp = static_cast<char32_t>((b & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F));
+    if (b < 0xE1 || b > 0xEF || b == 0xED || end - p < 3 || !is_continuation(p[1]) ||
+        !is_continuation(p[2]))
+      break;
+    const char32_t cp =
+        static_cast<char32_t>((b & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F));
     const Inert kind = inert(cp);
     if (kind == Inert::no) break;
-    if (kind == Inert::separator) close_token();
-    else push_code_point(cp);
+    if (kind == Inert::separator)
+      close_token();
+    else
+      push_code_point(cp);
     p += 3;
   }
   if (p == end) {
@@ -295,7 +323,8 @@ void Normalizer::slow_segment(const unsigned char* begin, const unsigned char* e
   utf8proc_ssize_t count = 0;
   if (unicode_) {
     if (cps_.size() < sanitized_.size() + 16) cps_.resize(sanitized_.size() * 2 + 16);
-    count = utf8proc_decompose(src, src_len, cps_.data(), static_cast<utf8proc_ssize_t>(cps_.size()), kUnicodeOptions);
+    count = utf8proc_decompose(src, src_len, cps_.data(),
+                               static_cast<utf8proc_ssize_t>(cps_.size()), kUnicodeOptions);
     if (count > static_cast<utf8proc_ssize_t>(cps_.size())) {
       cps_.resize(static_cast<std::size_t>(count));
       count = utf8proc_decompose(src, src_len, cps_.data(), count, kUnicodeOptions);
@@ -306,14 +335,20 @@ void Normalizer::slow_segment(const unsigned char* begin, const unsigned char* e
     for (utf8proc_ssize_t at = 0; at < src_len;) {
       utf8proc_int32_t cp = 0;
       const utf8proc_ssize_t used = utf8proc_iterate(src + at, src_len - at, &cp);
-      if (used <= 0) { cp = kReplacement; at += 1; } else { at += used; }
+      if (used <= 0) {
+        cp = kReplacement;
+        at += 1;
+      } else {
+        at += used;
+      }
       cps_[static_cast<std::size_t>(count++)] = cp;
     }
   }
   // utf8proc rejects nothing that sanitize_utf8 lets through; should it ever,
   // the segment is dropped as one separator rather than trusted.
   if (count < 0) return;
-  for (utf8proc_ssize_t i = 0; i < count; ++i) push_code_point(static_cast<char32_t>(cps_[static_cast<std::size_t>(i)]));
+  for (utf8proc_ssize_t i = 0; i < count; ++i)
+    push_code_point(static_cast<char32_t>(cps_[static_cast<std::size_t>(i)]));
   close_token();
 }
 
@@ -327,10 +362,17 @@ void Normalizer::push_code_point(char32_t cp) {
     kind = TokenKind::cjk;
   } else {
     switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-      case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-      case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
-      case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
-      case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+      case UTF8PROC_CATEGORY_LU:
+      case UTF8PROC_CATEGORY_LL:
+      case UTF8PROC_CATEGORY_LT:
+      case UTF8PROC_CATEGORY_LM:
+      case UTF8PROC_CATEGORY_LO:
+      case UTF8PROC_CATEGORY_MN:
+      case UTF8PROC_CATEGORY_MC:
+      case UTF8PROC_CATEGORY_ME:
+      case UTF8PROC_CATEGORY_ND:
+      case UTF8PROC_CATEGORY_NL:
+      case UTF8PROC_CATEGORY_NO:
         kind = TokenKind::word;
         break;
       case UTF8PROC_CATEGORY_SO:
@@ -349,13 +391,15 @@ void Normalizer::push_code_point(char32_t cp) {
     open_offset_ = static_cast<std::uint32_t>(out_len_);
   }
   out_len_ += static_cast<std::size_t>(
-      utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), reinterpret_cast<utf8proc_uint8_t*>(out_.data() + out_len_)));
+      utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp),
+                           reinterpret_cast<utf8proc_uint8_t*>(out_.data() + out_len_)));
   ++chars_;
 }
 
 void Normalizer::close_token() {
   if (!open_) return;
-  tokens_.push_back(Token{open_offset_, static_cast<std::uint32_t>(out_len_ - open_offset_), open_kind_});
+  tokens_.push_back(
+      Token{open_offset_, static_cast<std::uint32_t>(out_len_ - open_offset_), open_kind_});
   open_ = false;
 }
 

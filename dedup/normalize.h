@@ -77,11 +77,11 @@ class Normalizer {
   std::string out_;  // capacity grows, never shrinks; out_len_ is the used part
   std::size_t out_len_ = 0;
   std::vector<Token> tokens_;
-  std::vector<std::uint64_t> segment_bits_;   // bit i: byte i is a letter, digit or non-ASCII
-  std::vector<std::uint64_t> non_ascii_bits_; // bit i: byte i is >= 0x80
-  std::vector<std::uint32_t> bounds_;         // run(): segment starts, then segment ends
-  std::string sanitized_;            // a segment with invalid bytes replaced
-  std::vector<std::int32_t> cps_;    // utf8proc output for one segment
+  std::vector<std::uint64_t> segment_bits_;    // bit i: byte i is a letter, digit or non-ASCII
+  std::vector<std::uint64_t> non_ascii_bits_;  // bit i: byte i is >= 0x80
+  std::vector<std::uint32_t> bounds_;          // run(): segment starts, then segment ends
+  std::string sanitized_;                      // a segment with invalid bytes replaced
+  std::vector<std::int32_t> cps_;              // utf8proc output for one segment
   // The token being built by the slow path.
   bool open_ = false;
   TokenKind open_kind_ = TokenKind::word;

@@ -21,12 +21,12 @@ enum class IdfSource {
 };
 
 struct TextOptions {
-  bool normalize = true;          ///< NFKC + case fold + punctuation/space folding
-  std::size_t cjk_ngram = 2;      ///< character n-gram length for Han, kana and Hangul runs
-  std::size_t word_shingle = 1;   ///< 1 = single words; n >= 2 adds n-word shingles
+  bool normalize = true;         ///< NFKC + case fold + punctuation/space folding
+  std::size_t cjk_ngram = 2;     ///< character n-gram length for Han, kana and Hangul runs
+  std::size_t word_shingle = 1;  ///< 1 = single words; n >= 2 adds n-word shingles
   Weighting weighting = Weighting::tf;
   IdfSource idf_source = IdfSource::stream;
-  std::string idf_file;           ///< used when idf_source == file
+  std::string idf_file;  ///< used when idf_source == file
 };
 
 struct IndexOptions {
@@ -36,7 +36,7 @@ struct IndexOptions {
 
 struct WindowOptions {
   std::chrono::milliseconds duration = std::chrono::hours(24);  ///< event-time horizon
-  std::size_t max_entries = 10'000'000;                          ///< memory bound
+  std::size_t max_entries = 10'000'000;                         ///< memory bound
 };
 
 /// The second stage (dedup/sketch.h, dedup/sketch_index.h): every kept text
@@ -46,10 +46,10 @@ struct WindowOptions {
 /// Jaccard similarity >= threshold. Off: the classic SimHash-only decision.
 struct SketchOptions {
   bool enabled = true;
-  int bits = 2;             ///< bits per MinHash bin: 1, 2, 4 or 8 (bins = 128 / bits)
-  double threshold = 0.7;   ///< estimated shingle Jaccard needed to call a duplicate
-  int bands = 3;            ///< LSH bands (0 = SimHash candidates only), at most 8
-  int band_bins = 4;        ///< MinHash bins hashed into one band key
+  int bits = 2;            ///< bits per MinHash bin: 1, 2, 4 or 8 (bins = 128 / bits)
+  double threshold = 0.7;  ///< estimated shingle Jaccard needed to call a duplicate
+  int bands = 3;           ///< LSH bands (0 = SimHash candidates only), at most 8
+  int band_bins = 4;       ///< MinHash bins hashed into one band key
 };
 
 struct DedupOptions {

@@ -19,7 +19,8 @@ std::uint64_t binomial(int n, int r) {
   if (r < 0 || r > n) return 0;
   r = std::min(r, n - r);
   std::uint64_t result = 1;
-  for (int i = 1; i <= r; ++i) result = result * static_cast<std::uint64_t>(n - r + i) / static_cast<std::uint64_t>(i);
+  for (int i = 1; i <= r; ++i)
+    result = result * static_cast<std::uint64_t>(n - r + i) / static_cast<std::uint64_t>(i);
   return result;
 }
 
@@ -28,7 +29,8 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
   const int m = blocks == 0 ? PigeonholeLayout::default_blocks(max_distance) : blocks;
   if (!PigeonholeLayout::supported(m, max_distance)) {
     throw std::invalid_argument("unsupported layout: blocks " + std::to_string(m) + " with k " +
-                                std::to_string(max_distance) + " (need 0 <= k <= 8 and k+1 <= blocks <= 16)");
+                                std::to_string(max_distance) +
+                                " (need 0 <= k <= 8 and k+1 <= blocks <= 16)");
   }
   LayoutPlan plan;
   plan.blocks = m;
@@ -47,7 +49,8 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
   plan.bucket_bits = PigeonholeLayout::bucket_bits_for(plan.max_key_bits, window_entries);
   plan.hashed = plan.bucket_bits < plan.max_key_bits;
 
-  // Sum over tables by their number of wide key blocks w: C(wide, w) * C(narrow blocks, key_blocks - w).
+  // Sum over tables by their number of wide key blocks w: C(wide, w) * C(narrow blocks, key_blocks
+  // - w).
   const double n = static_cast<double>(window_entries);
   double cells = 0;
   double candidates = 0;
@@ -63,7 +66,8 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
     // Every bucket has a fixed slot sized for its expected load (index.h);
     // the ~1% of buckets that overflow their slot are left out of the estimate.
     slot_bytes += count * buckets *
-                  static_cast<double>(CellTables::slot_bytes_for(CellTables::slot_cells_for(bucket_bits, window_entries)));
+                  static_cast<double>(CellTables::slot_bytes_for(
+                      CellTables::slot_cells_for(bucket_bits, window_entries)));
   }
   plan.cells_per_probe = cells;
   plan.candidates_per_probe = candidates;
@@ -74,7 +78,8 @@ LayoutPlan plan_layout(std::size_t window_entries, int max_distance, int blocks)
 std::vector<LayoutPlan> plan_layouts(std::size_t window_entries, int max_distance) {
   std::vector<LayoutPlan> plans;
   for (int m = max_distance + 1; m <= PigeonholeLayout::kMaxBlocks; ++m) {
-    if (PigeonholeLayout::supported(m, max_distance)) plans.push_back(plan_layout(window_entries, max_distance, m));
+    if (PigeonholeLayout::supported(m, max_distance))
+      plans.push_back(plan_layout(window_entries, max_distance, m));
   }
   if (plans.empty()) plan_layout(window_entries, max_distance, 0);  // throws the explanation
   return plans;

@@ -11,17 +11,19 @@
 namespace neardup::dedup {
 
 struct LayoutPlan {
-  int blocks = 0;                 ///< m
-  int max_distance = 0;           ///< k
-  std::uint64_t tables = 0;       ///< C(m, m-k)
-  int min_key_bits = 0;           ///< key width of the narrowest table (m-k blocks)
+  int blocks = 0;            ///< m
+  int max_distance = 0;      ///< k
+  std::uint64_t tables = 0;  ///< C(m, m-k)
+  int min_key_bits = 0;      ///< key width of the narrowest table (m-k blocks)
   int max_key_bits = 0;
-  int bucket_bits = 0;            ///< log2 buckets per table (widest table)
-  bool hashed = false;            ///< keys wider than the bucket count are hashed
-  double candidates_per_probe = 0;  ///< Manku's figure: sum over tables of N / 2^key bits (true key matches)
-  double cells_per_probe = 0;     ///< expected cells examined: sum over tables of N / 2^min(key, bucket bits)
-  double bytes_per_entry = 0;     ///< estimated at a full window of N entries
-  bool is_default = false;        ///< the layout IndexOptions::blocks == 0 picks
+  int bucket_bits = 0;  ///< log2 buckets per table (widest table)
+  bool hashed = false;  ///< keys wider than the bucket count are hashed
+  double candidates_per_probe =
+      0;  ///< Manku's figure: sum over tables of N / 2^key bits (true key matches)
+  double cells_per_probe =
+      0;  ///< expected cells examined: sum over tables of N / 2^min(key, bucket bits)
+  double bytes_per_entry = 0;  ///< estimated at a full window of N entries
+  bool is_default = false;     ///< the layout IndexOptions::blocks == 0 picks
 };
 
 /// n choose r; 0 when r < 0 or r > n.

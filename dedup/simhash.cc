@@ -49,7 +49,8 @@ void accumulate(const std::uint64_t* hashes, const std::uint32_t* weights, std::
 // AVX-512: the hash itself is the lane mask. Four masked adds of 16 lanes
 // per feature, instead of 8 table rows; same integer sums, so the same bits.
 template <bool kUnit>
-__attribute__((target("avx512f"))) void accumulate_avx512(const std::uint64_t* hashes, const std::uint32_t* weights,
+__attribute__((target("avx512f"))) void accumulate_avx512(const std::uint64_t* hashes,
+                                                          const std::uint32_t* weights,
                                                           std::size_t n, std::int32_t* sums) {
   __m512i a0 = _mm512_loadu_si512(sums), a1 = _mm512_loadu_si512(sums + 16);
   __m512i a2 = _mm512_loadu_si512(sums + 32), a3 = _mm512_loadu_si512(sums + 48);
@@ -79,9 +80,12 @@ Fingerprint run(std::span<const std::uint64_t> hashes, std::span<const std::uint
     const std::uint32_t* w = kUnit ? nullptr : weights.data() + from;
     switch (cpu::active()) {
 #if NEARDUP_X86_KERNELS
-      case cpu::Variant::avx512: accumulate_avx512<kUnit>(hashes.data() + from, w, n, sums.data()); break;
+      case cpu::Variant::avx512:
+        accumulate_avx512<kUnit>(hashes.data() + from, w, n, sums.data());
+        break;
 #endif
-      default: accumulate<kUnit>(hashes.data() + from, w, n, sums.data());
+      default:
+        accumulate<kUnit>(hashes.data() + from, w, n, sums.data());
     }
     for (int i = 0; i < 64; ++i) totals[i] += sums[i];
     if (kUnit) {

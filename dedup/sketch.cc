@@ -18,8 +18,8 @@ namespace neardup::dedup {
 namespace {
 
 constexpr std::uint64_t kShingleSeed = 0x6e64736b65746368ULL;  // "ndsketch"
-constexpr std::uint32_t kRotationStep = 0x9e3779b9U;            // offset per densification step
-constexpr std::size_t kPadding = 16;                             // bytes after the buffer
+constexpr std::uint32_t kRotationStep = 0x9e3779b9U;           // offset per densification step
+constexpr std::size_t kPadding = 16;                           // bytes after the buffer
 static_assert(kNormalizedPadding >= 16, "copy_token reads 16 bytes at a time");
 
 constexpr std::uint64_t kMix1 = 0xbf58476d1ce4e5b9ULL;  // splitmix64's multipliers
@@ -87,19 +87,21 @@ void hash_windows(const char* data, std::size_t count, std::uint64_t* out) {
 // The same, 8 windows per step: one byte permutation cuts 8 overlapping 5-byte
 // windows out of a 16-byte load, then splitmix64's finalizer runs on 8 lanes.
 // Writes out[0, count rounded up to 8); reads data[0, count + 15).
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_windows_avx512(const char* data,
-                                                                                       std::size_t count,
-                                                                                       std::uint64_t* out) {
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_windows_avx512(
+    const char* data, std::size_t count, std::uint64_t* out) {
   alignas(64) std::uint8_t order[64];
   for (int lane = 0; lane < 8; ++lane)
-    for (int k = 0; k < 8; ++k) order[8 * lane + k] = static_cast<std::uint8_t>(lane + (k < 5 ? k : 0));
+    for (int k = 0; k < 8; ++k)
+      order[8 * lane + k] = static_cast<std::uint8_t>(lane + (k < 5 ? k : 0));
   const __m512i index = _mm512_load_si512(order);
   const __mmask64 keep = 0x1f1f1f1f1f1f1f1fULL;  // 5 bytes of every lane, the rest zero
-  const __m512i offset = _mm512_set1_epi64(static_cast<long long>(5 * 0x9e3779b97f4a7c15ULL + kShingleSeed));
+  const __m512i offset =
+      _mm512_set1_epi64(static_cast<long long>(5 * 0x9e3779b97f4a7c15ULL + kShingleSeed));
   const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
   const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
   for (std::size_t i = 0; i < count; i += 8) {
-    const __m512i bytes = _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
+    const __m512i bytes =
+        _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
     __m512i x = _mm512_add_epi64(_mm512_maskz_permutexvar_epi8(keep, index, bytes), offset);
     x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
     x = _mm512_mullo_epi64(x, m1);
@@ -117,21 +119,25 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_window
 // bytes only the first one after a token, as a space; so leading separators go
 // and a trailing one is dropped after. 64 bytes per step: compare, blend,
 // compress. Writes out[0, result + 64); reads text[0, size) only.
-__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) std::size_t join_ascii_avx512(const char* text,
-                                                                                     std::size_t size, char* out) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) std::size_t join_ascii_avx512(
+    const char* text, std::size_t size, char* out) {
   const __m512i space = _mm512_set1_epi8(' ');
   std::size_t written = 0;
   std::uint64_t carry = 0;  // the byte before this step is a token byte
   for (std::size_t at = 0; at < size; at += 64) {
     const __mmask64 valid = size - at >= 64 ? ~__mmask64{0} : (__mmask64{1} << (size - at)) - 1;
     const __m512i v = _mm512_maskz_loadu_epi8(valid, text + at);
-    const __mmask64 lower = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(25));
-    const __mmask64 upper = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('A')), _mm512_set1_epi8(25));
-    const __mmask64 digit = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(9));
+    const __mmask64 lower =
+        _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(25));
+    const __mmask64 upper =
+        _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('A')), _mm512_set1_epi8(25));
+    const __mmask64 digit =
+        _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(9));
     const std::uint64_t token = static_cast<std::uint64_t>(lower | upper | digit) & valid;
     const std::uint64_t keep = token | (((token << 1) | carry) & valid);
     carry = token >> 63;
-    const __m512i joined = _mm512_maskz_compress_epi8(keep, _mm512_mask_blend_epi8(token, space, v));
+    const __m512i joined =
+        _mm512_maskz_compress_epi8(keep, _mm512_mask_blend_epi8(token, space, v));
     _mm512_storeu_si512(out + written, joined);
     written += static_cast<std::size_t>(std::popcount(keep));
   }
@@ -164,13 +170,15 @@ inline int popcount64(std::uint64_t x) {
 void validate(const SketchOptions& options) {
   if (!options.enabled) return;
   if (options.bits != 1 && options.bits != 2 && options.bits != 4 && options.bits != 8)
-    throw std::invalid_argument("sketch.bits must be 1, 2, 4 or 8, got " + std::to_string(options.bits));
+    throw std::invalid_argument("sketch.bits must be 1, 2, 4 or 8, got " +
+                                std::to_string(options.bits));
   const int bins = kSketchBits / options.bits;
   if (options.bands < 0 || options.bands > kMaxSketchBands)
     throw std::invalid_argument("sketch.bands must be in 0.." + std::to_string(kMaxSketchBands));
   if (options.band_bins < 1 || options.bands * options.band_bins > bins)
-    throw std::invalid_argument("sketch.band_bins must be >= 1 and bands * band_bins <= " + std::to_string(bins) +
-                                " (the bins of a " + std::to_string(options.bits) + "-bit sketch)");
+    throw std::invalid_argument(
+        "sketch.band_bins must be >= 1 and bands * band_bins <= " + std::to_string(bins) +
+        " (the bins of a " + std::to_string(options.bits) + "-bit sketch)");
   if (!(options.threshold > 0.0 && options.threshold <= 1.0))
     throw std::invalid_argument("sketch.threshold must be in (0, 1]");
 }
@@ -227,18 +235,21 @@ Sketch pack_codes(const std::uint32_t* minima) {
     packed = code_bytes(0);
   } else if constexpr (kBits == 4) {
     const __m128i pairs = _mm_set1_epi16(0x1001);  // bytes 1, 16: c0 + 16 c1
-    packed = _mm_packus_epi16(_mm_maddubs_epi16(code_bytes(0), pairs), _mm_maddubs_epi16(code_bytes(16), pairs));
+    packed = _mm_packus_epi16(_mm_maddubs_epi16(code_bytes(0), pairs),
+                              _mm_maddubs_epi16(code_bytes(16), pairs));
   } else if constexpr (kBits == 2) {
-    const __m128i pairs = _mm_set1_epi16(0x0401);    // bytes 1, 4: c0 + 4 c1
+    const __m128i pairs = _mm_set1_epi16(0x0401);      // bytes 1, 4: c0 + 4 c1
     const __m128i quads = _mm_set1_epi32(0x00100001);  // words 1, 16: (c0 + 4 c1) + 16 (c2 + 4 c3)
     __m128i d[4];
-    for (int k = 0; k < 4; ++k) d[k] = _mm_madd_epi16(_mm_maddubs_epi16(code_bytes(16 * k), pairs), quads);
+    for (int k = 0; k < 4; ++k)
+      d[k] = _mm_madd_epi16(_mm_maddubs_epi16(code_bytes(16 * k), pairs), quads);
     packed = _mm_packus_epi16(_mm_packus_epi32(d[0], d[1]), _mm_packus_epi32(d[2], d[3]));
   } else {
     static_assert(kBits == 1);
     alignas(16) std::uint16_t bits[8];
     for (int k = 0; k < 8; ++k)  // code 0/1 moved to each byte's top bit, then one bit per byte
-      bits[k] = static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_slli_epi16(code_bytes(16 * k), 7)));
+      bits[k] =
+          static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_slli_epi16(code_bytes(16 * k), 7)));
     packed = _mm_load_si128(reinterpret_cast<const __m128i*>(bits));
   }
   std::memcpy(sketch.words.data(), &packed, sizeof sketch.words);
@@ -275,10 +286,14 @@ constexpr std::size_t kFourWayShingles = 128;
 
 Sketch detail::pack(const std::uint32_t* minima, int bits) {
   switch (bits) {
-    case 1: return pack_codes<1>(minima);
-    case 2: return pack_codes<2>(minima);
-    case 4: return pack_codes<4>(minima);
-    default: return pack_codes<8>(minima);
+    case 1:
+      return pack_codes<1>(minima);
+    case 2:
+      return pack_codes<2>(minima);
+    case 4:
+      return pack_codes<4>(minima);
+    default:
+      return pack_codes<8>(minima);
   }
 }
 
@@ -296,7 +311,8 @@ void detail::densify(std::uint32_t* minima, int bins) {
     const __m128i empty_bin = _mm_set1_epi32(-1);
     for (int i = 0; i < count; i += 4) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(word_bins + i));
-      const auto empty4 = static_cast<std::uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, empty_bin))));
+      const auto empty4 = static_cast<std::uint64_t>(
+          _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, empty_bin))));
       bits |= (~empty4 & 0xF) << i;
     }
 #else
@@ -309,7 +325,8 @@ void detail::densify(std::uint32_t* minima, int bins) {
   std::array<std::uint64_t, 2> empty{~filled[0] & all, words == 2 ? ~filled[1] : 0};
   if ((empty[0] | empty[1]) == 0) return;
   if ((filled[0] | filled[1]) == 0) {
-    for (int i = 0; i < bins; ++i) minima[i] = kEmpty + static_cast<std::uint32_t>(bins - i) * kRotationStep;
+    for (int i = 0; i < bins; ++i)
+      minima[i] = kEmpty + static_cast<std::uint32_t>(bins - i) * kRotationStep;
     return;
   }
   // Sources are filled bins, which are never written: the fills are independent.
@@ -374,9 +391,12 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     if (text.token_count == 0) return {};
     switch (cpu::active()) {
 #if NEARDUP_X86_KERNELS
-      case cpu::Variant::avx512: size = join_ascii_avx512(base, text.text.size(), out); break;
+      case cpu::Variant::avx512:
+        size = join_ascii_avx512(base, text.text.size(), out);
+        break;
 #endif
-      default: size = detail::join_ascii_tokens(text, out);
+      default:
+        size = detail::join_ascii_tokens(text, out);
     }
     std::memset(out + size, 0, kPadding);
     if (hashes_.empty()) hashes_.resize(64);
@@ -389,9 +409,12 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     std::uint64_t* hashes = hashes_.data();
     switch (cpu::active()) {
 #if NEARDUP_X86_KERNELS
-      case cpu::Variant::avx512: hash_windows_avx512(out, count, hashes); break;
+      case cpu::Variant::avx512:
+        hash_windows_avx512(out, count, hashes);
+        break;
 #endif
-      default: hash_windows(out, count, hashes);
+      default:
+        hash_windows(out, count, hashes);
     }
     return {hashes, count};
   }
@@ -421,7 +444,8 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
 
   starts_.clear();
   for (std::size_t i = 0; i < size; ++i)
-    if ((static_cast<unsigned char>(data[i]) & 0xC0) != 0x80) starts_.push_back(static_cast<std::uint32_t>(i));
+    if ((static_cast<unsigned char>(data[i]) & 0xC0) != 0x80)
+      starts_.push_back(static_cast<std::uint32_t>(i));
   starts_.push_back(static_cast<std::uint32_t>(size));
   const std::size_t count = starts_.size() - 1;
   if (hashes_.empty()) hashes_.resize(64);
@@ -431,7 +455,8 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
   }
   if (hashes_.size() < count + 1 - n) hashes_.resize(count + 1 - n);  // (never shrinks: no refill)
   std::uint64_t* hashes = hashes_.data();
-  for (std::size_t i = 0; i + n <= count; ++i) hashes[i] = shingle_hash(data + starts_[i], starts_[i + n] - starts_[i]);
+  for (std::size_t i = 0; i + n <= count; ++i)
+    hashes[i] = shingle_hash(data + starts_[i], starts_[i + n] - starts_[i]);
   return {hashes, count + 1 - n};
 }
 
@@ -448,7 +473,8 @@ SketchResult Sketcher::run(const NormalizedText& text) {
     const auto bin = static_cast<std::size_t>(h >> shift);
     const auto value = static_cast<std::uint32_t>(h);
     const std::uint32_t old = bins_of_way[bin];
-    bins_of_way[bin] = value < old ? value : old;  // a select, not a branch: the outcome is a coin flip
+    bins_of_way[bin] =
+        value < old ? value : old;  // a select, not a branch: the outcome is a coin flip
   };
   const std::uint64_t* h = hashes.data();
   if (hashes.size() < kFourWayShingles) {
@@ -468,7 +494,8 @@ SketchResult Sketcher::run(const NormalizedText& text) {
     for (; i + kWays <= hashes.size(); i += kWays)
       for (int w = 0; w < kWays; ++w) keep(way[w], h[i + static_cast<std::size_t>(w)]);
     for (; i < hashes.size(); ++i) keep(way[0], h[i]);
-    for (int b = 0; b < bins; ++b) minima[b] = std::min(std::min(way[0][b], way[1][b]), std::min(way[2][b], way[3][b]));
+    for (int b = 0; b < bins; ++b)
+      minima[b] = std::min(std::min(way[0][b], way[1][b]), std::min(way[2][b], way[3][b]));
   }
   result.shingles = shingles;
   if (shingles == 0) return result;

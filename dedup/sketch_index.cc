@@ -12,9 +12,9 @@ namespace {
 
 constexpr std::size_t kMaxEntries = std::size_t{1} << 30;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
-constexpr int kGrowthSteps = 4;     // the heads start at 1/16 of their full size
-constexpr int kMinHeadBits = 10;    // 1024 buckets per band at least
-constexpr std::size_t kLoadToGrow = 2;  // double when live entries > 2 x buckets per band
+constexpr int kGrowthSteps = 4;          // the heads start at 1/16 of their full size
+constexpr int kMinHeadBits = 10;         // 1024 buckets per band at least
+constexpr std::size_t kLoadToGrow = 2;   // double when live entries > 2 x buckets per band
 constexpr std::size_t kSplitLanes = 16;  // chains split side by side when growing
 
 std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
@@ -25,13 +25,15 @@ std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 // touches, and ring slots not reached yet, cost address space only (hence
 // MAP_NORESERVE: the rings are mapped for max_entries from the start).
 SketchIndex::Block::Block(std::size_t bytes, bool huge) : bytes_(std::max<std::size_t>(bytes, 1)) {
-  data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+               -1, 0);
   if (data_ == MAP_FAILED) {
     data_ = nullptr;
     throw std::bad_alloc();
   }
 #ifdef MADV_HUGEPAGE
-  if (huge && bytes_ >= kHugePage) madvise(data_, bytes_, MADV_HUGEPAGE);  // a hint: failure is harmless
+  if (huge && bytes_ >= kHugePage)
+    madvise(data_, bytes_, MADV_HUGEPAGE);  // a hint: failure is harmless
 #endif
 }
 
@@ -53,7 +55,8 @@ SketchIndex::Block& SketchIndex::Block::operator=(Block&& other) noexcept {
 SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
     : bands_(options.bands), max_entries_(max_entries) {
   validate(options);
-  if (max_entries > kMaxEntries) throw std::invalid_argument("sketch index: max_entries above 2^30");
+  if (max_entries > kMaxEntries)
+    throw std::invalid_argument("sketch index: max_entries above 2^30");
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   // The ring is written in sequence order, so mapping it whole costs only
   // the pages reached so far, and it never moves (no copy as the window grows).
@@ -78,7 +81,8 @@ SketchIndex::~SketchIndex() = default;
 SketchIndex::SketchIndex(SketchIndex&&) noexcept = default;
 SketchIndex& SketchIndex::operator=(SketchIndex&&) noexcept = default;
 
-void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, const SketchResult* sketch) {
+void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live,
+                         const SketchResult* sketch) {
   if (max_entries_ == 0 || sequence < oldest_live) return;  // the window keeps nothing
   if (!empty_ && sequence < next_sequence_) return;         // not newer: a caller bug, ignore it
   if (empty_) {
@@ -101,12 +105,15 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live, cons
   }
   has_word |= bit;
   std::memcpy(slot(at) + sketch_offset_, &sketch->sketch, sizeof(Sketch));
-  if (head_bits_ < full_head_bits_ && next_sequence_ - oldest_live > kLoadToGrow * heads_per_band()) {
+  if (head_bits_ < full_head_bits_ &&
+      next_sequence_ - oldest_live > kLoadToGrow * heads_per_band()) {
     // Splitting chains must follow every reference exactly: true while fewer
     // than 2^S sequences have passed since the first (no reference, empty or
     // stale, can alias a live entry yet). After that the tables keep their size.
-    if (next_sequence_ - base_ > offset_mask_) full_head_bits_ = head_bits_;
-    else grow(oldest_live);
+    if (next_sequence_ - base_ > offset_mask_)
+      full_head_bits_ = head_bits_;
+    else
+      grow(oldest_live);
   }
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
@@ -133,7 +140,8 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
   struct Lane {
     std::uint64_t sequence;  // the entry to move next (its cell is being loaded), or kNoEntry
     std::uint32_t stored;    // the reference to it
-    std::uint64_t tail[2];   // the newest-first chains of the two new buckets so far: their last entry
+    std::uint64_t
+        tail[2];  // the newest-first chains of the two new buckets so far: their last entry
     bool started[2];
   };
   std::array<Lane, kSplitLanes> lanes;
@@ -161,8 +169,10 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
           const std::size_t at = slot_of(lane.sequence);
           const std::uint32_t following = cells(at)[band];
           const int child = (lane.stored >> split_bit) & 1;
-          if (lane.started[child]) cells(slot_of(lane.tail[child]))[band] = lane.stored;
-          else to[2 * (first + i) + static_cast<std::size_t>(child)] = lane.stored;
+          if (lane.started[child])
+            cells(slot_of(lane.tail[child]))[band] = lane.stored;
+          else
+            to[2 * (first + i) + static_cast<std::size_t>(child)] = lane.stored;
           lane.started[child] = true;
           lane.tail[child] = lane.sequence;
           const std::uint64_t older = decode(following, lane.sequence, oldest_live);
@@ -184,7 +194,8 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
 }
 
 std::optional<Sketch> SketchIndex::sketch(std::uint64_t sequence, std::uint64_t oldest_live) const {
-  if (empty_ || sequence < oldest_live || sequence >= next_sequence_ || next_sequence_ - sequence > capacity_)
+  if (empty_ || sequence < oldest_live || sequence >= next_sequence_ ||
+      next_sequence_ - sequence > capacity_)
     return std::nullopt;
   const std::size_t at = slot_of(sequence);
   if (!has_sketch(at)) return std::nullopt;
@@ -206,16 +217,16 @@ void SketchIndex::prefetch_cells(const SketchResult& probe, std::uint64_t oldest
     const std::uint32_t stored = *head(b, key);
     const std::uint64_t sequence = decode(stored, next_sequence_, oldest_live);
     if (sequence == kNoEntry) continue;
-    prefetch_slot(slot_before(next_slot_, next_sequence_ - sequence), b, (stored >> offset_bits_) == tag(key));
+    prefetch_slot(slot_before(next_slot_, next_sequence_ - sequence), b,
+                  (stored >> offset_bits_) == tag(key));
   }
 }
 
 SketchIndexStats SketchIndex::stats() const {
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;
-  s.bytes = slots_used_ * slot_bytes_ +
-            words_for_bits(slots_used_) * sizeof(std::uint64_t) + heads_per_band() * bands * sizeof(std::uint32_t) +
-            sizeof(*this);
+  s.bytes = slots_used_ * slot_bytes_ + words_for_bits(slots_used_) * sizeof(std::uint64_t) +
+            heads_per_band() * bands * sizeof(std::uint32_t) + sizeof(*this);
   return s;
 }
 

@@ -67,7 +67,7 @@
 namespace neardup::dedup {
 
 struct SketchIndexStats {
-  std::size_t bytes = 0;         ///< ring slots written so far + bucket heads
+  std::size_t bytes = 0;  ///< ring slots written so far + bucket heads
   std::uint64_t probes = 0;
   std::uint64_t candidates = 0;  ///< live entries visited over all probes (tag and sketch checked)
 };
@@ -121,26 +121,36 @@ class SketchIndex {
     Block() = default;
     Block(std::size_t bytes, bool huge);
     ~Block();
-    Block(Block&& other) noexcept : data_(other.data_), bytes_(other.bytes_) { other.data_ = nullptr, other.bytes_ = 0; }
+    Block(Block&& other) noexcept : data_(other.data_), bytes_(other.bytes_) {
+      other.data_ = nullptr, other.bytes_ = 0;
+    }
     Block& operator=(Block&& other) noexcept;
     template <class T>
-    T* as() const { return static_cast<T*>(data_); }
+    T* as() const {
+      return static_cast<T*>(data_);
+    }
 
    private:
     void* data_ = nullptr;
     std::size_t bytes_ = 0;
   };
 
-  std::size_t slot_of(std::uint64_t sequence) const { return static_cast<std::size_t>(sequence % capacity_); }
+  std::size_t slot_of(std::uint64_t sequence) const {
+    return static_cast<std::size_t>(sequence % capacity_);
+  }
   /// The slot of the entry `back` (<= capacity_) sequences older than the one
   /// in slot `newer_at`: slot_of() without its division, for the walks.
   std::size_t slot_before(std::size_t newer_at, std::uint64_t back) const {
     const auto b = static_cast<std::size_t>(back);
     return newer_at >= b ? newer_at - b : newer_at + capacity_ - b;
   }
-  bool has_sketch(std::size_t at) const { return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1; }
+  bool has_sketch(std::size_t at) const {
+    return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1;
+  }
   /// Slot `at`: its band cells, then its sketch (4-byte aligned: read with sketch_at()).
-  unsigned char* slot(std::size_t at) const { return slots_.as<unsigned char>() + at * slot_bytes_; }
+  unsigned char* slot(std::size_t at) const {
+    return slots_.as<unsigned char>() + at * slot_bytes_;
+  }
   std::uint32_t* cells(std::size_t at) const { return reinterpret_cast<std::uint32_t*>(slot(at)); }
   Sketch sketch_at(std::size_t at) const {
     Sketch s;
@@ -148,15 +158,20 @@ class SketchIndex {
     return s;
   }
   std::size_t heads_per_band() const { return std::size_t{1} << head_bits_; }
-  std::size_t bucket(std::uint64_t key) const { return static_cast<std::size_t>(key >> (64 - head_bits_)); }
+  std::size_t bucket(std::uint64_t key) const {
+    return static_cast<std::size_t>(key >> (64 - head_bits_));
+  }
   /// The head of `key`'s bucket in `band`.
   std::uint32_t* head(std::size_t band, std::uint64_t key) const {
     return heads_.as<std::uint32_t>() + band * heads_per_band() + bucket(key);
   }
-  std::uint32_t tag(std::uint64_t key) const { return static_cast<std::uint32_t>((key >> tag_shift_) & tag_mask_); }
+  std::uint32_t tag(std::uint64_t key) const {
+    return static_cast<std::uint32_t>((key >> tag_shift_) & tag_mask_);
+  }
   /// The reference to `sequence` stored in a head or cell, tagged with `key`.
   std::uint32_t reference(std::uint64_t sequence, std::uint64_t key) const {
-    return static_cast<std::uint32_t>(((sequence - base_) & offset_mask_) | (std::uint64_t{tag(key)} << offset_bits_));
+    return static_cast<std::uint32_t>(((sequence - base_) & offset_mask_) |
+                                      (std::uint64_t{tag(key)} << offset_bits_));
   }
   static constexpr std::uint64_t kNoEntry = ~std::uint64_t{0};
   /// The live entry a reference held by entry (or head) `newer` names, or
@@ -176,20 +191,21 @@ class SketchIndex {
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;
-  std::size_t capacity_ = 0;  // slots in the ring: max_entries (mapped whole, touched as reached)
+  std::size_t capacity_ = 0;    // slots in the ring: max_entries (mapped whole, touched as reached)
   std::size_t slots_used_ = 0;  // slots written at least once (what the ring occupies)
   std::size_t sketch_offset_ = 0;  // 4 * bands: the sketch follows the cells
   std::size_t slot_bytes_ = 0;     // sketch_offset_ + 16
-  Block slots_;               // slot_bytes_ per slot
-  Block has_sketch_;          // 1 bit per slot
-  int head_bits_ = 0;                  // log2 of the buckets per band now
-  int first_head_bits_ = 0;            // ... at the start
-  int full_head_bits_ = 0;             // ... at the most: bit_ceil(max_entries) / 4, or the size growth stopped at
-  int offset_bits_ = 32;               // S: low bits of a reference that hold the offset
-  std::uint64_t offset_mask_ = 0;      // 2^S - 1
-  std::uint64_t tag_mask_ = 0;         // 2^T - 1, T = 32 - S: the key bits kept above the offset
-  int tag_shift_ = 0;                  // 64 - first_head_bits_ - T: the tag's lowest key bit
-  Block heads_;  // uint32 [band * heads_per_band() + bucket]
+  Block slots_;                    // slot_bytes_ per slot
+  Block has_sketch_;               // 1 bit per slot
+  int head_bits_ = 0;              // log2 of the buckets per band now
+  int first_head_bits_ = 0;        // ... at the start
+  int full_head_bits_ =
+      0;  // ... at the most: bit_ceil(max_entries) / 4, or the size growth stopped at
+  int offset_bits_ = 32;             // S: low bits of a reference that hold the offset
+  std::uint64_t offset_mask_ = 0;    // 2^S - 1
+  std::uint64_t tag_mask_ = 0;       // 2^T - 1, T = 32 - S: the key bits kept above the offset
+  int tag_shift_ = 0;                // 64 - first_head_bits_ - T: the tag's lowest key bit
+  Block heads_;                      // uint32 [band * heads_per_band() + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
   std::size_t next_slot_ = 0;        // slot_of(next_sequence_)
   std::uint64_t base_ = 0;           // first sequence - 1: the first entry's offset is 1
@@ -198,7 +214,8 @@ class SketchIndex {
 };
 
 template <class Visit>
-void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit) {
+void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live,
+                                     Visit&& visit) {
   ++stats_.probes;
   if (empty_ || probe.shingles == 0) return;
   // One chain per band, walked in lockstep: follow() decodes a reference
@@ -216,7 +233,8 @@ void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t ol
   for (int band = 0; band < bands_; ++band)
     tags[static_cast<std::size_t>(band)] = tag(probe.band_keys[static_cast<std::size_t>(band)]);
   std::size_t live = 0;
-  auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t newer_at, std::size_t band) {
+  auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t newer_at,
+                    std::size_t band) {
     const std::uint64_t sequence = decode(stored, newer, oldest_live);
     if (sequence == kNoEntry) return;
     const std::size_t at = slot_before(newer_at, newer - sequence);

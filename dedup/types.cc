@@ -20,7 +20,10 @@ std::optional<Fingerprint> Fingerprint::from_hex(std::string_view text) {
   if (text.size() != 16) return std::nullopt;
   std::uint64_t bits = 0;
   for (char c : text) {
-    int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int digit = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
     if (digit < 0) return std::nullopt;
     bits = bits << 4 | static_cast<std::uint64_t>(digit);
   }

@@ -35,25 +35,29 @@ bool no_filter(const void*, const Match&) { return true; }
 
 void validate(const IndexOptions& index, const WindowOptions& window) {
   if (window.max_entries > kMaxWindowEntries) {
-    throw std::invalid_argument("window max_entries must be at most 2^30 (" + std::to_string(kMaxWindowEntries) +
-                                "), got " + std::to_string(window.max_entries));
+    throw std::invalid_argument("window max_entries must be at most 2^30 (" +
+                                std::to_string(kMaxWindowEntries) + "), got " +
+                                std::to_string(window.max_entries));
   }
-  const int blocks = index.blocks == 0 ? PigeonholeLayout::default_blocks(index.max_distance) : index.blocks;
+  const int blocks =
+      index.blocks == 0 ? PigeonholeLayout::default_blocks(index.max_distance) : index.blocks;
   if (!PigeonholeLayout::supported(blocks, index.max_distance)) return;  // the layout explains it
   // Bucket headers are allocated up front: refuse layouts whose headers alone are absurd.
   const PigeonholeLayout layout(blocks, index.max_distance, window.max_entries);
   // Bucket slots are allocated up front (at their smallest, for an empty window):
   // refuse layouts whose slots alone are absurd.
   double header_bytes = 0;
-  const double slot_bytes = static_cast<double>(CellTables::slot_bytes_for(CellTables::slot_cells_for(0, 0)));
+  const double slot_bytes =
+      static_cast<double>(CellTables::slot_bytes_for(CellTables::slot_cells_for(0, 0)));
   for (std::size_t t = 0; t < layout.tables(); ++t) {
     header_bytes += slot_bytes * static_cast<double>(1ULL << layout.bucket_bits(t));
   }
   if (header_bytes > 4.0 * (1ULL << 30)) {
-    throw std::invalid_argument("index layout blocks " + std::to_string(blocks) + " with max_distance " +
-                                std::to_string(index.max_distance) + " needs " + std::to_string(layout.tables()) +
-                                " tables; for " + std::to_string(window.max_entries) +
-                                " entries their bucket slots alone exceed 4 GiB (see `neardup plan`)");
+    throw std::invalid_argument(
+        "index layout blocks " + std::to_string(blocks) + " with max_distance " +
+        std::to_string(index.max_distance) + " needs " + std::to_string(layout.tables()) +
+        " tables; for " + std::to_string(window.max_entries) +
+        " entries their bucket slots alone exceed 4 GiB (see `neardup plan`)");
   }
 }
 
@@ -122,9 +126,10 @@ struct Window::Impl {
     }
     // Saturating newest - duration: an entry is evicted when time < horizon.
     std::int64_t horizon;
-    if (__builtin_sub_overflow(newest, static_cast<std::int64_t>(options.duration.count()), &horizon)) {
+    if (__builtin_sub_overflow(newest, static_cast<std::int64_t>(options.duration.count()),
+                               &horizon)) {
       horizon = options.duration.count() > 0 ? std::numeric_limits<std::int64_t>::min()
-                                              : std::numeric_limits<std::int64_t>::max();
+                                             : std::numeric_limits<std::int64_t>::max();
     }
     while (live() != 0 && ring[head_pos].time < horizon) evict_oldest();
   }
@@ -172,8 +177,8 @@ std::optional<Match> Window::probe(Fingerprint fp, EventTime now, RecordRef self
   return probe_filtered(fp, now, self, &no_filter, nullptr);
 }
 
-std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, RecordRef self, AcceptFn accept,
-                                            const void* ctx) {
+std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, RecordRef self,
+                                            AcceptFn accept, const void* ctx) {
   Impl& w = *impl_;
   w.advance(now);
   ++w.counters.probes;
@@ -213,7 +218,8 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
         const std::uint64_t seq = w.head_seq + age;
         const Entry& e = w.at(seq);
         const int d = std::popcount(e.fp ^ fp.bits);
-        if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value) return false;
+        if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value)
+          return false;
         Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}, seq};
         if (!accept(ctx, m)) return false;
         best = m;

@@ -14,14 +14,14 @@
 namespace neardup::dedup {
 
 struct WindowStats {
-  std::size_t entries = 0;          ///< live entries
-  std::size_t bytes = 0;            ///< bytes held by entries and index tables (allocator chunk sizes)
-  std::uint64_t evictions = 0;      ///< entries dropped by time or by max_entries
+  std::size_t entries = 0;      ///< live entries
+  std::size_t bytes = 0;        ///< bytes held by entries and index tables (allocator chunk sizes)
+  std::uint64_t evictions = 0;  ///< entries dropped by time or by max_entries
   std::uint64_t probes = 0;
-  std::uint64_t candidates = 0;     ///< index cells examined over all probes
-  std::size_t cells = 0;            ///< index cells held, including expired ones not yet reclaimed
-  std::size_t tables = 0;           ///< index tables, C(blocks, blocks - max_distance)
-  int blocks = 0;                   ///< pigeonhole blocks in use (the default resolved)
+  std::uint64_t candidates = 0;  ///< index cells examined over all probes
+  std::size_t cells = 0;         ///< index cells held, including expired ones not yet reclaimed
+  std::size_t tables = 0;        ///< index tables, C(blocks, blocks - max_distance)
+  int blocks = 0;                ///< pigeonhole blocks in use (the default resolved)
 };
 
 /// The most entries a Window holds (WindowOptions::max_entries).
@@ -68,8 +68,8 @@ class Window {
   /// predicate; it may be called more than once for the same entry and is only
   /// called for entries that would improve the current best.
   template <class Accept>
-    requires std::is_invocable_r_v<bool, Accept&, const Match&>
-  std::optional<Match> probe(Fingerprint fp, EventTime now, RecordRef self, Accept&& accept) {
+  requires std::is_invocable_r_v<bool, Accept&, const Match&> std::optional<Match> probe(
+      Fingerprint fp, EventTime now, RecordRef self, Accept&& accept) {
     auto thunk = [](const void* ctx, const Match& m) -> bool {
       return (*static_cast<std::remove_reference_t<Accept>*>(const_cast<void*>(ctx)))(m);
     };
@@ -105,8 +105,8 @@ class Window {
 
  private:
   using AcceptFn = bool (*)(const void* ctx, const Match&);
-  std::optional<Match> probe_filtered(Fingerprint fp, EventTime now, RecordRef self, AcceptFn accept,
-                                      const void* ctx);
+  std::optional<Match> probe_filtered(Fingerprint fp, EventTime now, RecordRef self,
+                                      AcceptFn accept, const void* ctx);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

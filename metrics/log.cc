@@ -20,9 +20,10 @@ struct LogState {
   Mutex mutex;
   std::atomic<int> level{static_cast<int>(LogLevel::info)};
   std::atomic<int> format{static_cast<int>(LogFormat::text)};
-  std::atomic<std::FILE*> sink{nullptr};  // nullptr: stderr
+  std::atomic<std::FILE*> sink{nullptr};        // nullptr: stderr
   int sink_is_terminal GUARDED_BY(mutex) = -1;  // of the sink in use; -1: not asked yet
-  std::FILE* progress_on GUARDED_BY(mutex) = nullptr;  // the stream whose current line the progress line holds
+  std::FILE* progress_on GUARDED_BY(mutex) =
+      nullptr;  // the stream whose current line the progress line holds
 };
 
 LogState& state() {
@@ -37,8 +38,9 @@ std::string timestamp(std::chrono::system_clock::time_point time) {
   std::tm tm{};
   ::gmtime_r(&secs, &tm);
   std::array<char, 96> out{};
-  std::snprintf(out.data(), out.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms < 0 ? ms + 1000 : ms));
+  std::snprintf(out.data(), out.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms < 0 ? ms + 1000 : ms));
   return out.data();
 }
 
@@ -49,17 +51,22 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
   std::size_t n = 0;
   std::uint32_t cp = 0;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07;
-  else return 0;
+  if ((c & 0xE0) == 0xC0)
+    n = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0)
+    n = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
   if (i + n > text.size()) return 0;
   for (std::size_t j = 1; j < n; ++j) {
     if ((byte(i + j) & 0xC0) != 0x80) return 0;
     cp = (cp << 6) | (byte(i + j) & 0x3F);
   }
   static constexpr std::array<std::uint32_t, 5> kMin{0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;  // overlong, out of range, surrogate
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;  // overlong, out of range, surrogate
   return n;
 }
 
@@ -122,16 +129,21 @@ LogField::LogField(std::string k, double v) : key(std::move(k)), number(std::isf
 
 std::string_view level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warn: return "warn";
-    case LogLevel::error: return "error";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
   }
   return "info";
 }
 
-std::string format_log_line(LogFormat format, LogLevel level, std::chrono::system_clock::time_point time,
-                            std::string_view message, std::span<const LogField> fields) {
+std::string format_log_line(LogFormat format, LogLevel level,
+                            std::chrono::system_clock::time_point time, std::string_view message,
+                            std::span<const LogField> fields) {
   std::string out;
   out.reserve(64 + message.size());
   if (format == LogFormat::json) {
@@ -143,8 +155,10 @@ std::string format_log_line(LogFormat format, LogLevel level, std::chrono::syste
       out += ',';
       append_json_string(out, field.key);
       out += ':';
-      if (field.number) out += field.value;
-      else append_json_string(out, field.value);
+      if (field.number)
+        out += field.value;
+      else
+        append_json_string(out, field.value);
     }
     out += '}';
     return out;
@@ -155,9 +169,12 @@ std::string format_log_line(LogFormat format, LogLevel level, std::chrono::syste
   out += ' ';
   // The message is free text; only line breaks are escaped so one event stays one line.
   for (const char c : message) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
   }
   for (const auto& field : fields) {
     out += ' ';
@@ -185,9 +202,10 @@ void log(LogLevel level, std::string_view message, std::initializer_list<LogFiel
   if (!log_enabled(level)) return;
   auto& s = state();
   try {
-    std::string line = format_log_line(static_cast<LogFormat>(s.format.load(std::memory_order_relaxed)), level,
-                                       std::chrono::system_clock::now(), message,
-                                       std::span<const LogField>(fields.begin(), fields.size()));
+    std::string line =
+        format_log_line(static_cast<LogFormat>(s.format.load(std::memory_order_relaxed)), level,
+                        std::chrono::system_clock::now(), message,
+                        std::span<const LogField>(fields.begin(), fields.size()));
     line += '\n';
     MutexLock lock(s.mutex);
     std::FILE* sink = s.sink.load();

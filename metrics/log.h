@@ -1,7 +1,8 @@
 #pragma once
 // Structured log lines for neardup: `log.format: text|json`, `log.level`.
 //   text: 2024-05-01T12:00:00.123Z info assigned partitions count=8 topic=input
-//   json: {"ts":"2024-05-01T12:00:00.123Z","level":"info","msg":"assigned partitions","count":8,"topic":"input"}
+//   json: {"ts":"2024-05-01T12:00:00.123Z","level":"info","msg":"assigned
+//   partitions","count":8,"topic":"input"}
 // Text values with spaces, quotes or '=' are quoted (logfmt); JSON output is
 // always valid JSON (control characters escaped, invalid UTF-8 replaced by U+FFFD).
 //
@@ -31,8 +32,8 @@ struct LogField {
   LogField(std::string k, const char* v) : key(std::move(k)), value(v) {}
   LogField(std::string k, const std::string& v) : key(std::move(k)), value(v) {}
   template <typename T>
-    requires(std::integral<T> && !std::same_as<T, bool>)
-  LogField(std::string k, T v) : key(std::move(k)), value(std::to_string(v)), number(true) {}
+  requires(std::integral<T> && !std::same_as<T, bool>) LogField(std::string k, T v)
+      : key(std::move(k)), value(std::to_string(v)), number(true) {}
   LogField(std::string k, double v);
   LogField(std::string k, bool v) : key(std::move(k)), value(v ? "true" : "false"), number(true) {}
 };
@@ -54,8 +55,9 @@ void write_progress_line(std::FILE* out, std::string_view text);
 void end_progress_line(std::FILE* out);
 
 /// The line log() would write (without the trailing newline). Pure.
-std::string format_log_line(LogFormat format, LogLevel level, std::chrono::system_clock::time_point time,
-                            std::string_view message, std::span<const LogField> fields);
+std::string format_log_line(LogFormat format, LogLevel level,
+                            std::chrono::system_clock::time_point time, std::string_view message,
+                            std::span<const LogField> fields);
 /// "debug", "info", "warn", "error".
 std::string_view level_name(LogLevel level);
 

@@ -37,10 +37,10 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
   for (int d = 0; d <= max_distance; ++d) distance.push_back(d);
   s.match_distance = Histogram(std::move(distance));
   s.candidates_per_probe = Histogram({0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
-  s.processing_seconds = Histogram({1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
-                                    1e-3, 2.5e-3, 1e-2, 0.1, 1});
-  s.end_to_end_latency_seconds = Histogram({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                            0.5, 1, 2.5, 5, 10, 30, 60, 300});
+  s.processing_seconds = Histogram(
+      {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1, 1});
+  s.end_to_end_latency_seconds = Histogram(
+      {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300});
   return s;
 }
 
@@ -48,7 +48,8 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
 struct Exporter::Impl {
   BuildInfo build;  // set before the server starts, then only read
   mutable Mutex mutex;
-  std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) = std::make_shared<const ServiceStats>();
+  std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) =
+      std::make_shared<const ServiceStats>();
   std::atomic<bool> ready{false};
   std::string why_not GUARDED_BY(mutex);
   std::unique_ptr<HttpServer> server;
@@ -63,12 +64,15 @@ struct Exporter::Impl {
         MutexLock lock(mutex);
         stats = last;
       }
-      return {200, "text/plain; version=0.0.4; charset=utf-8",
-              render_text(*stats, build, ready.load(std::memory_order_relaxed)), {}};
+      return {200,
+              "text/plain; version=0.0.4; charset=utf-8",
+              render_text(*stats, build, ready.load(std::memory_order_relaxed)),
+              {}};
     }
     if (request.path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n", {}};
     if (request.path == "/readyz") {
-      if (ready.load(std::memory_order_relaxed)) return {200, "text/plain; charset=utf-8", "ready\n", {}};
+      if (ready.load(std::memory_order_relaxed))
+        return {200, "text/plain; charset=utf-8", "ready\n", {}};
       std::string body = "not ready";
       {
         MutexLock lock(mutex);
@@ -77,7 +81,8 @@ struct Exporter::Impl {
       return {503, "text/plain; charset=utf-8", body + "\n", {}};
     }
     if (request.path == "/") {
-      return {200, "text/html; charset=utf-8",
+      return {200,
+              "text/html; charset=utf-8",
               "<html><body><h1>neardup</h1><ul><li><a href=\"/metrics\">/metrics</a></li>"
               "<li><a href=\"/healthz\">/healthz</a></li><li><a href=\"/readyz\">/readyz</a></li>"
               "</ul></body></html>\n",
@@ -87,7 +92,8 @@ struct Exporter::Impl {
   }
 };
 
-Exporter::Exporter(const std::string& listen, const BuildInfo& build) : impl_(std::make_unique<Impl>()) {
+Exporter::Exporter(const std::string& listen, const BuildInfo& build)
+    : impl_(std::make_unique<Impl>()) {
   impl_->build = build;
   Impl* impl = impl_.get();
   impl_->server = std::make_unique<HttpServer>(

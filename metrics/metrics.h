@@ -32,11 +32,13 @@ struct ServiceStats {
   Histogram match_distance;                              ///< one bucket per bit 0..k
   Histogram candidates_per_probe;
   std::uint64_t window_entries = 0, window_bytes = 0, window_evictions = 0;
-  Histogram processing_seconds;                          ///< per message, inside neardup
-  Histogram end_to_end_latency_seconds;                  ///< message timestamp -> output acked
-  std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;  ///< {topic, partition}
+  Histogram processing_seconds;          ///< per message, inside neardup
+  Histogram end_to_end_latency_seconds;  ///< message timestamp -> output acked
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t>
+      consumer_lag;  ///< {topic, partition}
   std::uint64_t produce_errors = 0, dead_letters = 0;
-  std::uint64_t dead_letters_truncated = 0;  ///< dead letters cut to fit the producer's record limit
+  std::uint64_t dead_letters_truncated =
+      0;  ///< dead letters cut to fit the producer's record limit
   /// neardup_changelog_records_total{result}: window changelog records
   std::uint64_t changelog_written = 0;   ///< result="written": appended and acknowledged
   std::uint64_t changelog_replayed = 0;  ///< result="replayed": remembered by the start-up rebuild
@@ -44,8 +46,8 @@ struct ServiceStats {
   std::uint64_t changelog_corrupt = 0;   ///< result="corrupt": skipped as unreadable
   double window_rebuild_seconds = 0;     ///< neardup_window_rebuild_seconds
   /// Kafka broker connections, as the service's clients see them (stream/broker_health.h).
-  bool kafka_brokers_up = true;                 ///< neardup_kafka_brokers_up: false during an outage
-  std::uint64_t kafka_broker_outages = 0;       ///< neardup_kafka_broker_outages_total
+  bool kafka_brokers_up = true;            ///< neardup_kafka_brokers_up: false during an outage
+  std::uint64_t kafka_broker_outages = 0;  ///< neardup_kafka_broker_outages_total
   std::map<std::string, bool> kafka_broker_up;  ///< neardup_kafka_broker_up{broker="host:port"}
 
   /// Histograms with neardup's standard buckets for max distance k.

@@ -21,7 +21,8 @@ std::string format_progress(const ServiceStats& previous, const ServiceStats& no
 class ProgressLine {
  public:
   /// Enabled only if `out` is a terminal, unless `force` (tests).
-  explicit ProgressLine(std::FILE* out = stderr, std::chrono::milliseconds interval = std::chrono::seconds(2),
+  explicit ProgressLine(std::FILE* out = stderr,
+                        std::chrono::milliseconds interval = std::chrono::seconds(2),
                         bool force = false);
   bool enabled() const { return enabled_; }
   /// Prints when `interval` has passed since the last print. Returns true if it printed.

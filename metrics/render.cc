@@ -18,8 +18,10 @@ using prometheus::MetricType;
 ClientMetric number(double value, MetricType type, std::vector<ClientMetric::Label> labels = {}) {
   ClientMetric m;
   m.label = std::move(labels);
-  if (type == MetricType::Counter) m.counter.value = value;
-  else m.gauge.value = value;
+  if (type == MetricType::Counter)
+    m.counter.value = value;
+  else
+    m.gauge.value = value;
   return m;
 }
 
@@ -52,86 +54,109 @@ class SnapshotCollectable final : public prometheus::Collectable {
     std::vector<MetricFamily> out;
     const auto& s = stats_;
 
-    MetricFamily messages{"neardup_messages_total", "Messages judged, by verdict.", MetricType::Counter, {}};
-    messages.metric.push_back(number(static_cast<double>(s.unique), MetricType::Counter, {{"verdict", "unique"}}));
+    MetricFamily messages{
+        "neardup_messages_total", "Messages judged, by verdict.", MetricType::Counter, {}};
+    messages.metric.push_back(
+        number(static_cast<double>(s.unique), MetricType::Counter, {{"verdict", "unique"}}));
     messages.metric.push_back(
         number(static_cast<double>(s.duplicate), MetricType::Counter, {{"verdict", "duplicate"}}));
-    messages.metric.push_back(number(static_cast<double>(s.invalid), MetricType::Counter, {{"verdict", "invalid"}}));
+    messages.metric.push_back(
+        number(static_cast<double>(s.invalid), MetricType::Counter, {{"verdict", "invalid"}}));
     out.push_back(std::move(messages));
 
-    out.push_back(histogram("neardup_match_distance",
-                            "Hamming distance (bits) between a duplicate and the window entry it matched.",
-                            s.match_distance));
+    out.push_back(
+        histogram("neardup_match_distance",
+                  "Hamming distance (bits) between a duplicate and the window entry it matched.",
+                  s.match_distance));
     out.push_back(histogram("neardup_candidates_per_probe",
                             "Window entries checked with a popcount per probe (index selectivity).",
                             s.candidates_per_probe));
-    out.push_back(scalar("neardup_window_entries", "Fingerprints currently held in the sliding window.",
-                         MetricType::Gauge, static_cast<double>(s.window_entries)));
-    out.push_back(scalar("neardup_window_bytes", "Memory held by the sliding window and its index, in bytes.",
+    out.push_back(scalar("neardup_window_entries",
+                         "Fingerprints currently held in the sliding window.", MetricType::Gauge,
+                         static_cast<double>(s.window_entries)));
+    out.push_back(scalar("neardup_window_bytes",
+                         "Memory held by the sliding window and its index, in bytes.",
                          MetricType::Gauge, static_cast<double>(s.window_bytes)));
-    out.push_back(scalar("neardup_window_evictions_total", "Window entries expired by event time or by size.",
-                         MetricType::Counter, static_cast<double>(s.window_evictions)));
-    out.push_back(histogram("neardup_processing_seconds",
-                            "Time neardup spends on one message (decode, fingerprint, probe, insert).",
-                            s.processing_seconds));
-    out.push_back(histogram("neardup_end_to_end_latency_seconds",
-                            "From the input message's Kafka timestamp to its output being acknowledged.",
-                            s.end_to_end_latency_seconds));
+    out.push_back(scalar("neardup_window_evictions_total",
+                         "Window entries expired by event time or by size.", MetricType::Counter,
+                         static_cast<double>(s.window_evictions)));
+    out.push_back(
+        histogram("neardup_processing_seconds",
+                  "Time neardup spends on one message (decode, fingerprint, probe, insert).",
+                  s.processing_seconds));
+    out.push_back(
+        histogram("neardup_end_to_end_latency_seconds",
+                  "From the input message's Kafka timestamp to its output being acknowledged.",
+                  s.end_to_end_latency_seconds));
 
-    MetricFamily lag{"neardup_consumer_lag", "Messages behind the partition's high watermark (librdkafka statistics).",
-                     MetricType::Gauge, {}};
+    MetricFamily lag{"neardup_consumer_lag",
+                     "Messages behind the partition's high watermark (librdkafka statistics).",
+                     MetricType::Gauge,
+                     {}};
     for (const auto& [key, value] : s.consumer_lag) {
-      lag.metric.push_back(number(static_cast<double>(value), MetricType::Gauge,
-                                  {{"partition", std::to_string(key.second)}, {"topic", key.first}}));
+      lag.metric.push_back(
+          number(static_cast<double>(value), MetricType::Gauge,
+                 {{"partition", std::to_string(key.second)}, {"topic", key.first}}));
     }
     out.push_back(std::move(lag));
 
-    out.push_back(scalar("neardup_produce_errors_total", "Output records the broker did not acknowledge.",
-                         MetricType::Counter, static_cast<double>(s.produce_errors)));
+    out.push_back(scalar("neardup_produce_errors_total",
+                         "Output records the broker did not acknowledge.", MetricType::Counter,
+                         static_cast<double>(s.produce_errors)));
     out.push_back(scalar("neardup_dead_letters_total", "Messages sent to the dead-letter topic.",
                          MetricType::Counter, static_cast<double>(s.dead_letters)));
-    out.push_back(scalar("neardup_dead_letters_truncated_total",
-                         "Dead letters whose value was cut (or left out) to fit the record size limit.",
-                         MetricType::Counter, static_cast<double>(s.dead_letters_truncated)));
-    MetricFamily changelog{"neardup_changelog_records_total",
-                           "Window changelog records, by result (written, replayed at start, followed from "
-                           "other instances, corrupt and skipped).",
-                           MetricType::Counter, {}};
-    for (const auto& [result, value] : {std::pair<const char*, std::uint64_t>{"written", s.changelog_written},
-                                        {"replayed", s.changelog_replayed},
-                                        {"followed", s.changelog_followed},
-                                        {"corrupt", s.changelog_corrupt}}) {
-      changelog.metric.push_back(number(static_cast<double>(value), MetricType::Counter, {{"result", result}}));
+    out.push_back(
+        scalar("neardup_dead_letters_truncated_total",
+               "Dead letters whose value was cut (or left out) to fit the record size limit.",
+               MetricType::Counter, static_cast<double>(s.dead_letters_truncated)));
+    MetricFamily changelog{
+        "neardup_changelog_records_total",
+        "Window changelog records, by result (written, replayed at start, followed from "
+        "other instances, corrupt and skipped).",
+        MetricType::Counter,
+        {}};
+    for (const auto& [result, value] :
+         {std::pair<const char*, std::uint64_t>{"written", s.changelog_written},
+          {"replayed", s.changelog_replayed},
+          {"followed", s.changelog_followed},
+          {"corrupt", s.changelog_corrupt}}) {
+      changelog.metric.push_back(
+          number(static_cast<double>(value), MetricType::Counter, {{"result", result}}));
     }
     out.push_back(std::move(changelog));
     out.push_back(scalar("neardup_window_rebuild_seconds",
-                         "Seconds the start-up rebuild of the window from the changelog took.", MetricType::Gauge,
-                         s.window_rebuild_seconds));
-    out.push_back(scalar("neardup_ready",
-                         "1 when partitions are assigned, the window is rebuilt and Kafka brokers are reachable "
-                         "(/readyz).",
-                         MetricType::Gauge, ready_ ? 1 : 0));
+                         "Seconds the start-up rebuild of the window from the changelog took.",
+                         MetricType::Gauge, s.window_rebuild_seconds));
+    out.push_back(scalar(
+        "neardup_ready",
+        "1 when partitions are assigned, the window is rebuilt and Kafka brokers are reachable "
+        "(/readyz).",
+        MetricType::Gauge, ready_ ? 1 : 0));
     out.push_back(scalar("neardup_kafka_brokers_up",
-                         "0 during a Kafka outage (a client lost every broker), 1 otherwise.", MetricType::Gauge,
-                         s.kafka_brokers_up ? 1 : 0));
-    MetricFamily broker_up{"neardup_kafka_broker_up",
-                           "1 if a neardup client is connected to this broker, 0 if its connection is down "
-                           "(librdkafka statistics; brokers never tried are absent).",
-                           MetricType::Gauge, {}};
+                         "0 during a Kafka outage (a client lost every broker), 1 otherwise.",
+                         MetricType::Gauge, s.kafka_brokers_up ? 1 : 0));
+    MetricFamily broker_up{
+        "neardup_kafka_broker_up",
+        "1 if a neardup client is connected to this broker, 0 if its connection is down "
+        "(librdkafka statistics; brokers never tried are absent).",
+        MetricType::Gauge,
+        {}};
     for (const auto& [broker, up] : s.kafka_broker_up) {
       broker_up.metric.push_back(number(up ? 1 : 0, MetricType::Gauge, {{"broker", broker}}));
     }
     out.push_back(std::move(broker_up));
     out.push_back(scalar("neardup_kafka_broker_outages_total",
-                         "Kafka outages begun: times a client lost every broker.", MetricType::Counter,
-                         static_cast<double>(s.kafka_broker_outages)));
+                         "Kafka outages begun: times a client lost every broker.",
+                         MetricType::Counter, static_cast<double>(s.kafka_broker_outages)));
 
     std::vector<ClientMetric::Label> labels{{"version", build_.version}};
     for (const auto& [name, value] : build_.labels) {
       if (name != "version") labels.push_back({name, value});
     }
-    out.push_back({"neardup_build_info", "Always 1; the labels describe the running build and its settings.",
-                   MetricType::Gauge, {number(1, MetricType::Gauge, std::move(labels))}});
+    out.push_back({"neardup_build_info",
+                   "Always 1; the labels describe the running build and its settings.",
+                   MetricType::Gauge,
+                   {number(1, MetricType::Gauge, std::move(labels))}});
     return out;
   }
 

@@ -34,7 +34,8 @@ std::string seconds_text(std::chrono::steady_clock::duration d) {
 /// "127.0.0.1:9092/1: Connect to ... refused (after 0ms in state CONNECT)".
 std::string plain_reason(std::string_view reason) {
   if (!broker_of_reason(reason).empty()) reason.remove_prefix(reason.find(": ") + 2);
-  if (const auto at = reason.rfind(" (after "); at != std::string_view::npos && reason.ends_with(")")) {
+  if (const auto at = reason.rfind(" (after ");
+      at != std::string_view::npos && reason.ends_with(")")) {
     reason = reason.substr(0, at);
   }
   return std::string(reason);
@@ -57,7 +58,8 @@ std::vector<BrokerObservation> parse_broker_statistics(std::string_view json) {
     std::int64_t age = 0;
     if (broker["source"].get_string().get(source) != simdjson::SUCCESS) continue;
     if (source != "configured" && source != "learned") continue;  // not "logical" nor "internal"
-    if (broker["nodename"].get_string().get(nodename) != simdjson::SUCCESS || nodename.empty()) continue;
+    if (broker["nodename"].get_string().get(nodename) != simdjson::SUCCESS || nodename.empty())
+      continue;
     if (broker["state"].get_string().get(state) != simdjson::SUCCESS) continue;
     if (broker["stateage"].get_int64().get(age) != simdjson::SUCCESS) age = 0;
     out.push_back({std::string(nodename), std::string(state), age});
@@ -69,17 +71,20 @@ std::string broker_of_reason(std::string_view reason) {
   const auto colon = reason.find(": ");
   if (colon == std::string_view::npos) return "";
   std::string_view name = reason.substr(0, colon);  // "127.0.0.1:9092/1", "ssl://h:9093/bootstrap"
-  if (const auto scheme = name.find("://"); scheme != std::string_view::npos) name.remove_prefix(scheme + 3);
+  if (const auto scheme = name.find("://"); scheme != std::string_view::npos)
+    name.remove_prefix(scheme + 3);
   const auto slash = name.rfind('/');
   if (slash == std::string_view::npos) return "";
   const std::string_view id = name.substr(slash + 1);
-  const bool numeric = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool numeric =
+      !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!numeric && id != "bootstrap") return "";
   name = name.substr(0, slash);
   const auto port_at = name.rfind(':');
   if (port_at == std::string_view::npos || port_at == 0 || port_at + 1 == name.size()) return "";
   const std::string_view port = name.substr(port_at + 1);
-  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return "";
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
   return std::string(name);
 }
 
@@ -95,7 +100,8 @@ BrokerHealth::BrokerHealth(bool log_transitions, Clock::time_point now) : log_(l
   state_.since = now;
 }
 
-void BrokerHealth::on_error(std::string_view client, int err, std::string_view reason, Clock::time_point now) {
+void BrokerHealth::on_error(std::string_view client, int err, std::string_view reason,
+                            Clock::time_point now) {
   metrics::MutexLock lock(mutex_);
   switch (err) {
     case RD_KAFKA_RESP_ERR__TRANSPORT:
@@ -112,7 +118,8 @@ void BrokerHealth::on_error(std::string_view client, int err, std::string_view r
   }
 }
 
-void BrokerHealth::begin_outage(std::string_view client, std::string_view reason, Clock::time_point now) {
+void BrokerHealth::begin_outage(std::string_view client, std::string_view reason,
+                                Clock::time_point now) {
   std::vector<std::string> named;
   const LastError* latest = nullptr;
   for (const auto& [broker, error] : errors_) {
@@ -134,18 +141,20 @@ void BrokerHealth::begin_outage(std::string_view client, std::string_view reason
   if (log_) {
     const std::string list = join(state_.unreachable);
     metrics::log(metrics::LogLevel::warn,
-                 "Kafka brokers unreachable: " + (list.empty() ? std::string("all") : list) + " (" + state_.reason +
-                     "); waiting for them to return",
+                 "Kafka brokers unreachable: " + (list.empty() ? std::string("all") : list) + " (" +
+                     state_.reason + "); waiting for them to return",
                  {{"brokers", list}, {"client", client}});
   }
 }
 
-void BrokerHealth::on_statistics(std::string_view client, std::string_view json, Clock::time_point now) {
+void BrokerHealth::on_statistics(std::string_view client, std::string_view json,
+                                 Clock::time_point now) {
   const std::vector<BrokerObservation> brokers = parse_broker_statistics(json);
   on_brokers(client, brokers, now);
 }
 
-void BrokerHealth::on_brokers(std::string_view client, const std::vector<BrokerObservation>& brokers,
+void BrokerHealth::on_brokers(std::string_view client,
+                              const std::vector<BrokerObservation>& brokers,
                               Clock::time_point now) {
   metrics::MutexLock lock(mutex_);
   std::map<std::string, bool>& known = clients_[std::string(client)];
@@ -158,8 +167,10 @@ void BrokerHealth::on_brokers(std::string_view client, const std::vector<BrokerO
     auto [it, fresh] = known.emplace(b.address, up);
     if (!fresh) it->second = it->second || up;  // a bootstrap and a learned broker at one address
     if (!up || state_.reachable) continue;
-    const Clock::time_point up_at = now - std::chrono::microseconds(std::max<std::int64_t>(0, b.state_age_us));
-    if (up_at <= state_.since) continue;  // connected before the outage: librdkafka has not seen it fail yet
+    const Clock::time_point up_at =
+        now - std::chrono::microseconds(std::max<std::int64_t>(0, b.state_age_us));
+    if (up_at <= state_.since)
+      continue;  // connected before the outage: librdkafka has not seen it fail yet
     if (std::find(reconnected.begin(), reconnected.end(), b.address) == reconnected.end()) {
       reconnected.push_back(b.address);
     }
@@ -173,7 +184,8 @@ void BrokerHealth::on_brokers(std::string_view client, const std::vector<BrokerO
   state_.reason.clear();
   errors_.clear();
   if (log_) {
-    metrics::log(metrics::LogLevel::info, "Kafka brokers reachable again after " + seconds_text(outage) + " s",
+    metrics::log(metrics::LogLevel::info,
+                 "Kafka brokers reachable again after " + seconds_text(outage) + " s",
                  {{"brokers", join(reconnected)},
                   {"client", client},
                   {"outage_seconds", std::chrono::duration<double>(outage).count()}});

@@ -32,9 +32,9 @@ namespace neardup::stream {
 
 /// One broker as a client's statistics describe it.
 struct BrokerObservation {
-  std::string address;             ///< "host:port" (the statistics' nodename)
-  std::string state;               ///< librdkafka's: "UP", "DOWN", "CONNECT", "INIT", ...
-  std::int64_t state_age_us = 0;   ///< how long it has been in that state
+  std::string address;            ///< "host:port" (the statistics' nodename)
+  std::string state;              ///< librdkafka's: "UP", "DOWN", "CONNECT", "INIT", ...
+  std::int64_t state_age_us = 0;  ///< how long it has been in that state
 };
 
 /// The brokers of one librdkafka statistics JSON document ("brokers" object),
@@ -53,11 +53,11 @@ class BrokerHealth {
   using Clock = std::chrono::steady_clock;
 
   struct Snapshot {
-    bool reachable = true;              ///< false during an outage
-    Clock::time_point since;            ///< when `reachable` last changed (construction at first)
+    bool reachable = true;    ///< false during an outage
+    Clock::time_point since;  ///< when `reachable` last changed (construction at first)
     std::vector<std::string> unreachable;  ///< during an outage: the brokers named when it began
-    std::string reason;                 ///< during an outage: what librdkafka said
-    std::uint64_t outages = 0;          ///< outages begun since construction
+    std::string reason;                    ///< during an outage: what librdkafka said
+    std::uint64_t outages = 0;             ///< outages begun since construction
     /// Per broker address, from every client's latest statistics: up if any
     /// client has a connection to it. Brokers no client has tried yet are absent.
     std::map<std::string, bool> brokers;
@@ -73,10 +73,11 @@ class BrokerHealth {
 
   /// A client's error callback (rd_kafka_conf_set_error_cb): `client` is
   /// rd_kafka_name(), `err` the rd_kafka_resp_err_t. Other errors are ignored.
-  void on_error(std::string_view client, int err, std::string_view reason, Clock::time_point now = Clock::now())
-      EXCLUDES(mutex_);
+  void on_error(std::string_view client, int err, std::string_view reason,
+                Clock::time_point now = Clock::now()) EXCLUDES(mutex_);
   /// A client's statistics callback (rd_kafka_conf_set_stats_cb), parsed.
-  void on_statistics(std::string_view client, std::string_view json, Clock::time_point now = Clock::now());
+  void on_statistics(std::string_view client, std::string_view json,
+                     Clock::time_point now = Clock::now());
   /// The same with the brokers already read (tests).
   void on_brokers(std::string_view client, const std::vector<BrokerObservation>& brokers,
                   Clock::time_point now = Clock::now()) EXCLUDES(mutex_);
@@ -89,7 +90,8 @@ class BrokerHealth {
     Clock::time_point at;
   };
 
-  void begin_outage(std::string_view client, std::string_view reason, Clock::time_point now) REQUIRES(mutex_);
+  void begin_outage(std::string_view client, std::string_view reason, Clock::time_point now)
+      REQUIRES(mutex_);
 
   const bool log_;
   mutable metrics::Mutex mutex_;

@@ -14,7 +14,9 @@ namespace {
 constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 48) - 1;  // what a RecordRef can carry
 constexpr std::size_t kMaxTopicName = 249;                        // Kafka's own limit
 
-void append_hex64(std::string& out, std::uint64_t value) { dedup::Fingerprint{value}.append_hex(out); }
+void append_hex64(std::string& out, std::uint64_t value) {
+  dedup::Fingerprint{value}.append_hex(out);
+}
 
 std::optional<std::uint64_t> parse_hex64(std::string_view text) {
   auto fp = dedup::Fingerprint::from_hex(text);
@@ -41,7 +43,8 @@ void append_json_string(std::string& out, std::string_view text) {
 }
 
 /// The int64 member `name`, if present and an integer in [lo, hi].
-std::optional<std::int64_t> int_member(simdjson::dom::object obj, const char* name, std::int64_t lo, std::int64_t hi) {
+std::optional<std::int64_t> int_member(simdjson::dom::object obj, const char* name, std::int64_t lo,
+                                       std::int64_t hi) {
   std::int64_t value = 0;
   if (obj[name].get_int64().get(value) != simdjson::SUCCESS) return std::nullopt;
   if (value < lo || value > hi) return std::nullopt;
@@ -104,11 +107,13 @@ const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
   auto fp = fp_text ? parse_hex64(*fp_text) : std::nullopt;
   if (!fp) return "\"fp\" is not 16 hex digits";
   r.fingerprint.bits = *fp;
-  auto t = int_member(obj, "t", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  auto t = int_member(obj, "t", std::numeric_limits<std::int64_t>::min(),
+                      std::numeric_limits<std::int64_t>::max());
   if (!t) return "\"t\" is not an integer";
   r.time.ms = *t;
   auto topic = string_member(obj, "topic");
-  if (!topic || topic->empty() || topic->size() > kMaxTopicName) return "\"topic\" is not a topic name";
+  if (!topic || topic->empty() || topic->size() > kMaxTopicName)
+    return "\"topic\" is not a topic name";
   r.topic = std::string(*topic);
   auto partition = int_member(obj, "partition", 0, std::numeric_limits<std::int32_t>::max());
   if (!partition) return "\"partition\" is not a partition number";
@@ -120,9 +125,11 @@ const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
   simdjson::dom::element sketch_element;
   if (obj["sketch"].get(sketch_element) == simdjson::SUCCESS) {
     simdjson::dom::object sketch;
-    if (sketch_element.get_object().get(sketch) != simdjson::SUCCESS) return "\"sketch\" is not an object";
+    if (sketch_element.get_object().get(sketch) != simdjson::SUCCESS)
+      return "\"sketch\" is not an object";
     auto bits = int_member(sketch, "bits", 1, 8);
-    if (!bits || (*bits != 1 && *bits != 2 && *bits != 4 && *bits != 8)) return "\"sketch.bits\" is not 1, 2, 4 or 8";
+    if (!bits || (*bits != 1 && *bits != 2 && *bits != 4 && *bits != 8))
+      return "\"sketch.bits\" is not 1, 2, 4 or 8";
     r.bits = static_cast<int>(*bits);
     auto band_bins = int_member(sketch, "band_bins", 1, dedup::kSketchBits);
     if (!band_bins) return "\"sketch.band_bins\" is out of range";
@@ -133,12 +140,14 @@ const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
     if (!w0 || !w1) return "\"sketch.minhash\" is not 32 hex digits";
     r.sketch.sketch.words = {*w0, *w1};
     simdjson::dom::array bands;
-    if (sketch["bands"].get_array().get(bands) != simdjson::SUCCESS) return "\"sketch.bands\" is not an array";
+    if (sketch["bands"].get_array().get(bands) != simdjson::SUCCESS)
+      return "\"sketch.bands\" is not an array";
     int n = 0;
     for (simdjson::dom::element band : bands) {
       if (n >= dedup::kMaxSketchBands) return "\"sketch.bands\" has more than 8 keys";
       std::string_view text;
-      auto key = band.get_string().get(text) == simdjson::SUCCESS ? parse_hex64(text) : std::nullopt;
+      auto key =
+          band.get_string().get(text) == simdjson::SUCCESS ? parse_hex64(text) : std::nullopt;
       if (!key) return "\"sketch.bands\" holds a key that is not 16 hex digits";
       r.sketch.band_keys[static_cast<std::size_t>(n++)] = *key;
     }
@@ -150,10 +159,11 @@ const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
 }
 
 /// The parsed root object and its version, or the reason it is not one.
-const char* parse_root(simdjson::dom::parser& parser, std::string_view value, simdjson::dom::object& obj,
-                       std::int64_t& version) {
+const char* parse_root(simdjson::dom::parser& parser, std::string_view value,
+                       simdjson::dom::object& obj, std::int64_t& version) {
   simdjson::dom::element root;
-  if (parser.parse(value.data(), value.size(), true).get(root) != simdjson::SUCCESS) return "not JSON";
+  if (parser.parse(value.data(), value.size(), true).get(root) != simdjson::SUCCESS)
+    return "not JSON";
   if (root.get_object().get(obj) != simdjson::SUCCESS) return "not a JSON object";
   auto v = int_member(obj, "v", 0, std::numeric_limits<std::int64_t>::max());
   if (!v) return "no format version \"v\"";
@@ -198,7 +208,8 @@ std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, st
   return r;
 }
 
-bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out, std::string* error) {
+bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
+                      std::string* error) {
   auto fail = [error](const char* reason) {
     if (error) *error = reason;
     return false;
@@ -218,13 +229,15 @@ bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
   std::uint64_t instance = 0;
   if (const char* reason = parse_instance(obj, instance)) return fail(reason);
   simdjson::dom::array entries;
-  if (obj["entries"].get_array().get(entries) != simdjson::SUCCESS) return fail("\"entries\" is not an array");
+  if (obj["entries"].get_array().get(entries) != simdjson::SUCCESS)
+    return fail("\"entries\" is not an array");
   const std::size_t first = out.size();
   for (simdjson::dom::element element : entries) {
     simdjson::dom::object entry;
     ChangelogRecord r;
-    const char* reason = element.get_object().get(entry) == simdjson::SUCCESS ? parse_entry(entry, r)
-                                                                               : "an entry is not an object";
+    const char* reason = element.get_object().get(entry) == simdjson::SUCCESS
+                             ? parse_entry(entry, r)
+                             : "an entry is not an object";
     if (reason) {
       out.resize(first);
       return fail(reason);
@@ -291,18 +304,20 @@ ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string
   consumer_ = std::make_unique<kafka::Consumer>(properties, nullptr);
   const int n = kafka::partition_count(consumer_->handle(), topic, metadata_timeout);
   if (n <= 0) {
-    throw kafka::KafkaError("window changelog topic '" + topic +
-                                "' does not exist: create it (cleanup.policy=delete, retention.ms >= "
-                                "window.duration) or set kafka.changelog_topic: \"\" to run without one",
-                            RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, kafka::Severity::fatal);
+    throw kafka::KafkaError(
+        "window changelog topic '" + topic +
+            "' does not exist: create it (cleanup.policy=delete, retention.ms >= "
+            "window.duration) or set kafka.changelog_topic: \"\" to run without one",
+        RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, kafka::Severity::fatal);
   }
   high_.assign(static_cast<std::size_t>(n), 0);
   position_.assign(static_cast<std::size_t>(n), -1);
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(n));
   for (int p = 0; p < n; ++p) {
     std::int64_t lo = 0, hi = 0;
-    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(consumer_->handle(), topic.c_str(), p, &lo, &hi,
-                                                                static_cast<int>(metadata_timeout.count()));
+    rd_kafka_resp_err_t err =
+        rd_kafka_query_watermark_offsets(consumer_->handle(), topic.c_str(), p, &lo, &hi,
+                                         static_cast<int>(metadata_timeout.count()));
     if (err) {
       throw kafka::KafkaError("window changelog '" + topic + "' partition " + std::to_string(p) +
                                   ": cannot read its offsets: " + rd_kafka_err2str(err),
@@ -310,19 +325,23 @@ ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string
     }
     high_[static_cast<std::size_t>(p)] = hi;
     if (hi <= lo) position_[static_cast<std::size_t>(p)] = hi;  // empty: nothing to catch up on
-    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
   }
   if (rd_kafka_resp_err_t err = rd_kafka_assign(consumer_->handle(), list.get())) {
-    throw kafka::KafkaError("window changelog '" + topic + "': assign: " + rd_kafka_err2str(err), err,
-                            kafka::Severity::fatal);
+    throw kafka::KafkaError("window changelog '" + topic + "': assign: " + rd_kafka_err2str(err),
+                            err, kafka::Severity::fatal);
   }
 }
 
 ChangelogReader::~ChangelogReader() = default;
 
-void ChangelogReader::skip_instance(std::uint64_t instance) { skip_prefix_ = ChangelogBatch::value_prefix(instance); }
+void ChangelogReader::skip_instance(std::uint64_t instance) {
+  skip_prefix_ = ChangelogBatch::value_prefix(instance);
+}
 
-void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt) {
+void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit,
+                              const Corrupt& corrupt) {
   const auto p = static_cast<std::size_t>(m.partition);
   if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
     if (p < position_.size()) position_[p] = std::max(position_[p], m.offset);
@@ -330,7 +349,8 @@ void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, c
   }
   if (m.err) {
     if (m.err == RD_KAFKA_RESP_ERR__FATAL) {
-      throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(), m.err, kafka::Severity::fatal);
+      throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(), m.err,
+                              kafka::Severity::fatal);
     }
     return;  // transient (broker down, leader change): librdkafka retries
   }
@@ -342,16 +362,16 @@ void ChangelogReader::consume(const rd_kafka_message_t& m, const Visit& visit, c
   }
   std::string reason;
   entries_.clear();
-  if (decode_changelog(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), entries_,
-                       &reason)) {
+  if (decode_changelog(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
+                       entries_, &reason)) {
     for (const auto& entry : entries_) visit(entry);
   } else {
     corrupt(m.partition, m.offset, reason);
   }
 }
 
-bool ChangelogReader::read_until(const std::vector<std::int64_t>& target, const Visit& visit, const Corrupt& corrupt,
-                                 const std::function<bool()>& give_up) {
+bool ChangelogReader::read_until(const std::vector<std::int64_t>& target, const Visit& visit,
+                                 const Corrupt& corrupt, const std::function<bool()>& give_up) {
   std::vector<kafka::MessagePtr> batch;
   auto behind = [&] {
     for (std::size_t p = 0; p < target.size(); ++p) {
@@ -362,8 +382,8 @@ bool ChangelogReader::read_until(const std::vector<std::int64_t>& target, const 
   while (behind()) {
     if (give_up()) return false;
     if (consumer_->fatal()) {
-      throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
-                              kafka::Severity::fatal);
+      throw kafka::KafkaError("window changelog: " + consumer_->fatal_reason(),
+                              RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
     }
     batch.clear();
     consumer_->poll_batch(batch, 5000, std::chrono::milliseconds(50));
@@ -372,23 +392,28 @@ bool ChangelogReader::read_until(const std::vector<std::int64_t>& target, const 
   return true;
 }
 
-bool ChangelogReader::catch_up(const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped) {
+bool ChangelogReader::catch_up(const Visit& visit, const Corrupt& corrupt,
+                               const std::function<bool()>& stopped) {
   return read_until(high_, visit, corrupt, stopped);
 }
 
-bool ChangelogReader::read_to_end(const Visit& visit, const Corrupt& corrupt, std::chrono::milliseconds limit) {
+bool ChangelogReader::read_to_end(const Visit& visit, const Corrupt& corrupt,
+                                  std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   std::vector<std::int64_t> target(high_.size(), 0);
   for (std::size_t p = 0; p < high_.size(); ++p) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     std::int64_t lo = 0, hi = 0;
-    if (rd_kafka_query_watermark_offsets(consumer_->handle(), topic_.c_str(), static_cast<std::int32_t>(p), &lo, &hi,
-                                         static_cast<int>(std::max<std::int64_t>(left.count(), 1))) !=
+    if (rd_kafka_query_watermark_offsets(
+            consumer_->handle(), topic_.c_str(), static_cast<std::int32_t>(p), &lo, &hi,
+            static_cast<int>(std::max<std::int64_t>(left.count(), 1))) !=
         RD_KAFKA_RESP_ERR_NO_ERROR)
       return false;
     target[p] = hi > lo ? hi : -1;  // -1: empty, nothing to wait for
   }
-  return read_until(target, visit, corrupt, [&] { return std::chrono::steady_clock::now() >= deadline; });
+  return read_until(target, visit, corrupt,
+                    [&] { return std::chrono::steady_clock::now() >= deadline; });
 }
 
 void ChangelogReader::poll(const Visit& visit, const Corrupt& corrupt, std::size_t max) {

@@ -45,19 +45,19 @@
 
 namespace neardup::stream {
 
-inline constexpr int kChangelogVersion = 2;  ///< what ChangelogBatch writes
+inline constexpr int kChangelogVersion = 2;   ///< what ChangelogBatch writes
 inline constexpr int kChangelogVersion1 = 1;  ///< one record per entry; still read
 
 /// One kept message, as the changelog carries it.
 struct ChangelogRecord {
   dedup::Fingerprint fingerprint;
   dedup::EventTime time;
-  std::string topic;           ///< where the kept message was read
+  std::string topic;  ///< where the kept message was read
   std::int32_t partition = 0;
   std::int64_t offset = 0;
   std::uint64_t instance = 0;  ///< the writing process's random id
   bool has_sketch = false;
-  int bits = 0;                ///< SketchOptions the sketch was made with
+  int bits = 0;  ///< SketchOptions the sketch was made with
   int band_bins = 0;
   int bands = 0;               ///< band keys carried (the writer's sketch.bands)
   dedup::SketchResult sketch;  ///< shingles is 1 when has_sketch (the engine indexes it), else 0
@@ -78,7 +78,8 @@ std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, st
 /// (version 1: one; version 2: every entry, each with the batch's instance).
 /// All or nothing: on anything malformed appends nothing, sets `*error` and
 /// returns false. Never throws on any input bytes except std::bad_alloc. O(size).
-bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out, std::string* error);
+bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
+                      std::string* error);
 
 /// Builds one version 2 record (a batch) entry by entry, encoding as it goes.
 /// Not thread-safe. O(entry size) per add().
@@ -121,12 +122,14 @@ class ChangelogReader {
  public:
   /// Called once per entry (a version 2 record holds many).
   using Visit = std::function<void(const ChangelogRecord&)>;
-  using Corrupt = std::function<void(std::int32_t partition, std::int64_t offset, const std::string& reason)>;
+  using Corrupt =
+      std::function<void(std::int32_t partition, std::int64_t offset, const std::string& reason)>;
 
   /// `properties`: the service's consumer properties (bootstrap, security...);
   /// group.id, auto commit and partition EOF are overridden. Throws
   /// kafka::KafkaError (fatal) when the topic does not exist, naming the fix.
-  ChangelogReader(kafka::Properties properties, const std::string& topic, std::chrono::milliseconds metadata_timeout);
+  ChangelogReader(kafka::Properties properties, const std::string& topic,
+                  std::chrono::milliseconds metadata_timeout);
   ~ChangelogReader();
   ChangelogReader(const ChangelogReader&) = delete;
   ChangelogReader& operator=(const ChangelogReader&) = delete;
@@ -160,8 +163,8 @@ class ChangelogReader {
   void consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt);
   /// Reads until every partition's position reaches `target` (per partition),
   /// or `give_up()` turns true first (then returns false).
-  bool read_until(const std::vector<std::int64_t>& target, const Visit& visit, const Corrupt& corrupt,
-                  const std::function<bool()>& give_up);
+  bool read_until(const std::vector<std::int64_t>& target, const Visit& visit,
+                  const Corrupt& corrupt, const std::function<bool()>& give_up);
 
   std::string topic_;
   std::unique_ptr<kafka::Consumer> consumer_;

@@ -2,12 +2,13 @@
 
 namespace neardup::stream {
 
-ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger,
-                                 std::uint64_t instance)
+ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& producer,
+                                 OffsetLedger& ledger, std::uint64_t instance)
     : cfg_(config), producer_(producer), ledger_(ledger), batch_(instance) {}
 
-void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset, dedup::EventTime time,
-                             dedup::Fingerprint fingerprint, const dedup::SketchResult& sketch) {
+void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset,
+                             dedup::EventTime time, dedup::Fingerprint fingerprint,
+                             const dedup::SketchResult& sketch) {
   ChangelogRecord r;
   r.fingerprint = fingerprint;
   r.time = time;
@@ -37,7 +38,8 @@ void ChangelogWriter::flush() {
   rec.has_key = true;
   rec.value = encoded.value;
   rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
-  rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(Ticket{kBatchSource, number}.pack()));
+  rec.opaque =
+      reinterpret_cast<void*>(static_cast<std::uintptr_t>(Ticket{kBatchSource, number}.pack()));
   in_flight_.emplace(number, std::move(batch_tickets_));
   batch_tickets_ = {};
   if (rd_kafka_resp_err_t err = producer_.produce(rec)) {

@@ -27,11 +27,14 @@ class ChangelogWriter {
   /// The source index of a delivery opaque that names a batch (its seq is the batch number).
   static constexpr std::uint32_t kBatchSource = Ticket::kMaxSources;
   static constexpr std::size_t kBatchMaxEntries = 1000;
-  static constexpr std::size_t kBatchMaxBytes = 512 * 1024;  ///< well below Kafka's default 1 MB message.max.bytes
+  static constexpr std::size_t kBatchMaxBytes =
+      512 * 1024;  ///< well below Kafka's default 1 MB message.max.bytes
 
-  ChangelogWriter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger, std::uint64_t instance);
+  ChangelogWriter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger,
+                  std::uint64_t instance);
 
-  /// One kept message's entry. May flush. Throws kafka::KafkaError when the topic refuses the batch.
+  /// One kept message's entry. May flush. Throws kafka::KafkaError when the topic refuses the
+  /// batch.
   void append(const Source& src, Ticket ticket, std::int64_t offset, dedup::EventTime time,
               dedup::Fingerprint fingerprint, const dedup::SketchResult& sketch);
   /// Produces the pending entries as one batch record (none: nothing).
@@ -39,14 +42,15 @@ class ChangelogWriter {
   /// The delivery report of batch `number`: on success `acknowledge` is called
   /// once per entry with its input's ticket; returns how many entries were
   /// delivered (0 if none, or the batch is unknown).
-  std::size_t on_delivery(std::uint64_t number, bool delivered, const std::function<void(Ticket)>& acknowledge);
+  std::size_t on_delivery(std::uint64_t number, bool delivered,
+                          const std::function<void(Ticket)>& acknowledge);
 
  private:
   const config::Config& cfg_;
   kafka::Producer& producer_;
   OffsetLedger& ledger_;
-  ChangelogBatch batch_;                 // the entries not yet produced
-  std::vector<Ticket> batch_tickets_;    // their input messages
+  ChangelogBatch batch_;               // the entries not yet produced
+  std::vector<Ticket> batch_tickets_;  // their input messages
   std::unordered_map<std::uint64_t, std::vector<Ticket>> in_flight_;  // by batch number
   std::uint64_t next_batch_ = 0;
 };

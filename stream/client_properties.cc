@@ -4,7 +4,8 @@
 
 namespace neardup::stream {
 
-std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group) {
+std::map<std::string, std::string> default_consumer_properties(const std::string& brokers,
+                                                               const std::string& group) {
   return {
       {"bootstrap.servers", brokers},
       {"group.id", group},

@@ -10,7 +10,8 @@
 
 namespace neardup::stream {
 
-std::map<std::string, std::string> default_consumer_properties(const std::string& brokers, const std::string& group);
+std::map<std::string, std::string> default_consumer_properties(const std::string& brokers,
+                                                               const std::string& group);
 std::map<std::string, std::string> default_producer_properties(const std::string& brokers);
 
 }  // namespace neardup::stream

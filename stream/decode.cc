@@ -45,15 +45,17 @@ bool append_scalar(simdjson::dom::element element, std::string& out) {
 
 void check_pointer(const std::string& pointer, const char* key) {
   if (!config::is_json_pointer(pointer)) {
-    throw config::ConfigError(std::string(key) + ": expected a JSON pointer like /text (~0 for '~', ~1 for '/'), got '" +
-                              pointer + "'");
+    throw config::ConfigError(
+        std::string(key) + ": expected a JSON pointer like /text (~0 for '~', ~1 for '/'), got '" +
+        pointer + "'");
   }
 }
 
 }  // namespace
 
 std::string oversize_error(std::size_t bytes, std::size_t max_bytes) {
-  return "record of " + std::to_string(bytes) + " bytes exceeds input.max_bytes (" + std::to_string(max_bytes) + ")";
+  return "record of " + std::to_string(bytes) + " bytes exceeds input.max_bytes (" +
+         std::to_string(max_bytes) + ")";
 }
 
 struct Decoder::Impl {
@@ -64,7 +66,8 @@ struct Decoder::Impl {
 
 Decoder::Decoder(const config::InputOptions& options) : impl_(std::make_unique<Impl>()) {
   for (const auto& field : options.text_fields) check_pointer(field, "input.text_fields");
-  if (!options.id_field.empty()) check_pointer(options.id_field, "input.id_field");  // empty: ids are line numbers
+  if (!options.id_field.empty())
+    check_pointer(options.id_field, "input.id_field");  // empty: ids are line numbers
   impl_->options = options;
 }
 

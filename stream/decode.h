@@ -12,9 +12,9 @@ namespace neardup::stream {
 
 struct Decoded {
   bool ok = false;
-  std::string_view text;   ///< valid until the next decode() on the same Decoder
-  std::string id;          ///< the id field as JSON text, e.g. "a1" (quoted) or 42 ("" when absent)
-  std::string error;       ///< set when !ok: what is wrong, for the dead-letter header
+  std::string_view text;  ///< valid until the next decode() on the same Decoder
+  std::string id;         ///< the id field as JSON text, e.g. "a1" (quoted) or 42 ("" when absent)
+  std::string error;      ///< set when !ok: what is wrong, for the dead-letter header
 };
 
 /// The error of a record of `bytes` over `max_bytes` (input.max_bytes), for

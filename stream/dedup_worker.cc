@@ -77,11 +77,13 @@ void DedupWorker::prepare(Slot& slot) {
   // one before.
   std::size_t ahead = 0;  // the next message to analyze
   auto analyze_next = [&]() -> std::size_t {
-    while (ahead < n && !slot.jobs[ahead].judge) ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
+    while (ahead < n && !slot.jobs[ahead].judge)
+      ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
     if (ahead == n) return n;
     const auto started = Clock::now();
     const rd_kafka_message_t& m = *slot.messages[ahead];
-    analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0), slot.prepared[ahead]);
+    analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
+                      slot.prepared[ahead]);
     classifier_.prefetch(slot.prepared[ahead]);
     slot.outcomes[ahead].spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
     return ahead++;
@@ -99,7 +101,8 @@ void DedupWorker::prepare(Slot& slot) {
     if (next_up < n) classifier_.prefetch_cells(slot.prepared[next_up]);
     Outcome& out = slot.outcomes[i];
     out.error = {};
-    out.verdict = classifier_.judge(slot.prepared[i], job.time, pack_ref(job.source, slot.messages[i]->offset), &out.error);
+    out.verdict = classifier_.judge(slot.prepared[i], job.time,
+                                    pack_ref(job.source, slot.messages[i]->offset), &out.error);
     out.kept_sketch.shingles = 0;
     if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();
     out.spent_ns += static_cast<std::uint64_t>((Clock::now() - started).count());

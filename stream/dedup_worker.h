@@ -30,9 +30,10 @@ struct Job {
 /// What the worker made of one message.
 struct Outcome {
   dedup::Verdict verdict;
-  std::string_view error;           ///< for invalid: views Slot::prepared or a static string
-  dedup::SketchResult kept_sketch;  ///< a unique message's sketch (for the changelog); shingles 0 if none
-  std::uint64_t spent_ns = 0;       ///< decoding, analysis and the window decision
+  std::string_view error;  ///< for invalid: views Slot::prepared or a static string
+  dedup::SketchResult
+      kept_sketch;  ///< a unique message's sketch (for the changelog); shingles 0 if none
+  std::uint64_t spent_ns = 0;  ///< decoding, analysis and the window decision
 };
 
 /// A changelog entry of another instance, for the worker's window.
@@ -50,7 +51,7 @@ struct Slot {
   std::vector<Remembered> remember;  ///< applied to the window before the messages are judged
   std::vector<Prepared> prepared;
   std::vector<Outcome> outcomes;
-  dedup::EngineStats engine_stats;   ///< the engine's counters after this slot
+  dedup::EngineStats engine_stats;  ///< the engine's counters after this slot
 };
 
 /// Decodes, analyzes and judges one batch of polled messages at a time on its
@@ -81,8 +82,8 @@ class DedupWorker {
   void loop() EXCLUDES(mutex_);
   void prepare(Slot& slot);
 
-  Analyzer analyzer_;        // worker thread only (and construction)
-  Classifier classifier_;    // worker thread, or the pipeline thread while no slot is submitted
+  Analyzer analyzer_;      // worker thread only (and construction)
+  Classifier classifier_;  // worker thread, or the pipeline thread while no slot is submitted
   metrics::Mutex mutex_;
   std::condition_variable wake_, done_;
   Slot* job_ GUARDED_BY(mutex_) = nullptr;  // submitted, not yet prepared

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <list>
@@ -30,7 +30,8 @@ namespace {
 
 std::uint32_t be32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) | u[3];
+  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) |
+         u[3];
 }
 
 constexpr std::int16_t kApiMetadata = 3;
@@ -69,7 +70,8 @@ class EmbeddedBroker::Forwarder {
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     sockaddr_in address = loopback(port);
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(listen_fd_, 64) != 0 || !set_nonblocking(listen_fd_) || ::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+        ::listen(listen_fd_, 64) != 0 || !set_nonblocking(listen_fd_) ||
+        ::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
       const int error = errno;
       close_all();
       errno = error;
@@ -92,20 +94,20 @@ class EmbeddedBroker::Forwarder {
   /// One direction of a link: the Kafka frames (int32 size, then the body) read
   /// from one side and the bytes waiting to be written to the other.
   struct Direction {
-    std::string out;           // to write; out[sent..] still pending
+    std::string out;  // to write; out[sent..] still pending
     std::size_t sent = 0;
-    std::string head;          // the start of a frame being read (size and header)
+    std::string head;             // the start of a frame being read (size and header)
     std::uint32_t remaining = 0;  // body bytes of the current frame still to come (after head)
-    bool holding = false;      // the current frame (a response to rewrite) is kept in `held`
+    bool holding = false;         // the current frame (a response to rewrite) is kept in `held`
     std::string held;
-    bool eof = false;          // the side read from ended its output
-    bool shut = false;         // ... and the other side's output was ended too
+    bool eof = false;   // the side read from ended its output
+    bool shut = false;  // ... and the other side's output was ended too
     bool pending() const { return sent < out.size(); }
     bool full() const { return out.size() - sent >= kBufferBytes; }
   };
   struct Link {
-    std::array<int, 2> fd{-1, -1};  // [0] the client, [1] the mock broker
-    std::array<Direction, 2> dir;   // dir[i]: read from fd[i], written to fd[1 - i]
+    std::array<int, 2> fd{-1, -1};       // [0] the client, [1] the mock broker
+    std::array<Direction, 2> dir;        // dir[i]: read from fd[i], written to fd[1 - i]
     std::vector<std::uint32_t> rewrite;  // correlation ids of requests whose responses name brokers
     bool failed = false;
   };
@@ -122,8 +124,8 @@ class EmbeddedBroker::Forwarder {
     return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
   }
   [[noreturn]] static void fail(const char* what, int port) {
-    throw kafka::KafkaError("embedded broker: cannot listen on 127.0.0.1:" + std::to_string(port) + " (" + what +
-                                ": " + std::strerror(errno) + ")",
+    throw kafka::KafkaError("embedded broker: cannot listen on 127.0.0.1:" + std::to_string(port) +
+                                " (" + what + ": " + std::strerror(errno) + ")",
                             RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
 
@@ -144,7 +146,8 @@ class EmbeddedBroker::Forwarder {
           link.failed = true;  // not Kafka
           return;
         }
-        if (api_key == kApiMetadata || api_key == kApiFindCoordinator) link.rewrite.push_back(be32(d.head.data() + 8));
+        if (api_key == kApiMetadata || api_key == kApiFindCoordinator)
+          link.rewrite.push_back(be32(d.head.data() + 8));
         d.remaining = size - 8;
         d.head.clear();
       } else {
@@ -207,7 +210,8 @@ class EmbeddedBroker::Forwarder {
       from.push_back(static_cast<char>((static_cast<std::uint32_t>(target_) >> shift) & 0xFF));
       to.push_back(static_cast<char>((static_cast<std::uint32_t>(port_) >> shift) & 0xFF));
     }
-    for (std::size_t at = frame.find(from); at != std::string::npos; at = frame.find(from, at + to.size())) {
+    for (std::size_t at = frame.find(from); at != std::string::npos;
+         at = frame.find(from, at + to.size())) {
       frame.replace(at, from.size(), to);
     }
   }
@@ -238,7 +242,8 @@ class EmbeddedBroker::Forwarder {
     // then the client sees its connection closed, as if the broker were down).
     const int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address = loopback(target_);
-    if (upstream < 0 || ::connect(upstream, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (upstream < 0 ||
+        ::connect(upstream, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
       if (upstream >= 0) ::close(upstream);
       ::close(client);
       return;
@@ -260,8 +265,10 @@ class EmbeddedBroker::Forwarder {
         const ssize_t n = ::recv(link.fd[i], buffer, kBufferBytes, 0);
         if (n > 0) {
           const std::string_view data(buffer, static_cast<std::size_t>(n));
-          if (i == 0) feed_requests(link, data);
-          else feed_responses(link, data);
+          if (i == 0)
+            feed_requests(link, data);
+          else
+            feed_responses(link, data);
         } else if (n == 0) {
           d.eof = true;
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -275,8 +282,10 @@ class EmbeddedBroker::Forwarder {
       if (d.pending()) {
         // Try at once: a fresh read usually fits in the socket buffer.
         const ssize_t n = ::send(to, d.out.data() + d.sent, d.out.size() - d.sent, MSG_NOSIGNAL);
-        if (n > 0) d.sent += static_cast<std::size_t>(n);
-        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) link.failed = true;
+        if (n > 0)
+          d.sent += static_cast<std::size_t>(n);
+        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+          link.failed = true;
         if (d.sent == d.out.size()) d.out.clear(), d.sent = 0;
       }
       if (d.eof && !d.pending() && !d.shut) {
@@ -336,8 +345,8 @@ class EmbeddedBroker::Forwarder {
 
 EmbeddedBroker::EmbeddedBroker(int brokers, int port) {
   if (port != 0 && brokers != 1) {
-    throw kafka::KafkaError("embedded broker: a fixed port needs exactly one broker", RD_KAFKA_RESP_ERR__INVALID_ARG,
-                            kafka::Severity::fatal);
+    throw kafka::KafkaError("embedded broker: a fixed port needs exactly one broker",
+                            RD_KAFKA_RESP_ERR__INVALID_ARG, kafka::Severity::fatal);
   }
   // The mock cluster lives inside a librdkafka handle; a bare producer that
   // never produces is the lightest host.
@@ -352,8 +361,9 @@ EmbeddedBroker::EmbeddedBroker(int brokers, int port) {
   host_.reset(rk);
   cluster_ = rd_kafka_mock_cluster_new(rk, brokers);
   if (!cluster_) {
-    throw kafka::KafkaError("embedded broker: cannot start the mock cluster (no free loopback port?)",
-                            RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    throw kafka::KafkaError(
+        "embedded broker: cannot start the mock cluster (no free loopback port?)",
+        RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
   if (port != 0) {
     try {
@@ -379,22 +389,27 @@ std::string EmbeddedBroker::bootstrap() const {
 void EmbeddedBroker::create_topic(const std::string& topic, int partitions) {
   rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);
   if (err && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-    throw kafka::KafkaError("embedded broker: create topic '" + topic + "': " + rd_kafka_err2str(err), err,
-                            kafka::Severity::fatal);
+    throw kafka::KafkaError(
+        "embedded broker: create topic '" + topic + "': " + rd_kafka_err2str(err), err,
+        kafka::Severity::fatal);
   }
 }
 
 void EmbeddedBroker::set_down(int id) { rd_kafka_mock_broker_set_down(cluster_, id); }
 void EmbeddedBroker::set_up(int id) { rd_kafka_mock_broker_set_up(cluster_, id); }
 
-void EmbeddedBroker::push_request_errors(int api_key, const std::vector<rd_kafka_resp_err_t>& errors) {
-  rd_kafka_mock_push_request_errors_array(cluster_, static_cast<std::int16_t>(api_key), errors.size(), errors.data());
+void EmbeddedBroker::push_request_errors(int api_key,
+                                         const std::vector<rd_kafka_resp_err_t>& errors) {
+  rd_kafka_mock_push_request_errors_array(cluster_, static_cast<std::int16_t>(api_key),
+                                          errors.size(), errors.data());
 }
 
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {
   std::vector<std::string> topics = kafka.input_topics;
-  for (const auto* t : {&kafka.output_topic, &kafka.duplicates_topic, &kafka.dead_letter_topic, &kafka.changelog_topic}) {
-    if (!t->empty() && std::find(topics.begin(), topics.end(), *t) == topics.end()) topics.push_back(*t);
+  for (const auto* t : {&kafka.output_topic, &kafka.duplicates_topic, &kafka.dead_letter_topic,
+                        &kafka.changelog_topic}) {
+    if (!t->empty() && std::find(topics.begin(), topics.end(), *t) == topics.end())
+      topics.push_back(*t);
   }
   return topics;
 }

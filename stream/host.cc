@@ -17,7 +17,8 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
     brokers = *config.kafka.brokers;
   } else {
     broker = std::make_unique<EmbeddedBroker>();
-    for (const auto& topic : service_topics(config.kafka)) broker->create_topic(topic, config.kafka.embedded_partitions);
+    for (const auto& topic : service_topics(config.kafka))
+      broker->create_topic(topic, config.kafka.embedded_partitions);
     brokers = broker->bootstrap();
     log(config::LogLevel::info, "embedded broker at " + brokers);
     if (!host.bootstrap_file.empty()) write_bootstrap_file(host.bootstrap_file, brokers);
@@ -62,7 +63,8 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   self = &service;
   if (host.on_brokers) host.on_brokers(brokers);
   log(config::LogLevel::info, "consuming " + std::to_string(config.kafka.input_topics.size()) +
-                                  " topic(s) from " + brokers + " as group '" + config.kafka.group_id + "'");
+                                  " topic(s) from " + brokers + " as group '" +
+                                  config.kafka.group_id + "'");
   int status = service.run();
   progress.finish();
   ServiceSnapshot last = service.snapshot();

@@ -15,8 +15,8 @@ namespace neardup::stream {
 /// The embedded broker is started when kafka.brokers is absent (topics created,
 /// "embedded broker at ADDR" logged).
 struct HostOptions {
-  std::string bootstrap_file;        ///< write the embedded broker's address here
-  bool force_progress = false;       ///< show the progress line even when stderr is not a terminal
+  std::string bootstrap_file;   ///< write the embedded broker's address here
+  bool force_progress = false;  ///< show the progress line even when stderr is not a terminal
   std::chrono::milliseconds progress_every{2000};
   /// Called once the brokers are known, before the service runs (the demo starts its feeder here).
   std::function<void(const std::string& brokers)> on_brokers;
@@ -28,6 +28,7 @@ struct HostOptions {
 /// Runs the service until a signal, `done`, or a fatal error. Returns the exit
 /// status (0 after a graceful stop, 1 after a fatal Kafka error). `final` gets
 /// the last snapshot. Throws for startup failures (bad config, port in use).
-int host_service(const config::Config& config, const HostOptions& host, ServiceSnapshot* final = nullptr);
+int host_service(const config::Config& config, const HostOptions& host,
+                 ServiceSnapshot* final = nullptr);
 
 }  // namespace neardup::stream

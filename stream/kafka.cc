@@ -9,9 +9,12 @@ namespace neardup::stream::kafka {
 
 std::string_view to_string(Severity severity) {
   switch (severity) {
-    case Severity::fatal: return "fatal";
-    case Severity::retriable: return "retriable";
-    case Severity::message: return "message";
+    case Severity::fatal:
+      return "fatal";
+    case Severity::retriable:
+      return "retriable";
+    case Severity::message:
+      return "message";
   }
   return "unknown";
 }
@@ -55,7 +58,7 @@ Severity classify(rd_kafka_resp_err_t err, bool fatal_flag) {
 metrics::LogLevel log_level_of(int syslog_level) {
   if (syslog_level <= 3) return metrics::LogLevel::error;  // emerg, alert, crit, err
   if (syslog_level == 4) return metrics::LogLevel::warn;
-  if (syslog_level <= 6) return metrics::LogLevel::info;   // notice, info
+  if (syslog_level <= 6) return metrics::LogLevel::info;  // notice, info
   return metrics::LogLevel::debug;
 }
 
@@ -65,7 +68,9 @@ namespace {
 void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
   const metrics::LogLevel ours = log_level_of(level);
   if (!metrics::log_enabled(ours)) return;
-  metrics::log(ours, text ? text : "", {{"client", rk ? rd_kafka_name(rk) : "rdkafka"}, {"facility", facility ? facility : ""}});
+  metrics::log(
+      ours, text ? text : "",
+      {{"client", rk ? rd_kafka_name(rk) : "rdkafka"}, {"facility", facility ? facility : ""}});
 }
 
 /// make_conf() plus the callbacks that feed `health`, if any.
@@ -98,8 +103,10 @@ ConfPtr make_conf(const Properties& properties) {
   rd_kafka_conf_set_log_cb(conf.get(), &on_log);
   char errstr[512];
   for (const auto& [name, value] : properties) {
-    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-      throw KafkaError("kafka property '" + name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof errstr) !=
+        RD_KAFKA_CONF_OK) {
+      throw KafkaError("kafka property '" + name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG,
+                       Severity::fatal);
     }
   }
   return conf;
@@ -108,10 +115,12 @@ ConfPtr make_conf(const Properties& properties) {
 int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout) {
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
   const rd_kafka_metadata_t* metadata = nullptr;
-  rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &metadata, static_cast<int>(timeout.count()));
+  rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk, 0, rkt, &metadata, static_cast<int>(timeout.count()));
   rd_kafka_topic_destroy(rkt);
   if (err) {
-    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), err, classify(err));
+    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), err,
+                     classify(err));
   }
   int count = 0;
   for (int i = 0; i < metadata->topic_cnt; ++i) {
@@ -131,7 +140,9 @@ Producer::Producer(const Properties& properties, DeliveryHandler on_delivery, Br
   rd_kafka_conf_set_error_cb(conf.get(), &Producer::on_error_cb);
   char errstr[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
-  if (!rk) throw KafkaError(std::string("cannot create Kafka producer: ") + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  if (!rk)
+    throw KafkaError(std::string("cannot create Kafka producer: ") + errstr,
+                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
   conf.release();  // owned by rk now
   rk_.reset(rk);
 }
@@ -147,7 +158,8 @@ rd_kafka_topic_t* Producer::topic(std::string_view name) {
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_.get(), std::string(name).c_str(), nullptr);
   if (!rkt) {
     rd_kafka_resp_err_t err = rd_kafka_last_error();
-    throw KafkaError("cannot open topic '" + std::string(name) + "': " + rd_kafka_err2str(err), err, Severity::fatal);
+    throw KafkaError("cannot open topic '" + std::string(name) + "': " + rd_kafka_err2str(err), err,
+                     Severity::fatal);
   }
   topics_.emplace(std::string(name), rkt);
   return rkt;
@@ -162,9 +174,10 @@ rd_kafka_resp_err_t Producer::produce(const Record& record) {
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_VALUE(record.has_value ? const_cast<char*>(record.value.data()) : nullptr,
                          record.has_value ? record.value.size() : 0),
-        RD_KAFKA_V_KEY(record.has_key ? record.key.data() : nullptr, record.has_key ? record.key.size() : 0),
-        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(record.opaque),
-        RD_KAFKA_V_END);
+        RD_KAFKA_V_KEY(record.has_key ? record.key.data() : nullptr,
+                       record.has_key ? record.key.size() : 0),
+        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers),
+        RD_KAFKA_V_OPAQUE(record.opaque), RD_KAFKA_V_END);
     if (!err) return err;  // headers now owned by librdkafka
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       // Backpressure: serve delivery reports until librdkafka has room.
@@ -180,13 +193,16 @@ rd_kafka_resp_err_t Producer::produce(const Record& record) {
     if (severity == Severity::fatal) {
       std::string reason = rd_kafka_err2str(err);
       if (err == RD_KAFKA_RESP_ERR__FATAL) reason = fatal_reason_.empty() ? reason : fatal_reason_;
-      throw KafkaError("producing to '" + std::string(record.topic) + "': " + reason, err, severity);
+      throw KafkaError("producing to '" + std::string(record.topic) + "': " + reason, err,
+                       severity);
     }
     return err;
   }
 }
 
-int Producer::poll(std::chrono::milliseconds timeout) { return rd_kafka_poll(rk_.get(), static_cast<int>(timeout.count())); }
+int Producer::poll(std::chrono::milliseconds timeout) {
+  return rd_kafka_poll(rk_.get(), static_cast<int>(timeout.count()));
+}
 
 bool Producer::flush(std::chrono::milliseconds timeout) {
   return rd_kafka_flush(rk_.get(), static_cast<int>(timeout.count())) == RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -214,14 +230,17 @@ int Producer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* op
 
 // ---------------------------------------------------------------- Consumer
 
-Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance, BrokerHealth* health)
+Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance,
+                   BrokerHealth* health)
     : on_rebalance_(std::move(on_rebalance)), health_(health) {
   ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
   rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
   rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
   char errstr[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr, sizeof errstr);
-  if (!rk) throw KafkaError(std::string("cannot create Kafka consumer: ") + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  if (!rk)
+    throw KafkaError(std::string("cannot create Kafka consumer: ") + errstr,
+                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
   conf.release();
   rk_.reset(rk);
   rd_kafka_poll_set_consumer(rk);
@@ -235,15 +254,18 @@ Consumer::~Consumer() {
 
 void Consumer::subscribe(const std::vector<std::string>& topics) {
   PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
-  for (const auto& t : topics) rd_kafka_topic_partition_list_add(list.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
+  for (const auto& t : topics)
+    rd_kafka_topic_partition_list_add(list.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
   if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_.get(), list.get())) {
     throw KafkaError(std::string("subscribe: ") + rd_kafka_err2str(err), err, Severity::fatal);
   }
 }
 
-void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max, std::chrono::milliseconds timeout) {
+void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
+                          std::chrono::milliseconds timeout) {
   std::vector<rd_kafka_message_t*> raw(max);
-  ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(timeout.count()), raw.data(), max);
+  ssize_t n =
+      rd_kafka_consume_batch_queue(queue_, static_cast<int>(timeout.count()), raw.data(), max);
   for (ssize_t i = 0; i < n; ++i) out.emplace_back(raw[static_cast<std::size_t>(i)]);
 }
 
@@ -261,14 +283,15 @@ void Consumer::close() {
   rd_kafka_consumer_close(rk_.get());
 }
 
-void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
-                               void* opaque) {
+void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                               rd_kafka_topic_partition_list_t* partitions, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
   const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     if (self->on_rebalance_) self->on_rebalance_(true, *partitions);
     if (cooperative) {
-      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions)) rd_kafka_error_destroy(e);
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions))
+        rd_kafka_error_destroy(e);
     } else {
       rd_kafka_assign(rk, partitions);
     }
@@ -276,7 +299,8 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka
     // Revoked (or lost): the handler flushes and commits before we let go.
     if (self->on_rebalance_) self->on_rebalance_(false, *partitions);
     if (cooperative) {
-      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions)) rd_kafka_error_destroy(e);
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions))
+        rd_kafka_error_destroy(e);
     } else {
       rd_kafka_assign(rk, nullptr);
     }
@@ -299,7 +323,8 @@ std::optional<std::string_view> header(const rd_kafka_headers_t* headers, const 
   if (!headers) return std::nullopt;
   const void* value = nullptr;
   std::size_t size = 0;
-  if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+  if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return std::nullopt;
   return std::string_view(static_cast<const char*>(value), value ? size : 0);
 }
 

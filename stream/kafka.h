@@ -70,7 +70,9 @@ struct MessageDeleter {
 using MessagePtr = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
 
 struct PartitionListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const { rd_kafka_topic_partition_list_destroy(l); }
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
 };
 using PartitionListPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter>;
 
@@ -100,7 +102,8 @@ class Producer {
   /// With `health` (not owned; must outlive the producer), the client's error
   /// events and statistics feed it; statistics.interval.ms defaults to
   /// kHealthStatisticsMs then. They are served on the thread calling poll().
-  Producer(const Properties& properties, DeliveryHandler on_delivery, BrokerHealth* health = nullptr);
+  Producer(const Properties& properties, DeliveryHandler on_delivery,
+           BrokerHealth* health = nullptr);
   ~Producer();
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
@@ -108,7 +111,7 @@ class Producer {
   struct Record {
     std::string_view topic;
     std::int32_t partition = RD_KAFKA_PARTITION_UA;
-    std::string_view key;     ///< empty with has_key=false -> null key
+    std::string_view key;  ///< empty with has_key=false -> null key
     bool has_key = false;
     std::string_view value;
     bool has_value = true;
@@ -155,11 +158,13 @@ class Producer {
 class Consumer {
  public:
   /// `assigned` true for an assignment, false for a revocation.
-  using RebalanceHandler = std::function<void(bool assigned, const rd_kafka_topic_partition_list_t& partitions)>;
+  using RebalanceHandler =
+      std::function<void(bool assigned, const rd_kafka_topic_partition_list_t& partitions)>;
 
   /// Throws KafkaError when the client cannot be created. `health` as for
   /// Producer; served inside poll_batch().
-  Consumer(const Properties& properties, RebalanceHandler on_rebalance, BrokerHealth* health = nullptr);
+  Consumer(const Properties& properties, RebalanceHandler on_rebalance,
+           BrokerHealth* health = nullptr);
   ~Consumer();  ///< closes (leaves the group) and destroys
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
@@ -178,8 +183,8 @@ class Consumer {
   rd_kafka_t* handle() const { return rk_.get(); }
 
  private:
-  static void on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
-                              void* opaque);
+  static void on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t* partitions, void* opaque);
   static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
   static int on_statistics_cb(rd_kafka_t*, char* json, size_t size, void* opaque);
 

@@ -5,7 +5,8 @@
 namespace neardup::stream {
 
 OffsetLedger::Partition& OffsetLedger::at(std::uint32_t source) {
-  if (source >= Ticket::kMaxSources) throw std::out_of_range("offset ledger: source index over 65534");
+  if (source >= Ticket::kMaxSources)
+    throw std::out_of_range("offset ledger: source index over 65534");
   if (source >= partitions_.size()) partitions_.resize(source + 1);
   return partitions_[source];
 }
@@ -29,7 +30,8 @@ bool OffsetLedger::assigned(std::uint32_t source) const {
   return source < partitions_.size() && partitions_[source].assigned;
 }
 
-OffsetLedger::Added OffsetLedger::add(std::uint32_t source, std::int64_t offset, std::int64_t timestamp_ms) {
+OffsetLedger::Added OffsetLedger::add(std::uint32_t source, std::int64_t offset,
+                                      std::int64_t timestamp_ms) {
   Partition& p = at(source);
   Added added;
   added.ticket = Ticket{source, p.next_seq++};
@@ -76,7 +78,8 @@ void OffsetLedger::pop_finished(Partition& p) {
   }
 }
 
-std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(const std::vector<std::uint32_t>* only) {
+std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(
+    const std::vector<std::uint32_t>* only) {
   std::vector<Commit> out;
   auto consider = [&](std::uint32_t source) {
     if (source >= partitions_.size()) return;

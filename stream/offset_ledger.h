@@ -33,10 +33,14 @@ struct Ticket {
   std::uint32_t source = 0;  ///< < 2^16
   std::uint64_t seq = 0;     ///< < 2^48
 
-  static constexpr std::uint32_t kMaxSources = 0xffff;  ///< source 0xffff is reserved for the caller
-  std::uint64_t pack() const { return (static_cast<std::uint64_t>(source) << 48) | (seq & ((std::uint64_t{1} << 48) - 1)); }
+  static constexpr std::uint32_t kMaxSources =
+      0xffff;  ///< source 0xffff is reserved for the caller
+  std::uint64_t pack() const {
+    return (static_cast<std::uint64_t>(source) << 48) | (seq & ((std::uint64_t{1} << 48) - 1));
+  }
   static Ticket unpack(std::uint64_t packed) {
-    return Ticket{static_cast<std::uint32_t>(packed >> 48), packed & ((std::uint64_t{1} << 48) - 1)};
+    return Ticket{static_cast<std::uint32_t>(packed >> 48),
+                  packed & ((std::uint64_t{1} << 48) - 1)};
   }
   friend bool operator==(const Ticket&, const Ticket&) = default;
 };
@@ -103,12 +107,12 @@ class OffsetLedger {
   };
   struct Partition {
     bool assigned = false;
-    std::deque<Entry> entries;   ///< in read order; entries[i] has seq first_seq + i
+    std::deque<Entry> entries;  ///< in read order; entries[i] has seq first_seq + i
     std::uint64_t first_seq = 0;
-    std::uint64_t next_seq = 0;  ///< never reset: a revoked assignment's tickets stay invalid
-    std::int64_t last_read = -1;       ///< offset of the last add() in this assignment
-    std::int64_t done_next = -1;       ///< last finished entry's offset + 1, or -1
-    std::int64_t committed = -1;       ///< what take_commits() returned last, or -1
+    std::uint64_t next_seq = 0;   ///< never reset: a revoked assignment's tickets stay invalid
+    std::int64_t last_read = -1;  ///< offset of the last add() in this assignment
+    std::int64_t done_next = -1;  ///< last finished entry's offset + 1, or -1
+    std::int64_t committed = -1;  ///< what take_commits() returned last, or -1
   };
 
   Partition& at(std::uint32_t source);

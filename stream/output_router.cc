@@ -12,12 +12,15 @@ namespace {
 
 using kafka::KafkaError;
 
-void* to_opaque(Ticket ticket) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket.pack())); }
+void* to_opaque(Ticket ticket) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket.pack()));
+}
 
 rd_kafka_headers_t* copy_headers(const rd_kafka_message_t& m) {
   rd_kafka_headers_t* hdrs = nullptr;
   // (a delivery report's headers are reached through the same call)
-  if (rd_kafka_message_headers(&m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR && hdrs) return rd_kafka_headers_copy(hdrs);
+  if (rd_kafka_message_headers(&m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR && hdrs)
+    return rd_kafka_headers_copy(hdrs);
   return nullptr;
 }
 
@@ -28,7 +31,8 @@ std::size_t header_bytes(const rd_kafka_headers_t* hdrs) {
   const char* name = nullptr;
   const void* value = nullptr;
   std::size_t size = 0;
-  for (std::size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+  for (std::size_t i = 0;
+       rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
     total += std::char_traits<char>::length(name) + size + 16;
   }
   return total;
@@ -46,14 +50,20 @@ std::int64_t timestamp_of(const rd_kafka_message_t& m) {
 
 }  // namespace
 
-std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes, std::size_t header_bytes) {
+std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes,
+                                std::size_t header_bytes) {
   const std::size_t taken = key_bytes + header_bytes + kRecordFraming;
   return taken < max_record_bytes ? max_record_bytes - taken : 0;
 }
 
-OutputRouter::OutputRouter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger,
-                           Sources& sources, ServiceSnapshot& stats, std::size_t max_record_bytes)
-    : cfg_(config), producer_(producer), ledger_(ledger), sources_(sources), stats_(stats),
+OutputRouter::OutputRouter(const config::Config& config, kafka::Producer& producer,
+                           OffsetLedger& ledger, Sources& sources, ServiceSnapshot& stats,
+                           std::size_t max_record_bytes)
+    : cfg_(config),
+      producer_(producer),
+      ledger_(ledger),
+      sources_(sources),
+      stats_(stats),
       max_record_bytes_(max_record_bytes) {}
 
 int OutputRouter::partitions_of(const std::string& topic) {
@@ -63,7 +73,8 @@ int OutputRouter::partitions_of(const std::string& topic) {
   try {
     n = kafka::partition_count(producer_.handle(), topic, std::chrono::seconds(10));
   } catch (const KafkaError& e) {
-    log(config::LogLevel::warn, std::string("partition count unknown, choosing output partitions by key: ") + e.what());
+    log(config::LogLevel::warn,
+        std::string("partition count unknown, choosing output partitions by key: ") + e.what());
     n = -1;
   }
   topic_partitions_.emplace(topic, n);
@@ -84,7 +95,8 @@ void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedu
       // Judged again after its transaction aborted: straight to the dead letters.
       const Refusal refusal = it->second;
       refused_.erase(it);
-      Letter letter = letter_for(in, ticket, in.offset, refusal.reason, max_record_bytes_ / 2, refusal.dead_letter_refused);
+      Letter letter = letter_for(in, ticket, in.offset, refusal.reason, max_record_bytes_ / 2,
+                                 refusal.dead_letter_refused);
       if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
       send_letter(std::move(letter));
       return;
@@ -116,25 +128,28 @@ void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedu
 
 void OutputRouter::forward(const rd_kafka_message_t& in, Ticket ticket) {
   const Source& src = sources_[ticket.source];
-  send(cfg_.kafka.output_topic, output_partition(src, cfg_.kafka.output_topic), in, copy_headers(in), ticket);
+  send(cfg_.kafka.output_topic, output_partition(src, cfg_.kafka.output_topic), in,
+       copy_headers(in), ticket);
 }
 
-void OutputRouter::duplicate(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
-                             const Source* of) {
+void OutputRouter::duplicate(const rd_kafka_message_t& in, Ticket ticket,
+                             const dedup::Verdict& verdict, const Source* of) {
   rd_kafka_headers_t* hdrs = copy_headers(in);
   if (!hdrs) hdrs = rd_kafka_headers_new(4);
   add_header(hdrs, "neardup-verdict", "duplicate");
   if (verdict.match) {
-    add_header(hdrs, "neardup-of", of ? of->locate(ref_offset(verdict.match->of)) : std::string("unknown"));
+    add_header(hdrs, "neardup-of",
+               of ? of->locate(ref_offset(verdict.match->of)) : std::string("unknown"));
     add_header(hdrs, "neardup-distance", std::to_string(verdict.match->distance));
   }
   add_header(hdrs, "neardup-fingerprint", verdict.fingerprint.hex());
-  const std::string& topic = cfg_.action == config::Action::tag ? cfg_.kafka.output_topic : cfg_.kafka.duplicates_topic;
+  const std::string& topic =
+      cfg_.action == config::Action::tag ? cfg_.kafka.output_topic : cfg_.kafka.duplicates_topic;
   send(topic, output_partition(sources_[ticket.source], topic), in, hdrs, ticket);
 }
 
-void OutputRouter::send(const std::string& topic, std::int32_t partition, const rd_kafka_message_t& in,
-                        rd_kafka_headers_t* headers, Ticket ticket) {
+void OutputRouter::send(const std::string& topic, std::int32_t partition,
+                        const rd_kafka_message_t& in, rd_kafka_headers_t* headers, Ticket ticket) {
   kafka::Producer::Record rec;
   rec.topic = topic;
   rec.partition = partition;
@@ -152,15 +167,18 @@ void OutputRouter::send(const std::string& topic, std::int32_t partition, const 
   ledger_.acknowledge(ticket);  // never produced; the dead letter below counts its own record
   // The record itself cannot be written (e.g. too large for the topic): it
   // goes to the dead-letter topic rather than vanishing.
-  dead_letter(in, ticket, std::string("output to '") + topic + "' rejected: " + rd_kafka_err2str(err));
+  dead_letter(in, ticket,
+              std::string("output to '") + topic + "' rejected: " + rd_kafka_err2str(err));
 }
 
-void OutputRouter::dead_letter(const rd_kafka_message_t& in, Ticket ticket, std::string_view reason) {
+void OutputRouter::dead_letter(const rd_kafka_message_t& in, Ticket ticket,
+                               std::string_view reason) {
   send_letter(letter_for(in, ticket, in.offset, std::string(reason), max_record_bytes_, false));
 }
 
-OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticket ticket, std::int64_t offset,
-                                              std::string reason, std::size_t record_limit, bool bare) const {
+OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticket ticket,
+                                              std::int64_t offset, std::string reason,
+                                              std::size_t record_limit, bool bare) const {
   Letter letter;
   letter.ticket = ticket;
   letter.source = ticket.source;
@@ -176,7 +194,8 @@ OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticke
     letter.headers.reset(copy_headers(m));
     // The value is copied only as far as it can go out (neardup's headers included).
     const std::size_t fits =
-        fitting_value_bytes(record_limit, letter.key.size(), header_bytes(letter.headers.get()) + 256 + letter.reason.size());
+        fitting_value_bytes(record_limit, letter.key.size(),
+                            header_bytes(letter.headers.get()) + 256 + letter.reason.size());
     if (m.payload) letter.value.assign(static_cast<const char*>(m.payload), std::min(m.len, fits));
   }
   return letter;
@@ -192,7 +211,8 @@ void OutputRouter::send_letter(Letter letter) {
   add_header(hdrs, "neardup-source", src.locate(letter.offset));
   const bool key_fits = !letter.bare && letter.key.size() + kRecordFraming < max_record_bytes_ / 2;
   std::string_view value = letter.bare ? std::string_view() : std::string_view(letter.value);
-  const std::size_t fits = fitting_value_bytes(max_record_bytes_, key_fits ? letter.key.size() : 0, header_bytes(hdrs) + 128);
+  const std::size_t fits = fitting_value_bytes(max_record_bytes_, key_fits ? letter.key.size() : 0,
+                                               header_bytes(hdrs) + 128);
   if (value.size() > fits) value = value.substr(0, fits);
   const bool cut = letter.has_value && value.size() < letter.original_size;
   if (cut) {
@@ -211,7 +231,8 @@ void OutputRouter::send_letter(Letter letter) {
   rec.headers = hdrs;
   rec.opaque = to_opaque(letter.ticket);
   ledger_.expect(letter.ticket);
-  if (std::exchange(letter.replaces_output, false)) ledger_.acknowledge(letter.ticket);  // (counted once)
+  if (std::exchange(letter.replaces_output, false))
+    ledger_.acknowledge(letter.ticket);  // (counted once)
   const rd_kafka_resp_err_t err = producer_.produce(rec);
   if (!err) return;
   ++stats_.produce_errors;
@@ -230,31 +251,37 @@ void OutputRouter::send_letter(Letter letter) {
 }
 
 bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ticket) {
-  if (kafka::classify(report.err) != kafka::Severity::message || ticket.source >= sources_.size()) return false;
+  if (kafka::classify(report.err) != kafka::Severity::message || ticket.source >= sources_.size())
+    return false;
   const std::string topic = rd_kafka_topic_name(report.rkt);
   const bool was_dead_letter = topic == cfg_.kafka.dead_letter_topic;
-  if (was_dead_letter && !report.payload && !report.key) return false;  // a bare dead letter refused: nothing smaller to send
+  if (was_dead_letter && !report.payload && !report.key)
+    return false;  // a bare dead letter refused: nothing smaller to send
   const std::optional<std::int64_t> offset = ledger_.offset_of(ticket);
   if (!offset) return true;  // its partition was revoked: the next owner reads the input again
   if (exactly_once_) {
     Refusal& r = refused_[{ticket.source, *offset}];
     if (was_dead_letter) {
       r.dead_letter_refused = true;
-      r.reason += std::string("; dead letter rejected by the broker: ") + rd_kafka_err2str(report.err);
+      r.reason +=
+          std::string("; dead letter rejected by the broker: ") + rd_kafka_err2str(report.err);
     } else if (r.reason.empty()) {
-      r.reason = "output to '" + topic + "' rejected by the broker: " + rd_kafka_err2str(report.err);
+      r.reason =
+          "output to '" + topic + "' rejected by the broker: " + rd_kafka_err2str(report.err);
     }
     return true;
   }
   // The broker's limit is below the producer's: half of ours, then bare.
-  Letter letter = letter_for(report, ticket, *offset,
-                             (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
-                                 " rejected by the broker: " + rd_kafka_err2str(report.err),
-                             max_record_bytes_ / 2, false);
+  Letter letter =
+      letter_for(report, ticket, *offset,
+                 (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
+                     " rejected by the broker: " + rd_kafka_err2str(report.err),
+                 max_record_bytes_ / 2, false);
   letter.replaces_output = true;
   if (was_dead_letter) {
     // Sent again bare (neardup's headers only), keeping the first attempt's reason and size.
-    if (auto first = kafka::header(letter.headers.get(), "neardup-error")) letter.reason = std::string(*first) + "; " + letter.reason;
+    if (auto first = kafka::header(letter.headers.get(), "neardup-error"))
+      letter.reason = std::string(*first) + "; " + letter.reason;
     if (auto size = kafka::header(letter.headers.get(), "neardup-original-size")) {
       std::from_chars(size->data(), size->data() + size->size(), letter.original_size);
     }

@@ -37,7 +37,8 @@ inline constexpr std::size_t kRecordFraming = 512;
 
 /// What fits of `value` in a record of at most `max_record_bytes` with this key
 /// and these header bytes (0 when not even the headers fit). Pure.
-std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes, std::size_t header_bytes);
+std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes,
+                                std::size_t header_bytes);
 
 struct HeadersDeleter {
   void operator()(rd_kafka_headers_t* h) const { rd_kafka_headers_destroy(h); }
@@ -48,17 +49,18 @@ class OutputRouter {
  public:
   /// `max_record_bytes`: the producer's message.max.bytes. The references must
   /// outlive the router.
-  OutputRouter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger, Sources& sources,
-               ServiceSnapshot& stats, std::size_t max_record_bytes);
+  OutputRouter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger,
+               Sources& sources, ServiceSnapshot& stats, std::size_t max_record_bytes);
 
   /// Sends a judged input by its verdict and the configured action, counting
   /// it in the snapshot (unique, duplicate by distance, dropped, invalid).
-  void route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict, std::string_view error,
-             const Source* of);
+  void route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
+             std::string_view error, const Source* of);
   /// A unique message (or, in bypass mode, any message): to the output topic, its headers kept.
   void forward(const rd_kafka_message_t& in, Ticket ticket);
   /// A near-duplicate of `of` (null if its source is unknown) by the configured action.
-  void duplicate(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict, const Source* of);
+  void duplicate(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
+                 const Source* of);
   /// An input that cannot be judged: to the dead-letter topic with `reason`.
   void dead_letter(const rd_kafka_message_t& in, Ticket ticket, std::string_view reason);
 
@@ -105,8 +107,8 @@ class OutputRouter {
   /// A dead letter of record `m` (an input or a refused output) of input
   /// `ticket` at `offset`: its value cut to fit `record_limit` with its headers
   /// and neardup's, or nothing but neardup's headers when `bare`.
-  Letter letter_for(const rd_kafka_message_t& m, Ticket ticket, std::int64_t offset, std::string reason,
-                    std::size_t record_limit, bool bare) const;
+  Letter letter_for(const rd_kafka_message_t& m, Ticket ticket, std::int64_t offset,
+                    std::string reason, std::size_t record_limit, bool bare) const;
   void send_letter(Letter letter);
   int partitions_of(const std::string& topic);
 
@@ -123,7 +125,8 @@ class OutputRouter {
     std::string reason;
     bool dead_letter_refused = false;
   };
-  std::map<std::pair<std::uint32_t, std::int64_t>, Refusal> refused_;  // exactly-once: by (source, input offset)
+  std::map<std::pair<std::uint32_t, std::int64_t>, Refusal>
+      refused_;  // exactly-once: by (source, input offset)
 };
 
 }  // namespace neardup::stream

@@ -31,8 +31,8 @@ void Analyzer::prepare(std::string_view raw, Prepared& out) {
 
 Classifier::Classifier(const config::Config& config) : engine_(config.dedup) {}
 
-dedup::Verdict Classifier::judge(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
-                                 std::string_view* error) {
+dedup::Verdict Classifier::judge(const Prepared& prepared, dedup::EventTime time,
+                                 dedup::RecordRef ref, std::string_view* error) {
   dedup::Verdict verdict;
   if (!prepared.ok) {
     verdict.kind = dedup::VerdictKind::invalid;

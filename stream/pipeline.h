@@ -24,10 +24,10 @@ namespace neardup::stream {
 /// views the raw record (valid as long as it is) unless the decoded text had
 /// to be copied (format json).
 struct Prepared {
-  bool ok = false;            ///< decoded; false: `error` says why (the record is invalid)
+  bool ok = false;  ///< decoded; false: `error` says why (the record is invalid)
   std::string error;
-  std::string id;             ///< the id field as JSON text ("" when absent), see Decoded::id
-  dedup::Analysis analysis;   ///< valid when ok
+  std::string id;            ///< the id field as JSON text ("" when absent), see Decoded::id
+  dedup::Analysis analysis;  ///< valid when ok
   std::string_view text() const { return owned ? std::string_view(owned_text) : raw_text; }
 
   std::string_view raw_text;  ///< when !owned: a slice of the raw record

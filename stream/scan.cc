@@ -33,7 +33,8 @@ class KeptIds {
     const std::uint64_t start = base_ + bytes_.size();
     if (lines_.size() < capacity_) {
       if (lines_.size() == lines_.capacity()) {  // grow, but never past capacity
-        const std::size_t want = std::min(capacity_, std::max<std::size_t>(1024, 2 * lines_.size()));
+        const std::size_t want =
+            std::min(capacity_, std::max<std::size_t>(1024, 2 * lines_.size()));
         lines_.reserve(want);
         starts_.reserve(want);
       }
@@ -63,7 +64,8 @@ class KeptIds {
     const auto it = std::lower_bound(begin, end, line);
     if (it == end || *it != line) return {};
     const auto at = static_cast<std::size_t>(it - lines_.begin());
-    const std::size_t next = at + 1 == lines_.size() ? 0 : at + 1;  // the next newer id's slot, in ring order
+    const std::size_t next =
+        at + 1 == lines_.size() ? 0 : at + 1;  // the next newer id's slot, in ring order
     const bool newest = next == oldest_;
     const std::uint64_t stop = newest ? base_ + bytes_.size() : starts_[next];
     return std::string_view(bytes_).substr(static_cast<std::size_t>(starts_[at] - base_),
@@ -74,11 +76,12 @@ class KeptIds {
   static constexpr std::size_t kMinDrop = 64 * 1024;  // no memmove for a few dead bytes
 
   std::size_t capacity_;
-  std::vector<std::uint64_t> lines_;   // a ring once full
-  std::vector<std::uint64_t> starts_;  // starts_[i]: where the id of lines_[i] starts (an arena offset)
-  std::string bytes_;                  // the ids, in kept order, from offset base_ on
-  std::uint64_t base_ = 0;             // the offset of bytes_[0]
-  std::size_t oldest_ = 0;             // the ring's oldest slot (0 until full)
+  std::vector<std::uint64_t> lines_;  // a ring once full
+  std::vector<std::uint64_t>
+      starts_;              // starts_[i]: where the id of lines_[i] starts (an arena offset)
+  std::string bytes_;       // the ids, in kept order, from offset base_ on
+  std::uint64_t base_ = 0;  // the offset of bytes_[0]
+  std::size_t oldest_ = 0;  // the ring's oldest slot (0 until full)
 };
 
 void append_number(std::string& out, std::uint64_t value) {
@@ -92,8 +95,8 @@ class JsonlSink {
   explicit JsonlSink(std::FILE* out) : out_(out) { buffer_.reserve(kFlushAt + 4096); }
   ~JsonlSink() { flush(); }
 
-  void write(std::uint64_t line, const std::string& id, const dedup::Verdict& verdict, std::string_view error,
-             const KeptIds& kept) {
+  void write(std::uint64_t line, const std::string& id, const dedup::Verdict& verdict,
+             std::string_view error, const KeptIds& kept) {
     buffer_.append("{\"id\":");
     append_id(line, id);
     buffer_.append(",\"verdict\":\"");
@@ -111,7 +114,8 @@ class JsonlSink {
         buffer_.append(",\"similarity\":");
         append_number(buffer_, milli / 1000);
         buffer_.push_back('.');
-        const char digits[3] = {static_cast<char>('0' + milli / 100 % 10), static_cast<char>('0' + milli / 10 % 10),
+        const char digits[3] = {static_cast<char>('0' + milli / 100 % 10),
+                                static_cast<char>('0' + milli / 10 % 10),
                                 static_cast<char>('0' + milli % 10)};
         buffer_.append(digits, 3);
       }
@@ -131,7 +135,8 @@ class JsonlSink {
   /// Writes what is buffered. After the first failed write nothing more is
   /// written (verdicts after a gap would look complete); error() tells.
   void flush() {
-    if (error_ == 0 && !buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size())
+    if (error_ == 0 && !buffer_.empty() &&
+        std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size())
       error_ = errno != 0 ? errno : EIO;
     buffer_.clear();
     if (error_ == 0 && std::fflush(out_) != 0) error_ = errno != 0 ? errno : EIO;
@@ -159,7 +164,9 @@ class JsonlSink {
 /// memory stays within a few times max_line whatever the input.
 class LineReader {
  public:
-  LineReader(std::FILE* in, std::size_t max_line) : in_(in), max_line_(max_line) { buffer_.resize(1 << 16); }
+  LineReader(std::FILE* in, std::size_t max_line) : in_(in), max_line_(max_line) {
+    buffer_.resize(1 << 16);
+  }
 
   /// Next line without its terminator; false at EOF or on a read error.
   bool next(std::string_view& line) {
@@ -195,7 +202,8 @@ class LineReader {
   bool deliver(std::string_view& line, const char* start, std::size_t length) {
     if (dropped_ != 0) {
       const char last = length != 0 ? start[length - 1] : last_dropped_;
-      skipped_ = dropped_ + length - (last == '\r' ? 1 : 0);  // its size as trim_cr() would leave it
+      skipped_ =
+          dropped_ + length - (last == '\r' ? 1 : 0);  // its size as trim_cr() would leave it
       dropped_ = 0;
       line = {};
       return true;
@@ -269,14 +277,19 @@ ScanStats scan_stream(const config::Config& config, std::FILE* in, std::FILE* ou
     const Prepared& record = prepared[current];
     const std::uint64_t number = ++stats.records;
     std::string_view error;
-    const dedup::Verdict verdict = classifier.judge(record, dedup::EventTime{0}, dedup::RecordRef{number}, &error);
+    const dedup::Verdict verdict =
+        classifier.judge(record, dedup::EventTime{0}, dedup::RecordRef{number}, &error);
     switch (verdict.kind) {
       case dedup::VerdictKind::unique:
         ++stats.unique;
         if (!record.id.empty()) kept.add(number, record.id);
         break;
-      case dedup::VerdictKind::duplicate: ++stats.duplicate; break;
-      case dedup::VerdictKind::invalid: ++stats.invalid; break;
+      case dedup::VerdictKind::duplicate:
+        ++stats.duplicate;
+        break;
+      case dedup::VerdictKind::invalid:
+        ++stats.invalid;
+        break;
     }
     sink.write(number, record.id, verdict, error, kept);
     if (sink.error() != 0) break;  // the output is gone: reading on would judge records nobody sees

@@ -13,7 +13,8 @@ struct ScanStats {
   std::uint64_t records = 0, unique = 0, duplicate = 0, invalid = 0;
   bool read_error = false;
   std::string read_error_text;
-  bool write_error = false;  ///< writing `out` failed (e.g. the disk is full): the scan stopped there
+  bool write_error =
+      false;  ///< writing `out` failed (e.g. the disk is full): the scan stopped there
   std::string write_error_text;
 };
 

@@ -32,13 +32,15 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
                                              : cfg.kafka.transactional_id;
     // A crashed instance's open transaction holds read_committed consumers
     // back until it times out (or the instance restarts with its id).
-    if (!cfg.kafka.producer.count("transaction.timeout.ms")) producer_props["transaction.timeout.ms"] = "30000";
+    if (!cfg.kafka.producer.count("transaction.timeout.ms"))
+      producer_props["transaction.timeout.ms"] = "30000";
     // (librdkafka requires message.timeout.ms <= transaction.timeout.ms)
     if (!cfg.kafka.producer.count("message.timeout.ms")) {
       producer_props["message.timeout.ms"] = producer_props["transaction.timeout.ms"];
     }
     // Inputs and the changelog: only what committed.
-    if (!cfg.kafka.consumer.count("isolation.level")) consumer_props["isolation.level"] = "read_committed";
+    if (!cfg.kafka.consumer.count("isolation.level"))
+      consumer_props["isolation.level"] = "read_committed";
   }
   consumer_properties = consumer_props;
   std::random_device entropy;
@@ -46,7 +48,8 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
                 static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
   if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg);
   producer = std::make_unique<kafka::Producer>(
-      producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); }, options.broker_health);
+      producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
+      options.broker_health);
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                           config::producer_message_max_bytes(cfg.kafka));
   if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup) {
@@ -54,9 +57,12 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   }
   consumer = std::make_unique<kafka::Consumer>(
       consumer_props,
-      [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) { on_rebalance(assigned, parts); },
+      [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+        on_rebalance(assigned, parts);
+      },
       options.broker_health);
-  if (exactly_once) txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
+  if (exactly_once)
+    txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
   router->set_exactly_once(exactly_once);
 }
 
@@ -104,13 +110,16 @@ void Service::Impl::handle_slot(Slot& slot) {
   slot.messages.clear();
 }
 
-void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared, const Outcome* outcome,
-            dedup::EventTime time) {
+void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index,
+                           const Prepared* prepared, const Outcome* outcome,
+                           dedup::EventTime time) {
   if (in.err) {
     const auto severity = kafka::classify(in.err);
     const std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
-    if (in.err == RD_KAFKA_RESP_ERR__FATAL) throw KafkaError(what + ": " + consumer->fatal_reason(), in.err, severity);
-    log(config::LogLevel::warn, what);  // transient (broker down, topic not there yet): librdkafka retries
+    if (in.err == RD_KAFKA_RESP_ERR__FATAL)
+      throw KafkaError(what + ": " + consumer->fatal_reason(), in.err, severity);
+    log(config::LogLevel::warn,
+        what);  // transient (broker down, topic not there yet): librdkafka retries
     return;
   }
   Source& src = sources[index];
@@ -120,11 +129,12 @@ void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index, co
   ++stats.consumed;
   const OffsetLedger::Added added = ledger.add(index, in.offset, timestamp_of(in));
   if (added.jumped_back) {
-    log(config::LogLevel::warn, "input " + src.topic + " partition " + std::to_string(src.partition) +
-                                    ": offsets went back from " + std::to_string(added.previous_offset) + " to " +
-                                    std::to_string(in.offset) +
-                                    " (topic recreated, log truncated or offsets reset); judging on and "
-                                    "committing the new offsets");
+    log(config::LogLevel::warn,
+        "input " + src.topic + " partition " + std::to_string(src.partition) +
+            ": offsets went back from " + std::to_string(added.previous_offset) + " to " +
+            std::to_string(in.offset) +
+            " (topic recreated, log truncated or offsets reset); judging on and "
+            "committing the new offsets");
   }
   const Ticket ticket = added.ticket;
   if (options.bypass_dedup) {
@@ -155,7 +165,8 @@ void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index, co
   }
 
   if (changelog_writer && verdict.kind == dedup::VerdictKind::unique) {
-    changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint, outcome->kept_sketch);
+    changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint,
+                             outcome->kept_sketch);
   }
   router->route(in, ticket, verdict, outcome->error, of);
 }
@@ -169,7 +180,8 @@ bool Service::Impl::rebuild_window() {
     stats.window_ready = true;
     return true;
   }
-  changelog = std::make_unique<ChangelogFollower>(cfg, consumer_properties, sources, stats, instance_id);
+  changelog =
+      std::make_unique<ChangelogFollower>(cfg, consumer_properties, sources, stats, instance_id);
   RestoreHooks hooks;
   hooks.progress = [this] { publish(); };
   hooks.progress_every = options.progress_interval;
@@ -195,12 +207,13 @@ void Service::Impl::fill_lag() {
     const Source& src = sources[index];
     if (!src.assigned) continue;
     std::int64_t lo = 0, hi = 0;
-    if (rd_kafka_get_watermark_offsets(consumer->handle(), src.topic.c_str(), src.partition, &lo, &hi) ==
-            RD_KAFKA_RESP_ERR_NO_ERROR &&
+    if (rd_kafka_get_watermark_offsets(consumer->handle(), src.topic.c_str(), src.partition, &lo,
+                                       &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
         hi >= 0) {
       // A committed offset below the log start (trimmed by retention) resumes at the start.
       const std::int64_t committed = ledger.committed_offset(index);
-      const std::int64_t pos = std::max(lo, src.position >= 0 ? src.position : (committed >= 0 ? committed : lo));
+      const std::int64_t pos =
+          std::max(lo, src.position >= 0 ? src.position : (committed >= 0 ? committed : lo));
       stats.consumer_lag[{src.topic, src.partition}] = std::max<std::int64_t>(0, hi - pos);
     }
   }
@@ -214,10 +227,16 @@ void Service::Impl::publish() {
 }
 
 void Service::Impl::raise_if_fatal() {
-  if (producer->fatal()) throw KafkaError("producer: " + producer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
-  if (consumer->fatal()) throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL, kafka::Severity::fatal);
-  if (!delivery_fatal.empty()) throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
-  if (!rebalance_fatal.empty()) throw KafkaError(rebalance_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  if (producer->fatal())
+    throw KafkaError("producer: " + producer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+                     kafka::Severity::fatal);
+  if (consumer->fatal())
+    throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+                     kafka::Severity::fatal);
+  if (!delivery_fatal.empty())
+    throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  if (!rebalance_fatal.empty())
+    throw KafkaError(rebalance_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   if (rebalance_exception) std::rethrow_exception(std::exchange(rebalance_exception, nullptr));
 }
 
@@ -226,7 +245,8 @@ void Service::Impl::poll_and_judge() {
     Slot& slot = slots[0];
     consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
     for (const auto& m : slot.messages)
-      handle(*m, m->err ? 0 : sources.intern(rd_kafka_topic_name(m->rkt), m->partition), nullptr, nullptr, {});
+      handle(*m, m->err ? 0 : sources.intern(rd_kafka_topic_name(m->rkt), m->partition), nullptr,
+             nullptr, {});
     slot.messages.clear();
     return;
   }
@@ -286,9 +306,10 @@ int Service::Impl::run() {
     raise_if_fatal();
     commit_progress(true);
     if (!drained) {
-      log(config::LogLevel::warn, std::to_string(producer->in_flight()) +
-                                      " output record(s) unacknowledged at shutdown; their input offsets are not "
-                                      "committed and will be read again");
+      log(config::LogLevel::warn,
+          std::to_string(producer->in_flight()) +
+              " output record(s) unacknowledged at shutdown; their input offsets are not "
+              "committed and will be read again");
     }
     // Leaving the group revokes the partitions; the flush above had the
     // shutdown's time, so that revoke only commits what is acknowledged by now.
@@ -349,9 +370,12 @@ int Service::Impl::stop_after_fatal(const std::string& what) {
 }
 
 Service::Service(ServiceOptions options) {
-  if (options.brokers.empty() && options.config.kafka.brokers) options.brokers = *options.config.kafka.brokers;
-  if (options.brokers.empty()) throw std::invalid_argument("no Kafka brokers given (kafka.brokers or --brokers)");
-  if (options.config.kafka.input_topics.empty()) throw std::invalid_argument("kafka.input_topics is empty");
+  if (options.brokers.empty() && options.config.kafka.brokers)
+    options.brokers = *options.config.kafka.brokers;
+  if (options.brokers.empty())
+    throw std::invalid_argument("no Kafka brokers given (kafka.brokers or --brokers)");
+  if (options.config.kafka.input_topics.empty())
+    throw std::invalid_argument("kafka.input_topics is empty");
   impl_ = std::make_unique<Impl>(std::move(options), stop_);
 }
 

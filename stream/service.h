@@ -70,7 +70,7 @@ struct ServiceOptions {
   bool bypass_dedup = false;
   std::chrono::milliseconds commit_interval{200};
   std::chrono::milliseconds progress_interval{500};
-  std::chrono::milliseconds shutdown_flush{8000};  ///< SIGTERM must exit within 10 s
+  std::chrono::milliseconds shutdown_flush{8000};           ///< SIGTERM must exit within 10 s
   std::function<void(const ServiceSnapshot&)> on_progress;  ///< pipeline thread
   std::function<void(const VerdictEvent&)> on_verdict;      ///< pipeline thread
   /// exactly-once: also commit each transaction's input offsets through the
@@ -120,6 +120,5 @@ class Service {
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> stop_{false};
 };
-
 
 }  // namespace neardup::stream

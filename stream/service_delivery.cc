@@ -6,14 +6,16 @@ using namespace service_detail;
 using kafka::KafkaError;
 
 void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
-  const Ticket ticket = Ticket::unpack(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m._private)));
+  const Ticket ticket =
+      Ticket::unpack(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m._private)));
   if (ticket.source == ChangelogWriter::kBatchSource) {
     if (m.err) {
       ++stats.produce_errors;
       if (!exactly_once) note_delivery_fatal(m);  // (exactly-once: its transaction aborts)
     }
     if (changelog_writer) {
-      stats.changelog_written += changelog_writer->on_delivery(ticket.seq, !m.err, [this](Ticket t) { acknowledge(t); });
+      stats.changelog_written +=
+          changelog_writer->on_delivery(ticket.seq, !m.err, [this](Ticket t) { acknowledge(t); });
     }
     return;
   }
@@ -37,8 +39,9 @@ void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
 
 void Service::Impl::note_delivery_fatal(const rd_kafka_message_t& m) {
   if (!delivery_fatal.empty()) return;
-  delivery_fatal = std::string("cannot deliver to '") + rd_kafka_topic_name(m.rkt) + "': " + rd_kafka_err2str(m.err) +
-                   " (" + std::string(kafka::to_string(kafka::classify(m.err))) + " error after retries)";
+  delivery_fatal = std::string("cannot deliver to '") + rd_kafka_topic_name(m.rkt) +
+                   "': " + rd_kafka_err2str(m.err) + " (" +
+                   std::string(kafka::to_string(kafka::classify(m.err))) + " error after retries)";
 }
 
 void Service::Impl::acknowledge(Ticket ticket) {
@@ -63,7 +66,8 @@ void Service::Impl::commit_transaction() {
   for (std::uint32_t i = 0; i < sources.size(); ++i) {
     const Source& src = sources[i];
     if (!src.assigned || src.position < 0 || src.position == src.committed) continue;
-    rd_kafka_topic_partition_list_add(offsets.get(), src.topic.c_str(), src.partition)->offset = src.position;
+    rd_kafka_topic_partition_list_add(offsets.get(), src.topic.c_str(), src.partition)->offset =
+        src.position;
     moved.push_back(i);
   }
   if (offsets->cnt == 0) return;  // nothing was handled: the transaction is empty
@@ -74,8 +78,10 @@ void Service::Impl::commit_transaction() {
   }
   for (std::uint32_t i : moved) sources[i].committed = sources[i].position;
   if (options.commit_offsets_after_transaction) {
-    if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, false); err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-      log(config::LogLevel::warn, std::string("offset commit after the transaction failed: ") + rd_kafka_err2str(err));
+    if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, false);
+        err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+      log(config::LogLevel::warn,
+          std::string("offset commit after the transaction failed: ") + rd_kafka_err2str(err));
     }
   }
   ledger.take_commits();  // (everything is acknowledged: the commit flushed)
@@ -102,8 +108,8 @@ void Service::Impl::rewind() {
   if (rd_kafka_error_t* error = rd_kafka_seek_partitions(consumer->handle(), list.get(), 10000)) {
     const std::string what = rd_kafka_error_string(error);
     rd_kafka_error_destroy(error);
-    throw KafkaError("cannot rewind the input after an aborted transaction: " + what, RD_KAFKA_RESP_ERR__FAIL,
-                     kafka::Severity::fatal);
+    throw KafkaError("cannot rewind the input after an aborted transaction: " + what,
+                     RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
 }
 
@@ -119,20 +125,24 @@ void Service::Impl::commit_progress(bool sync) {
 bool Service::Impl::commit(bool sync, const rd_kafka_topic_partition_list_t* subset) {
   std::vector<std::uint32_t> only;
   if (subset) {
-    for (int i = 0; i < subset->cnt; ++i) only.push_back(sources.intern(subset->elems[i].topic, subset->elems[i].partition));
+    for (int i = 0; i < subset->cnt; ++i)
+      only.push_back(sources.intern(subset->elems[i].topic, subset->elems[i].partition));
   }
   const std::vector<OffsetLedger::Commit> commits = ledger.take_commits(subset ? &only : nullptr);
-  stats.committed = ledger.finished();  // counted when finished, committed by this call or a later one
+  stats.committed =
+      ledger.finished();  // counted when finished, committed by this call or a later one
   if (commits.empty()) return true;
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(commits.size())));
   for (const auto& c : commits) {
     const Source& src = sources[c.source];
-    rd_kafka_topic_partition_list_add(list.get(), src.topic.c_str(), src.partition)->offset = c.offset;
+    rd_kafka_topic_partition_list_add(list.get(), src.topic.c_str(), src.partition)->offset =
+        c.offset;
   }
   const rd_kafka_resp_err_t err = consumer->commit(*list, !sync);
   if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
     log(config::LogLevel::warn,
-        std::string("offset commit failed (will retry with later offsets): ") + rd_kafka_err2str(err));
+        std::string("offset commit failed (will retry with later offsets): ") +
+            rd_kafka_err2str(err));
     for (const auto& c : commits) ledger.commit_failed(c.source);
     return false;
   }

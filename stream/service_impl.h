@@ -10,20 +10,20 @@
 // `stop` (any thread) and what the DedupWorker owns between submit and wait.
 #include "stream/service.h"
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <exception>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
-#include <algorithm>
-#include <charconv>
-#include <exception>
-#include <random>
 #include <vector>
 
 #include "stream/changelog.h"
-#include "stream/client_properties.h"
 #include "stream/changelog_writer.h"
+#include "stream/client_properties.h"
 #include "stream/dedup_worker.h"
 #include "stream/kafka.h"
 #include "stream/offset_ledger.h"
@@ -41,7 +41,8 @@ using Clock = std::chrono::steady_clock;
 struct SimulatedCrash {};
 
 inline std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -73,12 +74,12 @@ struct Service::Impl {
   std::string delivery_fatal;  // set in the delivery handler, raised after the poll
   std::unique_ptr<kafka::Consumer> consumer;
   std::unique_ptr<TransactionCycle> txn;  // exactly-once only
-  Slot slots[2];                        // (their messages go before the consumer does)
-  std::unique_ptr<DedupWorker> worker;  // null in bypass mode; after slots: joined before they go
-  dedup::EngineStats engine_stats;      // the worker's, as of the last slot it finished
-  std::vector<Remembered> followed;     // other instances' changelog entries for the next slot
-  int inflight = -1;                    // the slot with the worker (polled, not yet handled), or -1
-  std::string rebalance_fatal;             // an error while finishing a batch inside a revoke
+  Slot slots[2];                          // (their messages go before the consumer does)
+  std::unique_ptr<DedupWorker> worker;    // null in bypass mode; after slots: joined before they go
+  dedup::EngineStats engine_stats;        // the worker's, as of the last slot it finished
+  std::vector<Remembered> followed;       // other instances' changelog entries for the next slot
+  int inflight = -1;            // the slot with the worker (polled, not yet handled), or -1
+  std::string rebalance_fatal;  // an error while finishing a batch inside a revoke
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
   // How long a revoke waits for the output of the partitions it takes away: a
@@ -118,7 +119,8 @@ struct Service::Impl {
   /// The periodic commit: the transaction (exactly-once) or the acknowledged offsets.
   void commit_progress(bool sync);
 
-  /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the offsets).
+  /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the
+  /// offsets).
   bool commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr);
 
   /// Waits until every produced record is acknowledged (or `limit` passes).
@@ -152,8 +154,8 @@ struct Service::Impl {
   /// `index`: the source of `in` (interned; unused when in.err). `prepared`,
   /// `outcome`: the worker's decode, analysis and verdict of `in` (null in
   /// bypass mode). `time`: its event time (bypass: unused).
-  void handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared, const Outcome* outcome,
-              dedup::EventTime time);
+  void handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared,
+              const Outcome* outcome, dedup::EventTime time);
 
   // ---------------------------------------------------------------- changelog
 

@@ -45,14 +45,16 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
   }
   if (txn) {
     release(parts);
-    log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s), progress committed in the transaction");
+    log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) +
+                                    " partition(s), progress committed in the transaction");
     return;
   }
   const bool drained = drain(revoke_drain);
   if (!drained) {
     log(config::LogLevel::error, "revoke: " + std::to_string(producer->in_flight()) +
                                      " output record(s) still unacknowledged after " +
-                                     std::to_string(revoke_drain.count()) + " ms; their offsets stay uncommitted");
+                                     std::to_string(revoke_drain.count()) +
+                                     " ms; their offsets stay uncommitted");
   }
   bool committed = false;
   try {
@@ -61,11 +63,12 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
     log(config::LogLevel::warn, std::string("revoke: ") + e.what());
   }
   release(parts);
-  log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) + " partition(s)" +
-                                  (!committed ? "; the commit failed, so their messages since the last commit "
-                                                "will be read again"
-                                   : drained ? ", progress committed"
-                                             : ", progress committed up to the first unacknowledged output"));
+  log(config::LogLevel::info,
+      "revoked " + std::to_string(parts.cnt) + " partition(s)" +
+          (!committed ? "; the commit failed, so their messages since the last commit "
+                        "will be read again"
+           : drained  ? ", progress committed"
+                      : ", progress committed up to the first unacknowledged output"));
 }
 
 void Service::Impl::release(const rd_kafka_topic_partition_list_t& parts) {
@@ -74,15 +77,18 @@ void Service::Impl::release(const rd_kafka_topic_partition_list_t& parts) {
     sources[index].assigned = false;
     ledger.revoke(index);
   }
-  stats.assigned = std::any_of(sources.begin(), sources.end(), [](const Source& s) { return s.assigned; });
+  stats.assigned =
+      std::any_of(sources.begin(), sources.end(), [](const Source& s) { return s.assigned; });
 }
 
 void Service::Impl::learn_committed_positions(const rd_kafka_topic_partition_list_t& parts) {
   kafka::PartitionListPtr committed(rd_kafka_topic_partition_list_copy(&parts));
   const rd_kafka_resp_err_t err = rd_kafka_committed(consumer->handle(), committed.get(), 2000);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    log(config::LogLevel::debug, std::string("committed offsets unknown (the lag counts from the partitions' "
-                                             "start until their first message): ") + rd_kafka_err2str(err));
+    log(config::LogLevel::debug,
+        std::string("committed offsets unknown (the lag counts from the partitions' "
+                    "start until their first message): ") +
+            rd_kafka_err2str(err));
     return;
   }
   for (int i = 0; i < committed->cnt; ++i) {

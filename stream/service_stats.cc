@@ -10,8 +10,10 @@ void LatencyHistogram::observe_ms(std::int64_t ms) {
     ++counts[static_cast<std::size_t>(ms)];
   } else {
     const std::int64_t seconds = (ms + 999) / 1000;  // (s - 1, s]
-    if (seconds <= static_cast<std::int64_t>(kSlowSeconds)) ++slow[static_cast<std::size_t>(seconds) - kFirstSlowSecond];
-    else ++beyond;
+    if (seconds <= static_cast<std::int64_t>(kSlowSeconds))
+      ++slow[static_cast<std::size_t>(seconds) - kFirstSlowSecond];
+    else
+      ++beyond;
   }
   ++total;
   sum_ms += static_cast<double>(ms);
@@ -53,13 +55,15 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   // upper end (exact while the metric's bounds are whole ms, or whole seconds above 60 s).
   auto add = [&e2e](double upper_seconds, std::uint64_t n) {
     if (n == 0) return;
-    const auto bucket = static_cast<std::size_t>(std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), upper_seconds) -
-                                                 e2e.bounds.begin());
+    const auto bucket = static_cast<std::size_t>(
+        std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), upper_seconds) - e2e.bounds.begin());
     e2e.counts[bucket] += n;
     e2e.count += n;
   };
-  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms) add(static_cast<double>(ms) / 1000.0, s.end_to_end.counts[ms]);
-  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i) add(static_cast<double>(i + LatencyHistogram::kFirstSlowSecond), s.end_to_end.slow[i]);
+  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms)
+    add(static_cast<double>(ms) / 1000.0, s.end_to_end.counts[ms]);
+  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i)
+    add(static_cast<double>(i + LatencyHistogram::kFirstSlowSecond), s.end_to_end.slow[i]);
   if (s.end_to_end.beyond != 0) {  // past every bound: +Inf
     e2e.counts.back() += s.end_to_end.beyond;
     e2e.count += s.end_to_end.beyond;

@@ -17,42 +17,47 @@ namespace neardup::stream {
 /// Latency distribution: milliseconds up to 60 s, whole seconds up to an
 /// hour, then one count (a replay of old data lands there). sum_ms is exact.
 struct LatencyHistogram {
-  static constexpr std::size_t kBuckets = 60'001;       ///< counts[ms], 0..60000 ms
-  static constexpr std::size_t kFirstSlowSecond = 61;   ///< slow[s - kFirstSlowSecond]: (s - 1, s] seconds
-  static constexpr std::size_t kSlowSeconds = 3600;     ///< ... up to s = kSlowSeconds
+  static constexpr std::size_t kBuckets = 60'001;  ///< counts[ms], 0..60000 ms
+  static constexpr std::size_t kFirstSlowSecond =
+      61;  ///< slow[s - kFirstSlowSecond]: (s - 1, s] seconds
+  static constexpr std::size_t kSlowSeconds = 3600;  ///< ... up to s = kSlowSeconds
   std::vector<std::uint64_t> counts = std::vector<std::uint64_t>(kBuckets, 0);
-  std::vector<std::uint64_t> slow = std::vector<std::uint64_t>(kSlowSeconds + 1 - kFirstSlowSecond, 0);
+  std::vector<std::uint64_t> slow =
+      std::vector<std::uint64_t>(kSlowSeconds + 1 - kFirstSlowSecond, 0);
   std::uint64_t beyond = 0;  ///< over kSlowSeconds
   std::uint64_t total = 0;
   double sum_ms = 0;
   void observe_ms(std::int64_t ms);
-  /// The q-quantile in ms (0 when empty), to the second above 60 s; beyond an hour, an hour. O(buckets).
+  /// The q-quantile in ms (0 when empty), to the second above 60 s; beyond an hour, an hour.
+  /// O(buckets).
   std::int64_t quantile_ms(double q) const;
 };
 
 /// Plain counters of one service run; copied out through ServiceOptions::on_progress.
 struct ServiceSnapshot {
-  std::uint64_t consumed = 0;      ///< input messages read
+  std::uint64_t consumed = 0;  ///< input messages read
   std::uint64_t unique = 0, duplicate = 0, invalid = 0;
   std::uint64_t passed = 0;        ///< bypass mode: messages forwarded without dedup
   std::uint64_t produced = 0;      ///< output records acknowledged (any topic)
   std::uint64_t dead_letters = 0;  ///< dead-letter records acknowledged
-  std::uint64_t dead_letters_truncated = 0;  ///< dead letters whose value was cut to fit (or left out)
-  std::uint64_t dropped = 0;       ///< duplicates not republished (action drop)
+  std::uint64_t dead_letters_truncated =
+      0;                      ///< dead letters whose value was cut to fit (or left out)
+  std::uint64_t dropped = 0;  ///< duplicates not republished (action drop)
   std::uint64_t produce_errors = 0;
-  std::uint64_t committed = 0;     ///< input messages whose offsets are committed
-  bool assigned = false;           ///< the consumer holds partitions
-  bool window_ready = false;       ///< the window is rebuilt from the changelog (or there is none)
+  std::uint64_t committed = 0;  ///< input messages whose offsets are committed
+  bool assigned = false;        ///< the consumer holds partitions
+  bool window_ready = false;    ///< the window is rebuilt from the changelog (or there is none)
   std::uint64_t changelog_replayed = 0;  ///< entries remembered by the rebuild at start
   std::uint64_t changelog_followed = 0;  ///< other instances' records remembered while running
   std::uint64_t changelog_corrupt = 0;   ///< changelog records skipped as unreadable
   std::uint64_t changelog_written = 0;   ///< changelog records acknowledged (not in `produced`)
   double changelog_rebuild_seconds = 0;
   std::vector<std::uint64_t> match_distance;  ///< duplicates per distance 0..k
-  LatencyHistogram end_to_end;     ///< message timestamp -> output acknowledged
-  std::uint64_t processing_ns = 0; ///< time inside decode + analysis (worker) + decision, summed
+  LatencyHistogram end_to_end;                ///< message timestamp -> output acknowledged
+  std::uint64_t processing_ns = 0;  ///< time inside decode + analysis (worker) + decision, summed
   metrics::Histogram processing_seconds = metrics::ServiceStats::with_buckets(0).processing_seconds;
-  metrics::Histogram candidates_per_probe = metrics::ServiceStats::with_buckets(0).candidates_per_probe;
+  metrics::Histogram candidates_per_probe =
+      metrics::ServiceStats::with_buckets(0).candidates_per_probe;
   dedup::EngineStats engine;
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;
 };

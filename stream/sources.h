@@ -22,7 +22,9 @@ constexpr dedup::RecordRef pack_ref(std::uint32_t source, std::int64_t offset) {
   return dedup::RecordRef{(static_cast<std::uint64_t>(source) << 48) |
                           (static_cast<std::uint64_t>(offset) & ((std::uint64_t{1} << 48) - 1))};
 }
-constexpr std::uint32_t ref_source(dedup::RecordRef ref) { return static_cast<std::uint32_t>(ref.value >> 48); }
+constexpr std::uint32_t ref_source(dedup::RecordRef ref) {
+  return static_cast<std::uint32_t>(ref.value >> 48);
+}
 constexpr std::int64_t ref_offset(dedup::RecordRef ref) {
   return static_cast<std::int64_t>(ref.value & ((std::uint64_t{1} << 48) - 1));
 }
@@ -54,7 +56,8 @@ class Sources {
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     if (sources_.size() >= Ticket::kMaxSources) {
-      throw kafka::KafkaError("more than 65534 input partitions", RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+      throw kafka::KafkaError("more than 65534 input partitions", RD_KAFKA_RESP_ERR__FAIL,
+                              kafka::Severity::fatal);
     }
     const auto index = static_cast<std::uint32_t>(sources_.size());
     Source source;

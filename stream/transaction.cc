@@ -17,19 +17,22 @@ struct ErrorDeleter {
 using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
 
 struct GroupMetadataDeleter {
-  void operator()(rd_kafka_consumer_group_metadata_t* m) const { rd_kafka_consumer_group_metadata_destroy(m); }
+  void operator()(rd_kafka_consumer_group_metadata_t* m) const {
+    rd_kafka_consumer_group_metadata_destroy(m);
+  }
 };
 
 kafka::KafkaError fatal(const std::string& what, const rd_kafka_error_t* error) {
-  return kafka::KafkaError("transaction: " + what + ": " + rd_kafka_error_string(error), rd_kafka_error_code(error),
-                           kafka::Severity::fatal);
+  return kafka::KafkaError("transaction: " + what + ": " + rd_kafka_error_string(error),
+                           rd_kafka_error_code(error), kafka::Severity::fatal);
 }
 
 }  // namespace
 
 std::string default_transactional_id(const std::string& group) {
   char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "localhost");
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof host, "localhost");
   return "neardup-" + group + "-" + host;
 }
 
@@ -54,7 +57,8 @@ rd_kafka_error_t* TransactionCycle::retry(const char* what, Call call) {
 
 void TransactionCycle::start() {
   const int ms = static_cast<int>(timeout_.count());
-  if (ErrorPtr e{retry("init", [&] { return rd_kafka_init_transactions(producer_.handle(), ms); })}) {
+  if (ErrorPtr e{
+          retry("init", [&] { return rd_kafka_init_transactions(producer_.handle(), ms); })}) {
     throw fatal("init", e.get());
   }
   if (ErrorPtr e{rd_kafka_begin_transaction(producer_.handle())}) throw fatal("begin", e.get());
@@ -70,10 +74,13 @@ TransactionCycle::Outcome TransactionCycle::commit(const rd_kafka_topic_partitio
       return rd_kafka_send_offsets_to_transaction(producer_.handle(), &offsets, group.get(), ms);
     }));
   }
-  if (!abortable) abortable.reset(retry("commit", [&] { return rd_kafka_commit_transaction(producer_.handle(), ms); }));
+  if (!abortable)
+    abortable.reset(
+        retry("commit", [&] { return rd_kafka_commit_transaction(producer_.handle(), ms); }));
   if (abortable) {
-    log(config::LogLevel::warn, std::string("transaction aborted (its messages are judged again): ") +
-                                    rd_kafka_error_string(abortable.get()));
+    log(config::LogLevel::warn,
+        std::string("transaction aborted (its messages are judged again): ") +
+            rd_kafka_error_string(abortable.get()));
     abort();
     return Outcome::aborted;
   }
@@ -85,7 +92,8 @@ TransactionCycle::Outcome TransactionCycle::commit(const rd_kafka_topic_partitio
 void TransactionCycle::abort(bool begin_next) {
   const int ms = static_cast<int>(timeout_.count());
   ++aborted_;
-  if (ErrorPtr e{retry("abort", [&] { return rd_kafka_abort_transaction(producer_.handle(), ms); })}) {
+  if (ErrorPtr e{
+          retry("abort", [&] { return rd_kafka_abort_transaction(producer_.handle(), ms); })}) {
     throw fatal("abort", e.get());
   }
   if (!begin_next) return;

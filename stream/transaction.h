@@ -30,8 +30,10 @@ std::string default_transactional_id(const std::string& group);
 
 class TransactionCycle {
  public:
-  /// `producer` was created with transactional.id set; `consumer` is the group member whose offsets commit.
-  TransactionCycle(kafka::Producer& producer, kafka::Consumer& consumer, std::chrono::milliseconds timeout);
+  /// `producer` was created with transactional.id set; `consumer` is the group member whose offsets
+  /// commit.
+  TransactionCycle(kafka::Producer& producer, kafka::Consumer& consumer,
+                   std::chrono::milliseconds timeout);
 
   /// Registers the transactional id (aborting what a previous run with the same
   /// id left open) and begins the first transaction. Throws kafka::KafkaError.
@@ -43,7 +45,8 @@ class TransactionCycle {
   /// aborted when the transaction had to be aborted (the next one is begun
   /// too). Throws kafka::KafkaError for fatal errors.
   Outcome commit(const rd_kafka_topic_partition_list_t& offsets);
-  /// Aborts the open transaction and begins the next (best effort when `begin_next` is false: on the way out).
+  /// Aborts the open transaction and begins the next (best effort when `begin_next` is false: on
+  /// the way out).
   void abort(bool begin_next = true);
 
   std::uint64_t committed() const { return committed_; }

@@ -14,16 +14,19 @@ const dedup::SketchResult& SketchCompatibility::usable(const ChangelogRecord& r)
   if (r.bits != options_.bits || r.band_bins != options_.band_bins || r.bands != options_.bands) {
     if (!mismatch_logged_) {
       mismatch_logged_ = true;
-      log(config::LogLevel::warn, "window changelog: records made with other dedup.sketch options (bits/bands/"
-                                  "band_bins) are remembered by their fingerprint only");
+      log(config::LogLevel::warn,
+          "window changelog: records made with other dedup.sketch options (bits/bands/"
+          "band_bins) are remembered by their fingerprint only");
     }
     return kNone;
   }
   return r.sketch;
 }
 
-std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine, const config::Config& cfg,
-                                          Sources& sources, SketchCompatibility& sketches, const RestoreHooks& hooks) {
+std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
+                                          const config::Config& cfg, Sources& sources,
+                                          SketchCompatibility& sketches,
+                                          const RestoreHooks& hooks) {
   struct Replayed {
     dedup::EventTime time;
     dedup::RecordRef ref;
@@ -35,15 +38,16 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   auto last_progress = Clock::now(), last_log = Clock::now();
   const bool complete = reader.catch_up(
       [&](const ChangelogRecord& r) {
-        entries.push_back(Replayed{r.time, pack_ref(sources.intern(r.topic, r.partition), r.offset), r.fingerprint,
-                                   sketches.usable(r)});
+        entries.push_back(Replayed{r.time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
+                                   r.fingerprint, sketches.usable(r)});
         if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
           last_progress = Clock::now();
           if (hooks.progress) hooks.progress();
           if (last_progress - last_log >= std::chrono::seconds(10)) {
             last_log = last_progress;
             log(config::LogLevel::info,
-                "rebuilding the window: " + std::to_string(reader.records_read()) + " changelog records read");
+                "rebuilding the window: " + std::to_string(reader.records_read()) +
+                    " changelog records read");
           }
         }
       },
@@ -56,14 +60,16 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   });
   entries.erase(std::unique(entries.begin(), entries.end(),
                             [](const Replayed& a, const Replayed& b) {
-                              return a.time == b.time && a.ref == b.ref && a.fingerprint == b.fingerprint;
+                              return a.time == b.time && a.ref == b.ref &&
+                                     a.fingerprint == b.fingerprint;
                             }),
                 entries.end());
   std::size_t first = 0;
   if (!entries.empty()) {
     // Only what the window would still hold: the newest max_entries, within the duration.
     const std::int64_t horizon = entries.back().time.ms - cfg.dedup.window.duration.count();
-    if (entries.size() > cfg.dedup.window.max_entries) first = entries.size() - cfg.dedup.window.max_entries;
+    if (entries.size() > cfg.dedup.window.max_entries)
+      first = entries.size() - cfg.dedup.window.max_entries;
     while (first < entries.size() && entries[first].time.ms < horizon) ++first;
   }
   for (std::size_t i = first; i < entries.size(); ++i) {
@@ -73,27 +79,35 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   return entries.size() - first;
 }
 
-ChangelogFollower::ChangelogFollower(const config::Config& config, const kafka::Properties& consumer_properties,
-                                     Sources& sources, ServiceSnapshot& stats, std::uint64_t instance)
-    : cfg_(config), sources_(sources), stats_(stats), instance_(instance),
+ChangelogFollower::ChangelogFollower(const config::Config& config,
+                                     const kafka::Properties& consumer_properties, Sources& sources,
+                                     ServiceSnapshot& stats, std::uint64_t instance)
+    : cfg_(config),
+      sources_(sources),
+      stats_(stats),
+      instance_(instance),
       reader_(consumer_properties, config.kafka.changelog_topic, std::chrono::seconds(10)),
       sketches_(config.dedup.sketch) {}
 
 bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
   const auto started = std::chrono::steady_clock::now();
-  log(config::LogLevel::info, "rebuilding the window from changelog '" + cfg_.kafka.changelog_topic + "' (" +
+  log(config::LogLevel::info, "rebuilding the window from changelog '" +
+                                  cfg_.kafka.changelog_topic + "' (" +
                                   std::to_string(reader_.partitions()) + " partition(s))");
   hooks.corrupt = corrupt_handler();
-  const std::optional<std::size_t> replayed = restore_window(reader_, engine, cfg_, sources_, sketches_, hooks);
+  const std::optional<std::size_t> replayed =
+      restore_window(reader_, engine, cfg_, sources_, sketches_, hooks);
   if (!replayed) return false;
   reader_.skip_instance(instance_);  // following: this process's own batches need no parsing
   stats_.changelog_replayed = *replayed;
-  stats_.changelog_rebuild_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  stats_.changelog_rebuild_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", stats_.changelog_rebuild_seconds);
-  std::string line =
-      "window rebuilt from changelog: " + std::to_string(stats_.changelog_replayed) + " entries in " + seconds + " s";
-  if (stats_.changelog_corrupt) line += " (" + std::to_string(stats_.changelog_corrupt) + " unreadable record(s) skipped)";
+  std::string line = "window rebuilt from changelog: " + std::to_string(stats_.changelog_replayed) +
+                     " entries in " + seconds + " s";
+  if (stats_.changelog_corrupt)
+    line += " (" + std::to_string(stats_.changelog_corrupt) + " unreadable record(s) skipped)";
   log(config::LogLevel::info, line);
   return true;
 }
@@ -103,33 +117,39 @@ void ChangelogFollower::follow(std::vector<Remembered>& out) {
 }
 
 void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
-  const bool complete =
-      reader_.read_to_end([&](const ChangelogRecord& r) { remember(r, out); }, corrupt_handler(), std::chrono::seconds(10));
+  const bool complete = reader_.read_to_end([&](const ChangelogRecord& r) { remember(r, out); },
+                                            corrupt_handler(), std::chrono::seconds(10));
   if (!complete) {
-    log(config::LogLevel::warn, "window changelog: not read to its end within 10 s of an assignment; until it is, "
-                                "near-copies of what the previous owner kept last can pass as unique");
+    log(config::LogLevel::warn,
+        "window changelog: not read to its end within 10 s of an assignment; until it is, "
+        "near-copies of what the previous owner kept last can pass as unique");
   }
 }
 
 void ChangelogFollower::remember(const ChangelogRecord& r, std::vector<Remembered>& out) {
   if (r.instance == instance_) return;
-  out.push_back(Remembered{r.fingerprint, r.time, pack_ref(sources_.intern(r.topic, r.partition), r.offset),
+  out.push_back(Remembered{r.fingerprint, r.time,
+                           pack_ref(sources_.intern(r.topic, r.partition), r.offset),
                            sketches_.usable(r)});
   ++stats_.changelog_followed;
 }
 
-void ChangelogFollower::on_corrupt(std::int32_t partition, std::int64_t offset, const std::string& reason) {
+void ChangelogFollower::on_corrupt(std::int32_t partition, std::int64_t offset,
+                                   const std::string& reason) {
   ++stats_.changelog_corrupt;
   // The first few are logged one by one; the rebuild's summary line gives the total.
   if (++corrupt_logged_ <= 10) {
     log(config::LogLevel::warn, "window changelog '" + cfg_.kafka.changelog_topic + "' partition " +
-                                    std::to_string(partition) + " offset " + std::to_string(offset) +
-                                    ": unreadable record skipped (" + reason + ")");
+                                    std::to_string(partition) + " offset " +
+                                    std::to_string(offset) + ": unreadable record skipped (" +
+                                    reason + ")");
   }
 }
 
 ChangelogReader::Corrupt ChangelogFollower::corrupt_handler() {
-  return [this](std::int32_t p, std::int64_t o, const std::string& reason) { on_corrupt(p, o, reason); };
+  return [this](std::int32_t p, std::int64_t o, const std::string& reason) {
+    on_corrupt(p, o, reason);
+  };
 }
 
 }  // namespace neardup::stream

@@ -37,10 +37,10 @@ class SketchCompatibility {
 };
 
 struct RestoreHooks {
-  std::function<void()> progress;       ///< called every progress_every while reading (publish counters)
+  std::function<void()> progress;  ///< called every progress_every while reading (publish counters)
   std::chrono::milliseconds progress_every{500};
-  ChangelogReader::Corrupt corrupt;     ///< an unreadable record
-  std::function<bool()> stopped;        ///< a stop was requested
+  ChangelogReader::Corrupt corrupt;  ///< an unreadable record
+  std::function<bool()> stopped;     ///< a stop was requested
 };
 
 /// Reads the whole changelog and remembers in `engine` what the window would
@@ -48,8 +48,9 @@ struct RestoreHooks {
 /// time order; the same message written twice (reprocessed after a crash) once.
 /// Returns the entries remembered, or nullopt if stopped first. Throws
 /// kafka::KafkaError (fatal errors).
-std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine, const config::Config& config,
-                                          Sources& sources, SketchCompatibility& sketches, const RestoreHooks& hooks);
+std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
+                                          const config::Config& config, Sources& sources,
+                                          SketchCompatibility& sketches, const RestoreHooks& hooks);
 
 /// The changelog's read side for one service: the rebuild at start, then
 /// other instances' records as they come (this process's own are skipped:
@@ -59,8 +60,8 @@ class ChangelogFollower {
  public:
   /// Opens the changelog topic with the service's consumer properties. Throws
   /// kafka::KafkaError (fatal) when the topic does not exist, naming the fix.
-  ChangelogFollower(const config::Config& config, const kafka::Properties& consumer_properties, Sources& sources,
-                    ServiceSnapshot& stats, std::uint64_t instance);
+  ChangelogFollower(const config::Config& config, const kafka::Properties& consumer_properties,
+                    Sources& sources, ServiceSnapshot& stats, std::uint64_t instance);
 
   /// Rebuilds `engine` from the whole changelog (restore_window), fills the
   /// snapshot's changelog counters and logs the result. False if stopped first.

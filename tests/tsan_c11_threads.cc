@@ -41,12 +41,17 @@ namespace {
 
 int thrd_result(int error) {
   switch (error) {
-    case 0: return thrd_success;
+    case 0:
+      return thrd_success;
     case ENOMEM:
-    case EAGAIN: return thrd_nomem;
-    case ETIMEDOUT: return thrd_timedout;
-    case EBUSY: return thrd_busy;
-    default: return thrd_error;
+    case EAGAIN:
+      return thrd_nomem;
+    case ETIMEDOUT:
+      return thrd_timedout;
+    case EBUSY:
+      return thrd_busy;
+    default:
+      return thrd_error;
   }
 }
 
@@ -86,7 +91,8 @@ int thrd_create(thrd_t* thread, thrd_start_t func, void* arg) {
 int thrd_join(thrd_t thread, int* result) {
   void* value = nullptr;
   const int error = pthread_join(thread, &value);
-  if (error == 0 && result != nullptr) *result = static_cast<int>(reinterpret_cast<std::intptr_t>(value));
+  if (error == 0 && result != nullptr)
+    *result = static_cast<int>(reinterpret_cast<std::intptr_t>(value));
   return thrd_result(error);
 }
 
@@ -119,8 +125,11 @@ int cnd_init(cnd_t* cond) {
 }
 int cnd_signal(cnd_t* cond) { return thrd_result(pthread_cond_signal(native(cond))); }
 int cnd_broadcast(cnd_t* cond) { return thrd_result(pthread_cond_broadcast(native(cond))); }
-int cnd_wait(cnd_t* cond, mtx_t* mutex) { return thrd_result(pthread_cond_wait(native(cond), native(mutex))); }
-int cnd_timedwait(cnd_t* __restrict cond, mtx_t* __restrict mutex, const struct timespec* __restrict until) {
+int cnd_wait(cnd_t* cond, mtx_t* mutex) {
+  return thrd_result(pthread_cond_wait(native(cond), native(mutex)));
+}
+int cnd_timedwait(cnd_t* __restrict cond, mtx_t* __restrict mutex,
+                  const struct timespec* __restrict until) {
   return thrd_result(pthread_cond_timedwait(native(cond), native(mutex), until));
 }
 void cnd_destroy(cnd_t* cond) {

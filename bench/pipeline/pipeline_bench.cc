@@ -9,7 +9,8 @@
 // feeder starts (after the consumer group has its partitions) and stops when
 // every input offset is covered by acknowledged outputs.
 //
-// usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics]
+// usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action
+// drop|tag|route] [--metrics]
 //                               [--only passthrough|neardup] [--repeat N]
 // --only runs one of the two (for profiling one side; no ratio is printed).
 // --repeat N runs N passthrough/neardup pairs (fresh topics and groups each)
@@ -82,7 +83,8 @@ std::size_t scrape(const std::string& address) {
     const char request[] = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
     if (write(fd, request, sizeof request - 1) > 0) {
       char buffer[8192];
-      for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) total += static_cast<std::size_t>(n);
+      for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;)
+        total += static_cast<std::size_t>(n);
     }
   }
   if (fd >= 0) close(fd);
@@ -92,8 +94,9 @@ std::size_t scrape(const std::string& address) {
 /// `with_metrics`: also run the Prometheus exporter as `neardup run` does
 /// (publish on every progress tick) and scrape it every 100 ms, 10x more often
 /// than a typical Prometheus, so the cost of counting and exporting shows.
-Result run_one(const std::string& brokers, const std::vector<std::string>& feed, const std::string& name,
-               bool bypass, std::size_t ahead, config::Action action, bool with_metrics = false) {
+Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
+               const std::string& name, bool bypass, std::size_t ahead, config::Action action,
+               bool with_metrics = false) {
   const std::string in = name + "-in", out = name + "-out";
   config::Config cfg;
   cfg.kafka.group_id = name;
@@ -101,7 +104,8 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   cfg.kafka.output_topic = out;
   cfg.kafka.duplicates_topic = name + "-dup";
   cfg.kafka.dead_letter_topic = name + "-dead";
-  cfg.kafka.changelog_topic = name + "-window";  // one per run: a shared one would replay the other run's window
+  cfg.kafka.changelog_topic =
+      name + "-window";  // one per run: a shared one would replay the other run's window
   cfg.action = action;
   config::apply_env_overrides(cfg);  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
 
@@ -116,7 +120,8 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   options.progress_interval = std::chrono::milliseconds(20);
   options.commit_interval = std::chrono::milliseconds(100);
   std::unique_ptr<metrics::Exporter> exporter;
-  if (with_metrics) exporter = std::make_unique<metrics::Exporter>("127.0.0.1:0", metrics::BuildInfo{"bench", {}});
+  if (with_metrics)
+    exporter = std::make_unique<metrics::Exporter>("127.0.0.1:0", metrics::BuildInfo{"bench", {}});
   options.on_progress = [&](const stream::ServiceSnapshot& s) {
     if (exporter) exporter->publish(stream::to_metrics(s, cfg.dedup.index.max_distance));
     consumed.store(s.consumed);
@@ -132,9 +137,11 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   Clock::time_point started;
   std::atomic<bool> abort_feed{false};
   std::thread feeder([&] {
-    stream::kafka::Producer producer(stream::default_producer_properties(brokers), [](const rd_kafka_message_t&) {});
+    stream::kafka::Producer producer(stream::default_producer_properties(brokers),
+                                     [](const rd_kafka_message_t&) {});
     auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (!assigned.load() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!assigned.load() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     started = Clock::now();
     std::uint64_t sent = 0;
     for (const auto& text : feed) {
@@ -157,7 +164,8 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   // A bounded run: stop after 10 minutes whatever happens.
   std::thread watchdog([&] {
     auto deadline = Clock::now() + std::chrono::minutes(10);
-    while (Clock::now() < deadline && !abort_feed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (Clock::now() < deadline && !abort_feed.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     service.request_stop();
   });
   std::atomic<std::size_t> scraped{0};
@@ -183,8 +191,8 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   Result r;
   r.snapshot = service.snapshot();
   if (r.snapshot.committed < feed.size()) {
-    std::fprintf(stderr, "%s: only %llu of %zu messages completed before the time limit\n", name.c_str(),
-                 static_cast<unsigned long long>(r.snapshot.committed), feed.size());
+    std::fprintf(stderr, "%s: only %llu of %zu messages completed before the time limit\n",
+                 name.c_str(), static_cast<unsigned long long>(r.snapshot.committed), feed.size());
     std::exit(1);
   }
   double seconds = std::chrono::duration<double>(finished - started).count();
@@ -214,38 +222,55 @@ int main(int argc, char** argv) {
       }
       return std::atoll(argv[++i]);
     };
-    if (arg == "--messages") messages = static_cast<std::size_t>(std::max(1LL, value()));
-    else if (arg == "--partitions") partitions = static_cast<int>(std::max(1LL, value()));
-    else if (arg == "--ahead") ahead = static_cast<std::size_t>(std::max(100LL, value()));
-    else if (arg == "--metrics") with_metrics = true;
-    else if (arg == "--repeat") repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
-    else if (arg == "--only" && i + 1 < argc && (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup")) only = argv[++i];
+    if (arg == "--messages")
+      messages = static_cast<std::size_t>(std::max(1LL, value()));
+    else if (arg == "--partitions")
+      partitions = static_cast<int>(std::max(1LL, value()));
+    else if (arg == "--ahead")
+      ahead = static_cast<std::size_t>(std::max(100LL, value()));
+    else if (arg == "--metrics")
+      with_metrics = true;
+    else if (arg == "--repeat")
+      repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
+    else if (arg == "--only" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup"))
+      only = argv[++i];
     else if (arg == "--action" && i + 1 < argc) {
       action_name = argv[++i];
-      if (action_name == "drop") action = config::Action::drop;
-      else if (action_name == "tag") action = config::Action::tag;
-      else if (action_name == "route") action = config::Action::route;
+      if (action_name == "drop")
+        action = config::Action::drop;
+      else if (action_name == "tag")
+        action = config::Action::tag;
+      else if (action_name == "route")
+        action = config::Action::route;
       else {
         std::fprintf(stderr, "--action: expected drop, tag or route\n");
         return 2;
       }
     } else {
-      std::fprintf(stderr, "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--metrics] [--only passthrough|neardup] [--repeat N]\n");
+      std::fprintf(
+          stderr,
+          "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action "
+          "drop|tag|route] [--metrics] [--only passthrough|neardup] [--repeat N]\n");
       return 2;
     }
   }
   neardup::stream::EmbeddedBroker broker;
   // Run r of a side uses its own topics and group: "<side>" for the first, "<side>-<r>" after.
-  auto run_name = [](const char* side, int r) { return r == 0 ? std::string(side) : std::string(side) + "-" + std::to_string(r); };
+  auto run_name = [](const char* side, int r) {
+    return r == 0 ? std::string(side) : std::string(side) + "-" + std::to_string(r);
+  };
   for (const char* side : {"passthrough", "neardup", "metrics"}) {
     for (int r = 0; r < (std::string(side) == "metrics" ? 1 : repeat); ++r)
-      for (const char* suffix : {"-in", "-out", "-dup", "-dead", "-window"}) broker.create_topic(run_name(side, r) + suffix, partitions);
+      for (const char* suffix : {"-in", "-out", "-dup", "-dead", "-window"})
+        broker.create_topic(run_name(side, r) + suffix, partitions);
   }
   auto feed = make_feed(messages);
   std::size_t bytes = 0;
   for (const auto& t : feed) bytes += t.size();
-  std::printf("feed: %zu messages, %.0f bytes average, %d partitions, embedded broker %s\n", feed.size(),
-              static_cast<double>(bytes) / static_cast<double>(feed.size()), partitions, broker.bootstrap().c_str());
+  std::printf("feed: %zu messages, %.0f bytes average, %d partitions, embedded broker %s\n",
+              feed.size(), static_cast<double>(bytes) / static_cast<double>(feed.size()),
+              partitions, broker.bootstrap().c_str());
 
   if (only == "passthrough") {
     Result pass = run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action);
@@ -254,12 +279,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto print_neardup = [&](const Result& dedup) {
-    std::printf("neardup (action %s): %.0f msg/s, unique=%llu duplicate=%llu invalid=%llu, end-to-end latency p50=%lldms p99=%lldms, "
-                "processing p99<=%.1fus\n",
-                action_name.c_str(), dedup.rate, static_cast<unsigned long long>(dedup.snapshot.unique),
-                static_cast<unsigned long long>(dedup.snapshot.duplicate),
-                static_cast<unsigned long long>(dedup.snapshot.invalid), static_cast<long long>(dedup.p50_ms),
-                static_cast<long long>(dedup.p99_ms), dedup.processing_p99_us);
+    std::printf(
+        "neardup (action %s): %.0f msg/s, unique=%llu duplicate=%llu invalid=%llu, end-to-end "
+        "latency p50=%lldms p99=%lldms, "
+        "processing p99<=%.1fus\n",
+        action_name.c_str(), dedup.rate, static_cast<unsigned long long>(dedup.snapshot.unique),
+        static_cast<unsigned long long>(dedup.snapshot.duplicate),
+        static_cast<unsigned long long>(dedup.snapshot.invalid),
+        static_cast<long long>(dedup.p50_ms), static_cast<long long>(dedup.p99_ms),
+        dedup.processing_p99_us);
   };
   if (!only.empty()) {
     print_neardup(run_one(broker.bootstrap(), feed, "neardup", false, ahead, action));
@@ -273,8 +301,9 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeat; ++r) {
     Pair pair;
     pair.pass = run_one(broker.bootstrap(), feed, run_name("passthrough", r), true, ahead, action);
-    std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n", pair.pass.rate,
-                static_cast<long long>(pair.pass.p50_ms), static_cast<long long>(pair.pass.p99_ms));
+    std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n",
+                pair.pass.rate, static_cast<long long>(pair.pass.p50_ms),
+                static_cast<long long>(pair.pass.p99_ms));
     pair.dedup = run_one(broker.bootstrap(), feed, run_name("neardup", r), false, ahead, action);
     print_neardup(pair.dedup);
     if (repeat > 1) std::printf("pair %d of %d: ratio=%.3f\n", r + 1, repeat, pair.ratio());
@@ -282,21 +311,28 @@ int main(int argc, char** argv) {
   }
   std::vector<const Pair*> by_ratio;
   for (const Pair& p : pairs) by_ratio.push_back(&p);
-  std::sort(by_ratio.begin(), by_ratio.end(), [](const Pair* a, const Pair* b) { return a->ratio() < b->ratio(); });
+  std::sort(by_ratio.begin(), by_ratio.end(),
+            [](const Pair* a, const Pair* b) { return a->ratio() < b->ratio(); });
   const Pair& median = *by_ratio[(by_ratio.size() - 1) / 2];
   const Result& pass = median.pass;
   const Result& dedup = median.dedup;
   if (repeat > 1)
-    std::printf("%d pairs: ratio min=%.3f median=%.3f max=%.3f (the lines below are the median pair's)\n", repeat,
-                by_ratio.front()->ratio(), median.ratio(), by_ratio.back()->ratio());
-  std::printf("p99 added latency: %lldms (end-to-end p99 neardup %lldms - passthrough %lldms; in-engine p99 <= %.1fus)\n",
-              static_cast<long long>(dedup.p99_ms - pass.p99_ms), static_cast<long long>(dedup.p99_ms),
-              static_cast<long long>(pass.p99_ms), dedup.processing_p99_us);
+    std::printf(
+        "%d pairs: ratio min=%.3f median=%.3f max=%.3f (the lines below are the median pair's)\n",
+        repeat, by_ratio.front()->ratio(), median.ratio(), by_ratio.back()->ratio());
+  std::printf(
+      "p99 added latency: %lldms (end-to-end p99 neardup %lldms - passthrough %lldms; in-engine "
+      "p99 <= %.1fus)\n",
+      static_cast<long long>(dedup.p99_ms - pass.p99_ms), static_cast<long long>(dedup.p99_ms),
+      static_cast<long long>(pass.p99_ms), dedup.processing_p99_us);
   if (with_metrics) {
     Result on = run_one(broker.bootstrap(), feed, "metrics", false, ahead, action, true);
-    std::printf("metrics_off=%.0f metrics_on=%.0f metrics_ratio=%.3f (exporter publishing every tick, scraped every 100ms)\n",
-                dedup.rate, on.rate, on.rate / dedup.rate);
+    std::printf(
+        "metrics_off=%.0f metrics_on=%.0f metrics_ratio=%.3f (exporter publishing every tick, "
+        "scraped every 100ms)\n",
+        dedup.rate, on.rate, on.rate / dedup.rate);
   }
-  std::printf("passthrough=%.0f neardup=%.0f ratio=%.3f\n", pass.rate, dedup.rate, dedup.rate / pass.rate);
+  std::printf("passthrough=%.0f neardup=%.0f ratio=%.3f\n", pass.rate, dedup.rate,
+              dedup.rate / pass.rate);
   return 0;
 }

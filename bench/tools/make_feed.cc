@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   char* end = nullptr;
   const unsigned long long records = argc == 2 ? std::strtoull(argv[1], &end, 10) : 0;
   if (argc != 2 || end == argv[1] || *end != '\0' || records == 0 || records > 100'000'000ULL) {
-    std::fprintf(stderr, "usage: neardup_make_feed RECORDS > feed.jsonl  (1 <= RECORDS <= 100000000)\n");
+    std::fprintf(stderr,
+                 "usage: neardup_make_feed RECORDS > feed.jsonl  (1 <= RECORDS <= 100000000)\n");
     return 2;
   }
   neardup::bench::FeedGenerator generator;

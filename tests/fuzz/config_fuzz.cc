@@ -36,17 +36,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(neardup::config::to_yaml(again) == dumped);
 
   // The input's first line as the value of one variable picked by its length.
-  static const char* const kVariables[] = {"NEARDUP_KAFKA_BROKERS",   "NEARDUP_ACTION",
-                                           "NEARDUP_WINDOW_DURATION", "NEARDUP_WINDOW_MAX_ENTRIES",
-                                           "NEARDUP_DEDUP_MAX_DISTANCE", "NEARDUP_KAFKA_INPUT_TOPICS",
-                                           "NEARDUP_INPUT_MAX_BYTES",  "NEARDUP_METRICS_LISTEN"};
+  static const char* const kVariables[] = {
+      "NEARDUP_KAFKA_BROKERS",      "NEARDUP_ACTION",
+      "NEARDUP_WINDOW_DURATION",    "NEARDUP_WINDOW_MAX_ENTRIES",
+      "NEARDUP_DEDUP_MAX_DISTANCE", "NEARDUP_KAFKA_INPUT_TOPICS",
+      "NEARDUP_INPUT_MAX_BYTES",    "NEARDUP_METRICS_LISTEN"};
   const std::string value = text.substr(0, text.find('\n'));
-  const std::string variable = kVariables[value.size() % (sizeof kVariables / sizeof kVariables[0])];
+  const std::string variable =
+      kVariables[value.size() % (sizeof kVariables / sizeof kVariables[0])];
   try {
-    neardup::config::apply_env_overrides(config, [&](const std::string& name) -> std::optional<std::string> {
-      if (name == variable) return value;
-      return std::nullopt;
-    });
+    neardup::config::apply_env_overrides(
+        config, [&](const std::string& name) -> std::optional<std::string> {
+          if (name == variable) return value;
+          return std::nullopt;
+        });
   } catch (const ConfigError& e) {
     require(std::string(e.what()).rfind("environment " + variable, 0) == 0 ||
             std::string(e.what()).rfind("environment NEARDUP_", 0) == 0);

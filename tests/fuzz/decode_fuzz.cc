@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(first.ok == error.empty());
   if (size > 4096) require(!first.ok);
   const auto second = decoder.decode(raw);
-  require(second.ok == first.ok && std::string(second.text) == text && second.id == id && second.error == error);
+  require(second.ok == first.ok && std::string(second.text) == text && second.id == id &&
+          second.error == error);
   return 0;
 }

@@ -29,12 +29,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static neardup::dedup::Fingerprinter used(options.text);
   const auto a = fresh.analyze(text);
   const auto b = used.analyze(text);
-  require(a.fingerprint == b.fingerprint && a.features == b.features && a.invalid_bytes == b.invalid_bytes);
+  require(a.fingerprint == b.fingerprint && a.features == b.features &&
+          a.invalid_bytes == b.invalid_bytes);
   require(a.invalid_bytes <= size);
 
   neardup::dedup::Engine engine(options);
-  const auto first = engine.process(text, neardup::dedup::EventTime{1}, neardup::dedup::RecordRef{1});
-  const auto second = engine.process(text, neardup::dedup::EventTime{2}, neardup::dedup::RecordRef{2});
+  const auto first =
+      engine.process(text, neardup::dedup::EventTime{1}, neardup::dedup::RecordRef{1});
+  const auto second =
+      engine.process(text, neardup::dedup::EventTime{2}, neardup::dedup::RecordRef{2});
   if (first.kind == neardup::dedup::VerdictKind::invalid) {
     require(second.kind == neardup::dedup::VerdictKind::invalid);
   } else {

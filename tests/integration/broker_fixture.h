@@ -50,7 +50,8 @@ inline std::vector<std::string> distinct_texts(std::size_t n, std::uint64_t seed
 }
 
 inline std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -67,9 +68,10 @@ struct Record {
 struct Running {
   std::unique_ptr<Service> service;
   std::thread thread;
-  std::atomic<std::uint64_t> consumed{0}, produced{0}, committed{0}, written{0}, replayed{0}, followed{0}, corrupt{0};
+  std::atomic<std::uint64_t> consumed{0}, produced{0}, committed{0}, written{0}, replayed{0},
+      followed{0}, corrupt{0};
   std::atomic<bool> ready{false}, assigned{false};
-  std::atomic<std::int64_t> lag{0};             // summed over the partitions in lag_partitions
+  std::atomic<std::int64_t> lag{0};            // summed over the partitions in lag_partitions
   std::atomic<std::size_t> lag_partitions{0};  // partitions with a lag figure
   std::atomic<int> status{-1};
   ServiceSnapshot last;
@@ -95,10 +97,13 @@ class BrokerTest : public ::testing::Test {
   }
 
   void produce_to(const std::string& topic, const std::vector<std::string>& values,
-                  std::int32_t partition = RD_KAFKA_PARTITION_UA, const std::optional<std::string>& key = std::nullopt,
-                  const std::map<std::string, std::string>& headers = {}, std::int64_t timestamp = 0) {
-    kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
-                             [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, RD_KAFKA_RESP_ERR_NO_ERROR); });
+                  std::int32_t partition = RD_KAFKA_PARTITION_UA,
+                  const std::optional<std::string>& key = std::nullopt,
+                  const std::map<std::string, std::string>& headers = {},
+                  std::int64_t timestamp = 0) {
+    kafka::Producer producer(
+        default_producer_properties(broker_.bootstrap()),
+        [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, RD_KAFKA_RESP_ERR_NO_ERROR); });
     for (const auto& v : values) {
       kafka::Producer::Record rec;
       rec.topic = topic;
@@ -111,7 +116,8 @@ class BrokerTest : public ::testing::Test {
       if (!headers.empty()) {
         rec.headers = rd_kafka_headers_new(headers.size());
         for (const auto& [n, hv] : headers) {
-          rd_kafka_header_add(rec.headers, n.c_str(), -1, hv.data(), static_cast<ssize_t>(hv.size()));
+          rd_kafka_header_add(rec.headers, n.c_str(), -1, hv.data(),
+                              static_cast<ssize_t>(hv.size()));
         }
       }
       rec.timestamp_ms = timestamp;
@@ -122,12 +128,14 @@ class BrokerTest : public ::testing::Test {
 
   /// Every record of `topic` up to the high watermarks as of the call (at-least-once
   /// outputs can hold repeats, so a count of records is not a count of messages).
-  std::vector<Record> read_all(const std::string& topic, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  std::vector<Record> read_all(const std::string& topic,
+                               std::chrono::seconds limit = std::chrono::seconds(30)) {
     kafka::Consumer probe(default_consumer_properties(broker_.bootstrap(), "reader"), nullptr);
     std::size_t total = 0;
     for (int p = 0; p < kPartitions; ++p) {
       std::int64_t low = 0, high = 0;
-      const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(probe.handle(), topic.c_str(), p, &low, &high, 10000);
+      const rd_kafka_resp_err_t err =
+          rd_kafka_query_watermark_offsets(probe.handle(), topic.c_str(), p, &low, &high, 10000);
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         ADD_FAILURE() << "watermarks of " << topic << "/" << p << ": " << rd_kafka_err2str(err);
         continue;
@@ -143,7 +151,8 @@ class BrokerTest : public ::testing::Test {
     kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), "reader"), nullptr);
     kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
     for (int p = 0; p < kPartitions; ++p) {
-      rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+      rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset =
+          RD_KAFKA_OFFSET_BEGINNING;
     }
     rd_kafka_assign(consumer.handle(), list.get());
     std::vector<Record> out;
@@ -166,7 +175,8 @@ class BrokerTest : public ::testing::Test {
           const char* name;
           const void* value;
           std::size_t size;
-          for (std::size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+          for (std::size_t i = 0;
+               rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
                ++i) {
             r.headers[name] = std::string(static_cast<const char*>(value), size);
           }
@@ -180,7 +190,8 @@ class BrokerTest : public ::testing::Test {
   /// Committed offsets of the service's group, per input partition (a
   /// partition without one reads RD_KAFKA_OFFSET_INVALID, -1001).
   std::map<int, std::int64_t> committed_offsets() {
-    kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id), nullptr);
+    kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id),
+                             nullptr);
     kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
     for (int p = 0; p < kPartitions; ++p) rd_kafka_topic_partition_list_add(list.get(), "input", p);
     EXPECT_EQ(rd_kafka_committed(consumer.handle(), list.get(), 10000), RD_KAFKA_RESP_ERR_NO_ERROR);

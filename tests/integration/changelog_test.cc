@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "stream/changelog.h"
-#include "tests/integration/broker_fixture.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
 #include "stream/service.h"
+#include "tests/integration/broker_fixture.h"
 
 namespace neardup::stream {
 namespace {
@@ -28,7 +28,8 @@ namespace {
 using namespace testing;
 
 const std::string kOriginal = "Prices of energy fall for the third month as exports recover slowly";
-const std::string kNearCopy = "prices of ENERGY fall for the third month, as exports recover slowly.";
+const std::string kNearCopy =
+    "prices of ENERGY fall for the third month, as exports recover slowly.";
 
 class ChangelogTest : public BrokerTest {
  protected:
@@ -39,8 +40,8 @@ class ChangelogTest : public BrokerTest {
     BrokerTest::SetUp();
   }
 
-  void produce(const std::string& topic, const std::vector<std::string>& values, std::int32_t partition,
-               std::int64_t timestamp = 0) {
+  void produce(const std::string& topic, const std::vector<std::string>& values,
+               std::int32_t partition, std::int64_t timestamp = 0) {
     produce_to(topic, values, partition, std::nullopt, {}, timestamp);
   }
 
@@ -104,7 +105,7 @@ TEST_F(ChangelogTest, ReplayingTheSameInputWithANewGroupJudgesNoMessageItsOwnDup
   ServiceSnapshot second = run_until_committed(replay, 32);
   EXPECT_EQ(second.changelog_replayed, 31u);
   EXPECT_EQ(second.consumed, 32u);
-  EXPECT_EQ(second.unique, 31u);   // each kept message finds only itself in the window
+  EXPECT_EQ(second.unique, 31u);    // each kept message finds only itself in the window
   EXPECT_EQ(second.duplicate, 1u);  // the near copy is still a duplicate of the original
 }
 
@@ -128,7 +129,8 @@ TEST_F(ChangelogTest, AnEmptyTopicNameTurnsTheChangelogOff) {
 TEST_F(ChangelogTest, UnreadableRecordsAreSkippedCountedAndNotFatal) {
   produce("input", {kOriginal}, 0, now_ms() - 60'000);
   run_until_committed(cfg_, 1);
-  produce("neardup-window", {"not json at all", "{\"v\":99,\"fp\":\"0000000000000001\"}", "{\"v\":1}"}, 0);
+  produce("neardup-window",
+          {"not json at all", "{\"v\":99,\"fp\":\"0000000000000001\"}", "{\"v\":1}"}, 0);
   produce("neardup-window", {std::string("\xff\xfe{", 3)}, 1);
 
   produce("input", {kNearCopy}, 1);
@@ -143,7 +145,8 @@ TEST_F(ChangelogTest, UnreadableRecordsAreSkippedCountedAndNotFatal) {
 
 TEST_F(ChangelogTest, InstancesOfOneGroupFollowEachOthersKeptMessages) {
   auto a = start(), b = start();
-  ASSERT_TRUE(eventually([&] { return a->assigned.load() && b->assigned.load(); }, std::chrono::seconds(90)));
+  ASSERT_TRUE(eventually([&] { return a->assigned.load() && b->assigned.load(); },
+                         std::chrono::seconds(90)));
   produce("input", {kOriginal}, 0);
   // Whichever instance holds partition 0 keeps it; the other one follows its record.
   ASSERT_TRUE(eventually([&] { return a->written.load() + b->written.load() >= 1; }));
@@ -154,7 +157,8 @@ TEST_F(ChangelogTest, InstancesOfOneGroupFollowEachOthersKeptMessages) {
   ASSERT_EQ(b->stop(), 0);
   EXPECT_EQ(a->last.unique + b->last.unique, 1u);
   EXPECT_EQ(a->last.duplicate + b->last.duplicate, 1u);
-  EXPECT_EQ(a->last.changelog_followed + b->last.changelog_followed, 1u);  // nobody follows its own record
+  EXPECT_EQ(a->last.changelog_followed + b->last.changelog_followed,
+            1u);  // nobody follows its own record
 }
 
 // What another instance wrote after this reader caught up is all read by
@@ -166,7 +170,9 @@ TEST_F(ChangelogTest, ReadToEndReadsEverythingWrittenBeforeTheCall) {
   auto never = [] { return false; };
   std::vector<ChangelogRecord> seen;
   auto visit = [&](const ChangelogRecord& r) { seen.push_back(r); };
-  auto corrupt = [](std::int32_t, std::int64_t, const std::string& reason) { ADD_FAILURE() << reason; };
+  auto corrupt = [](std::int32_t, std::int64_t, const std::string& reason) {
+    ADD_FAILURE() << reason;
+  };
   ASSERT_TRUE(reader.catch_up(visit, corrupt, never));
   ASSERT_TRUE(seen.empty());
   for (int i = 0; i < 3; ++i) {
@@ -184,7 +190,8 @@ TEST_F(ChangelogTest, ReadToEndReadsEverythingWrittenBeforeTheCall) {
   std::set<std::uint64_t> fingerprints;
   for (const auto& r : seen) fingerprints.insert(r.fingerprint.bits);
   EXPECT_EQ(fingerprints, (std::set<std::uint64_t>{0x1000, 0x1001, 0x1002}));
-  EXPECT_TRUE(reader.read_to_end(visit, corrupt, std::chrono::seconds(5)));  // at the end already: returns at once
+  EXPECT_TRUE(reader.read_to_end(visit, corrupt,
+                                 std::chrono::seconds(5)));  // at the end already: returns at once
   EXPECT_EQ(seen.size(), 3u);
 }
 
@@ -198,15 +205,18 @@ class ChangelogOnItsOwnBrokerTest : public ChangelogTest {
     cfg_.action = config::Action::drop;
     for (const auto& t : service_topics(cfg_.kafka)) {
       const int leader = t == cfg_.kafka.changelog_topic ? 2 : 1;
-      for (int p = 0; p < kPartitions; ++p) rd_kafka_mock_partition_set_leader(broker_.cluster(), t.c_str(), p, leader);
+      for (int p = 0; p < kPartitions; ++p)
+        rd_kafka_mock_partition_set_leader(broker_.cluster(), t.c_str(), p, leader);
     }
     rd_kafka_mock_coordinator_set(broker_.cluster(), "group", cfg_.kafka.group_id.c_str(), 1);
   }
 };
 
-TEST_F(ChangelogOnItsOwnBrokerTest, NoOffsetCommitsBeforeTheChangelogBatchHoldingItsEntryIsAcknowledged) {
+TEST_F(ChangelogOnItsOwnBrokerTest,
+       NoOffsetCommitsBeforeTheChangelogBatchHoldingItsEntryIsAcknowledged) {
   auto running = start();
-  ASSERT_TRUE(eventually([&] { return running->assigned.load() && running->ready.load(); }, std::chrono::seconds(90)));
+  ASSERT_TRUE(eventually([&] { return running->assigned.load() && running->ready.load(); },
+                         std::chrono::seconds(90)));
   broker_.set_down(2);
   const auto texts = distinct_texts(20, 5);
   produce("input", texts, 0);
@@ -219,7 +229,8 @@ TEST_F(ChangelogOnItsOwnBrokerTest, NoOffsetCommitsBeforeTheChangelogBatchHoldin
   EXPECT_EQ(running->committed.load(), 1u);
   EXPECT_EQ(running->written.load(), 0u);
   broker_.set_up(2);
-  ASSERT_TRUE(eventually([&] { return running->committed.load() >= texts.size() + 1; }, std::chrono::seconds(120)));
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= texts.size() + 1; },
+                         std::chrono::seconds(120)));
   ASSERT_EQ(running->stop(), 0);
   EXPECT_EQ(running->last.unique, texts.size());
   EXPECT_EQ(running->last.duplicate, 1u);

@@ -9,10 +9,10 @@
 // read_committed reader also sees what an aborted or open transaction wrote.
 // It also drops the offsets of TxnOffsetCommit, so the service commits them
 // through the consumer as well after each transaction here
-// (ServiceOptions::commit_offsets_after_transaction, on by default). These tests therefore check the part a real broker
-// would hide separately:
-// every input before the crash's committed offsets comes out exactly once, and
-// anything that comes out twice was in the transaction open at the crash.
+// (ServiceOptions::commit_offsets_after_transaction, on by default). These tests therefore check
+// the part a real broker would hide separately: every input before the crash's committed offsets
+// comes out exactly once, and anything that comes out twice was in the transaction open at the
+// crash.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,7 +79,8 @@ TEST_F(ExactlyOnceTest, OffsetsAndOutputsCommitThroughTransactions) {
   for (const auto& t : texts) EXPECT_EQ(values.count(t), 1u);
 }
 
-class ExactlyOnceCrashTest : public ExactlyOnceTest, public ::testing::WithParamInterface<const char*> {};
+class ExactlyOnceCrashTest : public ExactlyOnceTest,
+                             public ::testing::WithParamInterface<const char*> {};
 
 // 1000 messages are judged and committed; then a crash at `point` while the
 // next 1000 come in; a restart with the same transactional id finishes the
@@ -95,7 +96,8 @@ TEST_P(ExactlyOnceCrashTest, ACrashLosesNothingAndRepeatsOnlyItsOpenTransaction)
     ASSERT_TRUE(eventually([&] { return committed_total() >= 1000; }, std::chrono::seconds(60)));
     armed.store(true);
     produce_to("input", {texts.begin() + 1000, texts.end()});
-    ASSERT_TRUE(eventually([&] { return crashing->status.load() != -1; }, std::chrono::seconds(90)));
+    ASSERT_TRUE(
+        eventually([&] { return crashing->status.load() != -1; }, std::chrono::seconds(90)));
     ASSERT_EQ(crashing->status.load(), Service::kSimulatedCrash);
     crashing->thread.join();
     at_crash = committed_offsets();
@@ -133,17 +135,21 @@ TEST_P(ExactlyOnceCrashTest, ACrashLosesNothingAndRepeatsOnlyItsOpenTransaction)
     ASSERT_GE(seen[t], 1) << "lost: " << t;
     const auto [partition, offset] = where.at(t);
     if (offset < at_crash[partition]) {
-      EXPECT_EQ(seen[t], 1) << "an input of a committed transaction came out again: " << partition << "/" << offset;
+      EXPECT_EQ(seen[t], 1) << "an input of a committed transaction came out again: " << partition
+                            << "/" << offset;
     } else if (seen[t] > 1) {
-      ++repeated;  // written by the transaction open at the crash: a real broker's read_committed readers never see it
+      ++repeated;  // written by the transaction open at the crash: a real broker's read_committed
+                   // readers never see it
     }
   }
   for (const auto& c : copies) EXPECT_EQ(seen[c], 1) << c;
-  EXPECT_EQ(tagged, copies.size()) << "near-copies of originals judged before the crash were not recognised";
+  EXPECT_EQ(tagged, copies.size())
+      << "near-copies of originals judged before the crash were not recognised";
   EXPECT_LE(static_cast<std::int64_t>(repeated), 2000 - committed_at_crash);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryPoint, ExactlyOnceCrashTest, ::testing::Values("before-produce", "produced", "commit"),
+INSTANTIATE_TEST_SUITE_P(EveryPoint, ExactlyOnceCrashTest,
+                         ::testing::Values("before-produce", "produced", "commit"),
                          [](const ::testing::TestParamInfo<const char*>& point) {
                            std::string name = point.param;
                            name.erase(std::remove(name.begin(), name.end(), '-'), name.end());

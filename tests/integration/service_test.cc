@@ -26,7 +26,8 @@ using namespace testing;
 class ServiceTest : public BrokerTest {
  protected:
   explicit ServiceTest(int brokers = 1) : BrokerTest(brokers) {}
-  void produce(const std::vector<std::string>& values, std::int32_t partition = RD_KAFKA_PARTITION_UA,
+  void produce(const std::vector<std::string>& values,
+               std::int32_t partition = RD_KAFKA_PARTITION_UA,
                const std::optional<std::string>& key = std::nullopt,
                const std::map<std::string, std::string>& headers = {}, std::int64_t timestamp = 0) {
     produce_to("input", values, partition, key, headers, timestamp);
@@ -58,16 +59,20 @@ class ServiceTest : public BrokerTest {
   for (const auto& t : expected) seen.erase(t);
   if (missing == 0 && repeated == 0 && seen.empty()) return ::testing::AssertionSuccess();
   if (example.empty()) example = "'" + seen.begin()->first + "', never an input";
-  return ::testing::AssertionFailure() << records.size() << " records for " << expected.size() << " values: " << missing
-                                       << " missing, " << repeated << " repeated, " << seen.size()
-                                       << " never expected; e.g. " << example;
+  return ::testing::AssertionFailure()
+         << records.size() << " records for " << expected.size() << " values: " << missing
+         << " missing, " << repeated << " repeated, " << seen.size() << " never expected; e.g. "
+         << example;
 }
 
 TEST_F(ServiceTest, DropRepublishesUniquesIntactAndDeadLettersInvalid) {
-  const std::string original = "Storm closes the harbour bridge as rivers rise across the county tonight";
+  const std::string original =
+      "Storm closes the harbour bridge as rivers rise across the county tonight";
   // A timestamp a minute ago: within the 24 h event-time window of the next message.
   const std::int64_t stamp = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count() - 60'000;
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count() -
+                             60'000;
   produce({original}, 1, "k1", {{"trace", "abc"}}, stamp);
   produce({"STORM closes the harbour bridge, as rivers rise across the county tonight!"}, 1, "k2");
   produce({"Council approves the new school budget after a long debate on housing"}, 0, "k3");
@@ -82,7 +87,8 @@ TEST_F(ServiceTest, DropRepublishesUniquesIntactAndDeadLettersInvalid) {
   ASSERT_EQ(out.size(), 2u);
   std::map<std::string, Record> by_key;
   for (auto& r : out) by_key[r.key.value_or("")] = r;
-  ASSERT_TRUE(by_key.count("k1") && by_key.count("k3")) << out[0].key.value_or("null") << " / " << out[1].key.value_or("null");
+  ASSERT_TRUE(by_key.count("k1") && by_key.count("k3"))
+      << out[0].key.value_or("null") << " / " << out[1].key.value_or("null");
   EXPECT_EQ(by_key["k1"].value, original);
   EXPECT_EQ(by_key["k1"].partition, 1);  // as many output partitions: partition preserved
   EXPECT_EQ(by_key["k1"].timestamp, stamp);
@@ -115,7 +121,8 @@ TEST_F(ServiceTest, TagRepublishesDuplicatesWithProvenanceHeaders) {
   Record& dup = copy_is_dup ? by_key["copy"] : by_key["orig"];
   Record& kept = copy_is_dup ? by_key["orig"] : by_key["copy"];
   EXPECT_EQ(dup.headers["neardup-verdict"], "duplicate");
-  EXPECT_EQ(dup.headers["neardup-of"], "input/" + std::to_string(kept.partition) + "/" + std::to_string(kept.offset));
+  EXPECT_EQ(dup.headers["neardup-of"],
+            "input/" + std::to_string(kept.partition) + "/" + std::to_string(kept.offset));
   EXPECT_EQ(dup.headers["neardup-distance"], "0");
   EXPECT_EQ(dup.headers["neardup-fingerprint"].size(), 16u);
   EXPECT_EQ(kept.headers.count("neardup-verdict"), 0u);
@@ -131,8 +138,9 @@ TEST_F(ServiceTest, RouteSendsDuplicatesToTheDuplicatesTopic) {
   ASSERT_EQ(running->stop(), 0);
   auto out = read_all("output");
   auto dups = read_all("duplicates");
-  EXPECT_TRUE(each_exactly_once(out, {"Railway strike halts trains into the city for a second day running",
-                                      "Museum reopens its science wing after a year of careful restoration"}));
+  EXPECT_TRUE(each_exactly_once(
+      out, {"Railway strike halts trains into the city for a second day running",
+            "Museum reopens its science wing after a year of careful restoration"}));
   ASSERT_EQ(dups.size(), 1u);
   EXPECT_EQ(dups[0].value, "railway strike halts trains into the city, for a second day running!");
   EXPECT_EQ(dups[0].headers["neardup-verdict"], "duplicate");
@@ -150,7 +158,8 @@ TEST_F(ServiceTest, CommitsOffsetsAndARestartContinuesWithoutLossOrRepeat) {
   }
   // A partition that received nothing has no committed offset (negative).
   std::int64_t committed = 0;
-  for (const auto& [partition, offset] : committed_offsets()) committed += std::max<std::int64_t>(offset, 0);
+  for (const auto& [partition, offset] : committed_offsets())
+    committed += std::max<std::int64_t>(offset, 0);
   EXPECT_EQ(committed, 200);
   produce(second);
   auto running = start(config::Action::tag);
@@ -173,7 +182,8 @@ TEST_F(ServiceTest, LagAfterARestartCountsFromTheCommittedOffsets) {
     ASSERT_EQ(running->stop(), 0);
   }
   auto running = start(config::Action::drop);
-  ASSERT_TRUE(eventually([&] { return running->lag_partitions.load() == static_cast<std::size_t>(kPartitions); }));
+  ASSERT_TRUE(eventually(
+      [&] { return running->lag_partitions.load() == static_cast<std::size_t>(kPartitions); }));
   EXPECT_TRUE(eventually([&] { return running->lag.load() == 0; }, std::chrono::seconds(10)))
       << "lag " << running->lag.load() << " with nothing left to read";
   ASSERT_EQ(running->stop(), 0);
@@ -191,7 +201,8 @@ TEST_F(ServiceTest, StopWithOutputsUnacknowledgedEndsWithinTheShutdownBudget) {
   auto running = start(config::Action::tag);
   ASSERT_TRUE(eventually([&] { return running->committed.load() >= 200; }));
   for (int p = 0; p < kPartitions; ++p)
-    ASSERT_EQ(rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, -1), RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_EQ(rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, -1),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
   produce({texts.begin() + 200, texts.end()});
   ASSERT_TRUE(eventually([&] { return running->consumed.load() >= 250; }));
   const auto asked = Clock::now();
@@ -200,7 +211,8 @@ TEST_F(ServiceTest, StopWithOutputsUnacknowledgedEndsWithinTheShutdownBudget) {
   EXPECT_EQ(status, 0);
   EXPECT_LT(took.count(), 20) << "the stop took " << took.count() << " s";
   std::int64_t committed = 0;  // as the group coordinator has it
-  for (const auto& [partition, offset] : committed_offsets()) committed += std::max<std::int64_t>(offset, 0);
+  for (const auto& [partition, offset] : committed_offsets())
+    committed += std::max<std::int64_t>(offset, 0);
   EXPECT_EQ(committed, 200) << "offsets of unacknowledged outputs were committed";
 }
 
@@ -209,9 +221,10 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   auto running = start(config::Action::tag);
   produce({texts.begin(), texts.begin() + 200});
   ASSERT_TRUE(eventually([&] { return running->consumed.load() >= 100; }));
-  broker_.push_request_errors(EmbeddedBroker::kApiProduce,
-                              {RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-                               RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION});
+  broker_.push_request_errors(
+      EmbeddedBroker::kApiProduce,
+      {RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+       RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION});
   produce({texts.begin() + 200, texts.begin() + 400});
   broker_.set_down(1);
   // The outage lasts about three seconds; nothing is asserted about timing.
@@ -224,7 +237,8 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   // messages delivered again after the rebalance are counted again.)
   auto all_committed = [&] {
     std::int64_t sum = 0;
-    for (const auto& [partition, offset] : committed_offsets()) sum += std::max<std::int64_t>(offset, 0);
+    for (const auto& [partition, offset] : committed_offsets())
+      sum += std::max<std::int64_t>(offset, 0);
     return sum >= 600;
   };
   ASSERT_TRUE(eventually(all_committed, std::chrono::seconds(120)));
@@ -241,8 +255,10 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   for (const auto& r : out) ++seen[r.value];
   for (const auto& t : texts) EXPECT_GE(seen[t], 1u) << "lost: " << t;
   const std::set<std::string> inputs(texts.begin(), texts.end());
-  for (const auto& [value, n] : seen) EXPECT_TRUE(inputs.count(value)) << "never an input: '" << value << "'";
-  EXPECT_TRUE(read_all("dead-letters").empty()) << "retriable produce errors are retried, not dead-lettered";
+  for (const auto& [value, n] : seen)
+    EXPECT_TRUE(inputs.count(value)) << "never an input: '" << value << "'";
+  EXPECT_TRUE(read_all("dead-letters").empty())
+      << "retriable produce errors are retried, not dead-lettered";
 }
 
 // A record too large for every topic (over the producer's message.max.bytes)
@@ -261,7 +277,8 @@ TEST_F(ServiceTest, ARecordTooLargeForTheOutputIsDeadLetteredCutToFitAndTheServi
   produce({big}, 0, std::string("big-key"));  // offset 10
   produce({small.begin() + 10, small.end()}, 0);
   ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 16; }, std::chrono::seconds(60)));
-  EXPECT_EQ(running->status.load(), -1) << "the service stopped: " << running->service->fatal_error();
+  EXPECT_EQ(running->status.load(), -1)
+      << "the service stopped: " << running->service->fatal_error();
   ASSERT_EQ(running->stop(), 0);
   EXPECT_EQ(running->last.dead_letters, 1u);
   EXPECT_EQ(running->last.dead_letters_truncated, 1u);
@@ -272,11 +289,13 @@ TEST_F(ServiceTest, ARecordTooLargeForTheOutputIsDeadLetteredCutToFitAndTheServi
   EXPECT_EQ(letter.key, std::optional<std::string>("big-key"));
   EXPECT_GT(letter.value.size(), 0u);
   EXPECT_LT(letter.value.size(), 1200u);
-  EXPECT_EQ(letter.value, big.substr(0, letter.value.size())) << "the cut keeps the value's first bytes";
+  EXPECT_EQ(letter.value, big.substr(0, letter.value.size()))
+      << "the cut keeps the value's first bytes";
   EXPECT_EQ(letter.headers.at("neardup-original-size"), std::to_string(big.size()));
   EXPECT_EQ(letter.headers.at("neardup-truncated-to"), std::to_string(letter.value.size()));
   EXPECT_EQ(letter.headers.at("neardup-source"), "input/0/10");
-  EXPECT_EQ(letter.headers.at("neardup-error"), "output to 'output' rejected: Broker: Message size too large");
+  EXPECT_EQ(letter.headers.at("neardup-error"),
+            "output to 'output' rejected: Broker: Message size too large");
 }
 
 TEST_F(ServiceTest, StopMidStreamThenRestartAccountsForEveryMessage) {
@@ -288,12 +307,15 @@ TEST_F(ServiceTest, StopMidStreamThenRestartAccountsForEveryMessage) {
     ASSERT_EQ(running->stop(), 0);  // stop mid-stream: flush, commit, exit 0
   }
   auto running = start(config::Action::drop);
-  ASSERT_TRUE(eventually([&] {
-    // A partition that received nothing (sticky partitioner) has no committed offset (-1001).
-    std::int64_t sum = 0;
-    for (const auto& [partition, offset] : committed_offsets()) sum += std::max<std::int64_t>(offset, 0);
-    return sum >= 3000;
-  }, std::chrono::seconds(120)));
+  ASSERT_TRUE(eventually(
+      [&] {
+        // A partition that received nothing (sticky partitioner) has no committed offset (-1001).
+        std::int64_t sum = 0;
+        for (const auto& [partition, offset] : committed_offsets())
+          sum += std::max<std::int64_t>(offset, 0);
+        return sum >= 3000;
+      },
+      std::chrono::seconds(120)));
   ASSERT_EQ(running->stop(), 0);
   // Every input is accounted for exactly once: republished (distinct texts are
   // all unique and valid, so no dead letters). The stop flushed and committed
@@ -319,12 +341,13 @@ class TwoBrokerServiceTest : public ServiceTest {
   }
   void refuse_next_produces(std::size_t n) {
     if (n == 1) {
-      rd_kafka_mock_broker_push_request_error_rtts(broker_.cluster(), 2, EmbeddedBroker::kApiProduce, 1,
+      rd_kafka_mock_broker_push_request_error_rtts(broker_.cluster(), 2,
+                                                   EmbeddedBroker::kApiProduce, 1,
                                                    RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
     } else {
-      rd_kafka_mock_broker_push_request_error_rtts(broker_.cluster(), 2, EmbeddedBroker::kApiProduce, 2,
-                                                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0,
-                                                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
+      rd_kafka_mock_broker_push_request_error_rtts(
+          broker_.cluster(), 2, EmbeddedBroker::kApiProduce, 2,
+          RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
     }
   }
 };
@@ -332,7 +355,8 @@ class TwoBrokerServiceTest : public ServiceTest {
 TEST_F(TwoBrokerServiceTest, ARecordTheBrokerRefusesIsDeadLetteredAndTheServiceGoesOn) {
   config::Config cfg = cfg_;
   cfg.action = config::Action::tag;
-  cfg.kafka.changelog_topic = "";  // (a refused changelog batch is a cluster fault: it would stop the service)
+  cfg.kafka.changelog_topic =
+      "";  // (a refused changelog batch is a cluster fault: it would stop the service)
   auto texts = distinct_texts(10, 7);
   auto running = start_service(cfg);
   produce({texts.begin(), texts.begin() + 5}, 0);
@@ -345,24 +369,30 @@ TEST_F(TwoBrokerServiceTest, ARecordTheBrokerRefusesIsDeadLetteredAndTheServiceG
   ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 7; }));
   produce({texts.begin() + 7, texts.end()}, 0);
   ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 10; }));
-  EXPECT_EQ(running->status.load(), -1) << "the service stopped: " << running->service->fatal_error();
+  EXPECT_EQ(running->status.load(), -1)
+      << "the service stopped: " << running->service->fatal_error();
   ASSERT_EQ(running->stop(), 0);
   std::vector<std::string> kept(texts.begin(), texts.begin() + 5);
   kept.insert(kept.end(), texts.begin() + 7, texts.end());
-  EXPECT_TRUE(each_exactly_once(read_all("output"), kept));  // texts[5] and [6] only as dead letters
+  EXPECT_TRUE(
+      each_exactly_once(read_all("output"), kept));  // texts[5] and [6] only as dead letters
   auto dead = read_all("dead-letters");
   ASSERT_EQ(dead.size(), 2u);
-  std::sort(dead.begin(), dead.end(), [](const Record& a, const Record& b) { return a.headers.at("neardup-source") < b.headers.at("neardup-source"); });
+  std::sort(dead.begin(), dead.end(), [](const Record& a, const Record& b) {
+    return a.headers.at("neardup-source") < b.headers.at("neardup-source");
+  });
   EXPECT_EQ(dead[0].key, std::optional<std::string>("k5"));
   EXPECT_EQ(dead[0].value, texts[5]);
   EXPECT_EQ(dead[0].headers.at("neardup-source"), "input/0/5");
-  EXPECT_EQ(dead[0].headers.at("neardup-error"), "output to 'output' rejected by the broker: Broker: Message size too large");
+  EXPECT_EQ(dead[0].headers.at("neardup-error"),
+            "output to 'output' rejected by the broker: Broker: Message size too large");
   EXPECT_EQ(dead[0].headers.count("neardup-truncated-to"), 0u);
   EXPECT_EQ(dead[1].key, std::nullopt);
   EXPECT_EQ(dead[1].value, "");
   EXPECT_EQ(dead[1].headers.at("neardup-source"), "input/0/6");
   EXPECT_EQ(dead[1].headers.at("neardup-error"),
-            "output to 'output' rejected by the broker: Broker: Message size too large; dead letter rejected by the "
+            "output to 'output' rejected by the broker: Broker: Message size too large; dead "
+            "letter rejected by the "
             "broker: Broker: Message size too large");
   EXPECT_EQ(dead[1].headers.at("neardup-original-size"), std::to_string(texts[6].size()));
   EXPECT_EQ(dead[1].headers.at("neardup-truncated-to"), "0");

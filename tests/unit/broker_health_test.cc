@@ -26,14 +26,18 @@ using namespace std::chrono_literals;
 const Clock::time_point t0 = Clock::time_point{} + 1000s;
 
 constexpr const char* kRefused =
-    "127.0.0.1:39211/bootstrap: Connect to ipv4#127.0.0.1:39211 failed: Connection refused (after 0ms in state "
+    "127.0.0.1:39211/bootstrap: Connect to ipv4#127.0.0.1:39211 failed: Connection refused (after "
+    "0ms in state "
     "CONNECT)";
 constexpr const char* kDisconnected = "127.0.0.1:40123/1: Disconnected (after 5032ms in state UP)";
 
-BrokerObservation up(const char* address, std::chrono::microseconds age) { return {address, "UP", age.count()}; }
+BrokerObservation up(const char* address, std::chrono::microseconds age) {
+  return {address, "UP", age.count()};
+}
 
 /// Drops an outage on `health` at `at`: both brokers fail, then every broker is down.
-void lose_brokers(BrokerHealth& health, Clock::time_point at, const char* client = "rdkafka#consumer-2") {
+void lose_brokers(BrokerHealth& health, Clock::time_point at,
+                  const char* client = "rdkafka#consumer-2") {
   health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, at - 2ms);
   health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kRefused, at - 1ms);
   health.on_error(client, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "2/2 brokers are down", at);
@@ -42,11 +46,15 @@ void lose_brokers(BrokerHealth& health, Clock::time_point at, const char* client
 TEST(BrokerOfReason, ReadsTheBrokerNameLibrdkafkaPutsFirst) {
   EXPECT_EQ(broker_of_reason(kRefused), "127.0.0.1:39211");
   EXPECT_EQ(broker_of_reason(kDisconnected), "127.0.0.1:40123");
-  EXPECT_EQ(broker_of_reason("ssl://kafka-0.example:9093/2: SSL handshake failed"), "kafka-0.example:9093");
-  EXPECT_EQ(broker_of_reason("[::1]:9092/bootstrap: Connect to ipv6#[::1]:9092 failed"), "[::1]:9092");
-  EXPECT_EQ(broker_of_reason("kafka:9092/bootstrap: Failed to resolve 'kafka:9092': Name or service not known"),
+  EXPECT_EQ(broker_of_reason("ssl://kafka-0.example:9093/2: SSL handshake failed"),
+            "kafka-0.example:9093");
+  EXPECT_EQ(broker_of_reason("[::1]:9092/bootstrap: Connect to ipv6#[::1]:9092 failed"),
+            "[::1]:9092");
+  EXPECT_EQ(broker_of_reason(
+                "kafka:9092/bootstrap: Failed to resolve 'kafka:9092': Name or service not known"),
             "kafka:9092");
-  EXPECT_EQ(broker_of_reason("GroupCoordinator: 127.0.0.1:40123: Connect failed"), "");  // logical broker
+  EXPECT_EQ(broker_of_reason("GroupCoordinator: 127.0.0.1:40123: Connect failed"),
+            "");  // logical broker
   EXPECT_EQ(broker_of_reason("2/2 brokers are down"), "");
   EXPECT_EQ(broker_of_reason(""), "");
 }
@@ -87,7 +95,8 @@ TEST(BrokerHealth, ConnectionErrorsAloneAreNoOutage) {
   BrokerHealth health(false, t0);
   // An idle connection closed by the broker: librdkafka reconnects on demand.
   health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, t0 + 1s);
-  health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "message timed out", t0 + 2s);
+  health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "message timed out",
+                  t0 + 2s);
   EXPECT_TRUE(health.snapshot().reachable);
   EXPECT_EQ(health.snapshot().outages, 0u);
 }
@@ -99,7 +108,8 @@ TEST(BrokerHealth, AllBrokersDownBeginsAnOutageNamingTheFailedBrokers) {
   EXPECT_FALSE(s.reachable);
   EXPECT_EQ(s.since, t0 + 5s);
   EXPECT_THAT(s.unreachable, ElementsAre("127.0.0.1:39211", "127.0.0.1:40123"));
-  EXPECT_EQ(s.reason, "Connect to ipv4#127.0.0.1:39211 failed: Connection refused");  // the latest error
+  EXPECT_EQ(s.reason,
+            "Connect to ipv4#127.0.0.1:39211 failed: Connection refused");  // the latest error
   EXPECT_EQ(s.outages, 1u);
   EXPECT_EQ(s.describe(t0 + 7500ms),
             "Kafka brokers unreachable for 2.5 s: 127.0.0.1:39211, 127.0.0.1:40123 (Connect to "
@@ -142,7 +152,8 @@ TEST(BrokerHealth, ANewConnectionEndsTheOutageWithItsLength) {
   lose_brokers(health, t0 + 5s);
   // Connected 10.2 s after the outage began, seen in statistics 0.6 s later.
   health.on_brokers("rdkafka#consumer-2",
-                    {{"127.0.0.1:40123", "DOWN", 20}, up("127.0.0.1:39211", 600ms)}, t0 + 15s + 800ms);
+                    {{"127.0.0.1:40123", "DOWN", 20}, up("127.0.0.1:39211", 600ms)},
+                    t0 + 15s + 800ms);
   const auto s = health.snapshot();
   EXPECT_TRUE(s.reachable);
   EXPECT_EQ(s.since, t0 + 15s + 200ms);
@@ -173,7 +184,8 @@ TEST(BrokerHealth, BrokerIsUpIfAnyClientIsConnectedToIt) {
   EXPECT_EQ(s.brokers.size(), 2u);  // b:2 was never tried (sparse connections)
   EXPECT_TRUE(s.brokers.at("b:1"));
   EXPECT_TRUE(s.brokers.at("b:3"));
-  // The consumer's next statistics no longer list b:1 (its address changed): only the producer's view remains.
+  // The consumer's next statistics no longer list b:1 (its address changed): only the producer's
+  // view remains.
   health.on_brokers("consumer", {{"b:3", "CONNECT", 5}}, t0 + 2s);
   s = health.snapshot();
   EXPECT_FALSE(s.brokers.at("b:1"));
@@ -198,14 +210,22 @@ TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
   std::vector<std::string> lines;
   std::string line;
   for (int c; (c = std::fgetc(sink)) != EOF;) {
-    if (c == '\n') lines.push_back(std::exchange(line, {}));
-    else line += static_cast<char>(c);
+    if (c == '\n')
+      lines.push_back(std::exchange(line, {}));
+    else
+      line += static_cast<char>(c);
   }
   std::fclose(sink);
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_THAT(lines[0], HasSubstr(R"("level":"warn","msg":"Kafka brokers unreachable: 127.0.0.1:39211, 127.0.0.1:40123 (Connect to ipv4#127.0.0.1:39211 failed: Connection refused); waiting for them to return")"));
-  EXPECT_THAT(lines[0], HasSubstr(R"("brokers":"127.0.0.1:39211, 127.0.0.1:40123","client":"rdkafka#consumer-2")"));
-  EXPECT_THAT(lines[1], HasSubstr(R"("level":"info","msg":"Kafka brokers reachable again after 10.2 s")"));
+  EXPECT_THAT(
+      lines[0],
+      HasSubstr(
+          R"("level":"warn","msg":"Kafka brokers unreachable: 127.0.0.1:39211, 127.0.0.1:40123 (Connect to ipv4#127.0.0.1:39211 failed: Connection refused); waiting for them to return")"));
+  EXPECT_THAT(
+      lines[0],
+      HasSubstr(R"("brokers":"127.0.0.1:39211, 127.0.0.1:40123","client":"rdkafka#consumer-2")"));
+  EXPECT_THAT(lines[1],
+              HasSubstr(R"("level":"info","msg":"Kafka brokers reachable again after 10.2 s")"));
   EXPECT_THAT(lines[1], HasSubstr(R"("outage_seconds":10.2)"));
 }
 
@@ -213,10 +233,12 @@ TEST(BrokerHealth, ReadinessNamesTheOutageFirst) {
   BrokerHealth health(false, t0);
   EXPECT_EQ(not_ready_reason(health.snapshot(), true, true, t0), "");
   EXPECT_EQ(not_ready_reason(health.snapshot(), false, true, t0), "no input partitions assigned");
-  EXPECT_EQ(not_ready_reason(health.snapshot(), true, false, t0), "rebuilding the window from the changelog");
+  EXPECT_EQ(not_ready_reason(health.snapshot(), true, false, t0),
+            "rebuilding the window from the changelog");
   lose_brokers(health, t0 + 5s);
   EXPECT_THAT(not_ready_reason(health.snapshot(), false, true, t0 + 8s),
-              ::testing::StartsWith("Kafka brokers unreachable for 3.0 s: 127.0.0.1:39211, 127.0.0.1:40123 ("));
+              ::testing::StartsWith(
+                  "Kafka brokers unreachable for 3.0 s: 127.0.0.1:39211, 127.0.0.1:40123 ("));
   metrics::ServiceStats stats;
   health.on_brokers("c", {{"127.0.0.1:39211", "DOWN", 5}}, t0 + 8s);
   add_to_metrics(health.snapshot(), stats);

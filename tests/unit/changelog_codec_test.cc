@@ -83,10 +83,12 @@ TEST(ChangelogFormat, VersionOneRecordsAreStillRead) {
 }
 
 TEST(ChangelogFormat, ABatchWithOneBadEntryIsRefusedWhole) {
-  const std::string good = "{\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0}";
+  const std::string good =
+      "{\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0}";
   const std::string instance = "\"instance\":\"0000000000000000\"";
   const std::string bad[] = {
-      "{\"v\":2," + instance + ",\"entries\":[" + good + ",{\"fp\":\"xyz\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":1}]}",
+      "{\"v\":2," + instance + ",\"entries\":[" + good +
+          ",{\"fp\":\"xyz\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":1}]}",
       "{\"v\":2," + instance + ",\"entries\":[" + good + ",7]}",
       "{\"v\":2," + instance + ",\"entries\":[]}",
       "{\"v\":2," + instance + ",\"entries\":{}}",
@@ -102,7 +104,8 @@ TEST(ChangelogFormat, ABatchWithOneBadEntryIsRefusedWhole) {
   }
   std::vector<ChangelogRecord> out;
   std::string error;
-  EXPECT_TRUE(decode_changelog("{\"v\":2," + instance + ",\"entries\":[" + good + "," + good + "]}", out, &error))
+  EXPECT_TRUE(decode_changelog("{\"v\":2," + instance + ",\"entries\":[" + good + "," + good + "]}",
+                               out, &error))
       << error;
   EXPECT_EQ(out.size(), 2u);
 }
@@ -150,15 +153,26 @@ TEST(ChangelogFormat, RefusesMalformedValuesWithAReason) {
   const char* bad[] = {
       "",
       "[]",
-      "{\"v\":2,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":\"0000000000000000\"}",
-      "{\"v\":1,\"fp\":\"xyz\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":\"0000000000000000\"}",
-      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"\",\"partition\":0,\"offset\":0,\"instance\":\"0000000000000000\"}",
-      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":-1,\"offset\":0,\"instance\":\"0000000000000000\"}",
-      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":281474976710656,\"instance\":\"0000000000000000\"}",
+      "{\"v\":2,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,"
+      "\"instance\":\"0000000000000000\"}",
+      "{\"v\":1,\"fp\":\"xyz\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":"
+      "\"0000000000000000\"}",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"\",\"partition\":0,\"offset\":0,"
+      "\"instance\":\"0000000000000000\"}",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":-1,\"offset\":0,"
+      "\"instance\":\"0000000000000000\"}",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":"
+      "281474976710656,\"instance\":\"0000000000000000\"}",
       "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0}",
-      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":\"0000000000000000\",\"sketch\":{\"bits\":3,\"band_bins\":4,\"minhash\":\"00000000000000000000000000000000\",\"bands\":[]}}",
-      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":\"0000000000000000\",\"sketch\":{\"bits\":2,\"band_bins\":4,\"minhash\":\"00\",\"bands\":[]}}",
-      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":\"0000000000000000\",\"sketch\":{\"bits\":2,\"band_bins\":4,\"minhash\":\"00000000000000000000000000000000\",\"bands\":[1]}}",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,"
+      "\"instance\":\"0000000000000000\",\"sketch\":{\"bits\":3,\"band_bins\":4,\"minhash\":"
+      "\"00000000000000000000000000000000\",\"bands\":[]}}",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,"
+      "\"instance\":\"0000000000000000\",\"sketch\":{\"bits\":2,\"band_bins\":4,\"minhash\":\"00\","
+      "\"bands\":[]}}",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,"
+      "\"instance\":\"0000000000000000\",\"sketch\":{\"bits\":2,\"band_bins\":4,\"minhash\":"
+      "\"00000000000000000000000000000000\",\"bands\":[1]}}",
   };
   for (const char* value : bad) {
     std::string error;
@@ -183,9 +197,15 @@ std::vector<std::string> variants(const std::string& base, std::mt19937_64& rng,
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = rng() % w.size();
       switch (rng() % 3) {
-        case 0: w.erase(w.begin() + static_cast<std::ptrdiff_t>(at)); break;
-        case 1: w.insert(w.begin() + static_cast<std::ptrdiff_t>(at), "extra"); break;
-        default: w[at] = "changed"; break;
+        case 0:
+          w.erase(w.begin() + static_cast<std::ptrdiff_t>(at));
+          break;
+        case 1:
+          w.insert(w.begin() + static_cast<std::ptrdiff_t>(at), "extra");
+          break;
+        default:
+          w[at] = "changed";
+          break;
       }
       if (w.empty()) w.push_back("word");
     }
@@ -198,11 +218,14 @@ std::vector<std::string> variants(const std::string& base, std::mt19937_64& rng,
 
 TEST(ChangelogEngine, AWindowRebuiltFromRecordsJudgesExactlyLikeTheOriginal) {
   const std::vector<std::string> bases = {
-      "The city council approved a new budget for public schools on Tuesday after a long debate about housing costs "
+      "The city council approved a new budget for public schools on Tuesday after a long debate "
+      "about housing costs "
       "and the future of the old harbour district",
-      "Heavy rain flooded several roads in the northern valley overnight and emergency crews rescued drivers trapped "
+      "Heavy rain flooded several roads in the northern valley overnight and emergency crews "
+      "rescued drivers trapped "
       "near the river crossing",
-      "A small technology company announced record profits this quarter thanks to strong demand for its cloud "
+      "A small technology company announced record profits this quarter thanks to strong demand "
+      "for its cloud "
       "storage products in Europe and Asia",
   };
   dedup::DedupOptions options;  // the default: SimHash and the sketch stage

@@ -30,7 +30,9 @@ std::string error_of(const std::string& yaml) {
   return "";
 }
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
 
 EnvLookup env(std::map<std::string, std::string> values) {
   return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
@@ -125,9 +127,10 @@ TEST(Config, EverySectionParses) {
   EXPECT_EQ(config.kafka.dead_letter_topic, "news-dlq");
   EXPECT_EQ(config.kafka.changelog_topic, "");
   EXPECT_EQ(config.kafka.embedded_partitions, 3);
-  EXPECT_EQ(config.kafka.consumer, (std::map<std::string, std::string>{{"security.protocol", "SASL_SSL"},
-                                                                       {"fetch.max.bytes", "1048576"},
-                                                                       {"enable.auto.commit", "false"}}));
+  EXPECT_EQ(config.kafka.consumer,
+            (std::map<std::string, std::string>{{"security.protocol", "SASL_SSL"},
+                                                {"fetch.max.bytes", "1048576"},
+                                                {"enable.auto.commit", "false"}}));
   EXPECT_EQ(config.kafka.producer, (std::map<std::string, std::string>{{"linger.ms", "5"}}));
   EXPECT_EQ(config.input.format, InputFormat::json);
   EXPECT_EQ(config.input.text_fields, (std::vector<std::string>{"/title", "/body/text"}));
@@ -153,8 +156,9 @@ TEST(Config, NullOrEmptyBrokersMeanEmbedded) {
   EXPECT_FALSE(parse_config("kafka:\n  brokers:\n", "t.yaml").kafka.brokers.has_value());
   EXPECT_FALSE(parse_config("kafka:\n  brokers: ~\n", "t.yaml").kafka.brokers.has_value());
   EXPECT_FALSE(parse_config("kafka:\n  brokers: \"\"\n", "t.yaml").kafka.brokers.has_value());
-  EXPECT_EQ(parse_config("kafka: {brokers: 'SASL_SSL://b-1.example.com:9096'}", "t.yaml").kafka.brokers,
-            "SASL_SSL://b-1.example.com:9096");
+  EXPECT_EQ(
+      parse_config("kafka: {brokers: 'SASL_SSL://b-1.example.com:9096'}", "t.yaml").kafka.brokers,
+      "SASL_SSL://b-1.example.com:9096");
 }
 
 TEST(Config, IntegerWindowDurationMeansSeconds) {
@@ -172,7 +176,8 @@ TEST(ConfigErrors, OutOfRangeValuePointsAtTheValue) {
 TEST(ConfigErrors, BadDurationNamesTheExpectedForm) {
   // line 3 is "  duration: ten": 'ten' starts at column 13.
   EXPECT_EQ(error_of("# window\nwindow:\n  duration: ten\n"),
-            "t.yaml:3:13: window.duration: expected a duration like 24h, 10m, 90s or 500ms (at most 365d), got "
+            "t.yaml:3:13: window.duration: expected a duration like 24h, 10m, 90s or 500ms (at "
+            "most 365d), got "
             "'ten'");
 }
 
@@ -180,8 +185,10 @@ TEST(ConfigErrors, UnknownKeySuggestsTheNearestOne) {
   // line 3 is "  max_distnce: 3": the key starts at column 3.
   EXPECT_EQ(error_of("action: tag\ndedup:\n  max_distnce: 3\n"),
             "t.yaml:3:3: dedup.max_distnce: unknown key (did you mean 'max_distance'?)");
-  EXPECT_EQ(error_of("windw:\n  duration: 1h\n"), "t.yaml:1:1: windw: unknown key (did you mean 'window'?)");
-  EXPECT_EQ(error_of("kafka:\n  brokrs: a:1\n"), "t.yaml:2:3: kafka.brokrs: unknown key (did you mean 'brokers'?)");
+  EXPECT_EQ(error_of("windw:\n  duration: 1h\n"),
+            "t.yaml:1:1: windw: unknown key (did you mean 'window'?)");
+  EXPECT_EQ(error_of("kafka:\n  brokrs: a:1\n"),
+            "t.yaml:2:3: kafka.brokrs: unknown key (did you mean 'brokers'?)");
 }
 
 TEST(ConfigErrors, UnknownKeyFarFromAnyListsTheValidOnes) {
@@ -203,16 +210,19 @@ TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
 TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {
   // "  input_topics: [good, 'bad topic']": the quoted item starts at column 24.
   EXPECT_EQ(error_of("kafka:\n  input_topics: [good, 'bad topic']\n"),
-            "t.yaml:2:24: kafka.input_topics[1]: expected a Kafka topic name ([a-zA-Z0-9._-], at most 249), got "
+            "t.yaml:2:24: kafka.input_topics[1]: expected a Kafka topic name ([a-zA-Z0-9._-], at "
+            "most 249), got "
             "'bad topic'");
 }
 
 TEST(ConfigErrors, EmptyListIsRejected) {
   EXPECT_EQ(error_of("kafka:\n  input_topics: []\n"),
-            "t.yaml:2:17: kafka.input_topics: expected a non-empty list of topic names like [input], got an empty "
+            "t.yaml:2:17: kafka.input_topics: expected a non-empty list of topic names like "
+            "[input], got an empty "
             "list");
   EXPECT_EQ(error_of("input:\n  text_fields: /text\n"),
-            "t.yaml:2:16: input.text_fields: expected a non-empty list of JSON pointers like [/text], got '/text'");
+            "t.yaml:2:16: input.text_fields: expected a non-empty list of JSON pointers like "
+            "[/text], got '/text'");
 }
 
 TEST(ConfigErrors, MissingValuePointsAtTheKey) {
@@ -221,17 +231,20 @@ TEST(ConfigErrors, MissingValuePointsAtTheKey) {
 }
 
 TEST(ConfigErrors, DuplicateKeyIsRejected) {
-  EXPECT_EQ(error_of("action: drop\naction: tag\n"), "t.yaml:2:1: action: duplicate key (first set at t.yaml:1:1)");
+  EXPECT_EQ(error_of("action: drop\naction: tag\n"),
+            "t.yaml:2:1: action: duplicate key (first set at t.yaml:1:1)");
 }
 
 TEST(ConfigErrors, RootMustBeAMapping) {
-  EXPECT_TRUE(starts_with(error_of("- kafka\n"), "t.yaml:1:1: expected a mapping of sections")) << error_of("- kafka\n");
+  EXPECT_TRUE(starts_with(error_of("- kafka\n"), "t.yaml:1:1: expected a mapping of sections"))
+      << error_of("- kafka\n");
   EXPECT_TRUE(starts_with(error_of("just text\n"), "t.yaml:1:1: expected a mapping of sections"));
 }
 
 TEST(ConfigErrors, OnlyOneDocument) {
   // The second document starts at its "---" marker, line 2.
-  EXPECT_EQ(error_of("action: drop\n---\naction: tag\n"), "t.yaml:2:1: expected one YAML document, got more");
+  EXPECT_EQ(error_of("action: drop\n---\naction: tag\n"),
+            "t.yaml:2:1: expected one YAML document, got more");
 }
 
 TEST(ConfigErrors, YamlSyntaxErrorsCarryAPosition) {
@@ -253,46 +266,60 @@ TEST(ConfigErrors, InputThatStallsYamlCppIsAnErrorNotAHang) {
 TEST(ConfigErrors, BlocksMustExceedMaxDistance) {
   // "  blocks: 3": the 3 is at column 11.
   EXPECT_EQ(error_of("dedup:\n  max_distance: 4\n  blocks: 3\n"),
-            "t.yaml:3:11: dedup.blocks: expected 0 (automatic) or an integer in 5..16 (at least dedup.max_distance "
+            "t.yaml:3:11: dedup.blocks: expected 0 (automatic) or an integer in 5..16 (at least "
+            "dedup.max_distance "
             "+ 1), got '3'");
   EXPECT_EQ(error_of("dedup:\n  blocks: 17\n"),
-            "t.yaml:2:11: dedup.blocks: expected 0 (automatic) or an integer in max_distance+1..16, got '17'");
+            "t.yaml:2:11: dedup.blocks: expected 0 (automatic) or an integer in "
+            "max_distance+1..16, got '17'");
   EXPECT_EQ(error_of("dedup: {max_distance: 0, blocks: 1}"), "");
 }
 
 TEST(ConfigErrors, IdfFileRequiredForTfIdfFromFile) {
   // Nothing names idf_file, so the error points at idf_source (line 3, column 15).
   EXPECT_EQ(error_of("dedup:\n  weighting: tf_idf\n  idf_source: file\n"),
-            "t.yaml:3:15: dedup.idf_source: expected dedup.idf_file to be set (idf_source file with weighting tf_idf "
+            "t.yaml:3:15: dedup.idf_source: expected dedup.idf_file to be set (idf_source file "
+            "with weighting tf_idf "
             "reads it), got 'file'");
   EXPECT_EQ(error_of("dedup:\n  weighting: tf\n  idf_source: file\n"), "");
 }
 
 TEST(ConfigErrors, OutputTopicMustNotBeAnInputTopic) {
   EXPECT_EQ(error_of("kafka:\n  input_topics: [a, b]\n  output_topic: b\n"),
-            "t.yaml:3:17: kafka.output_topic: expected a topic that is not one of kafka.input_topics (it would "
+            "t.yaml:3:17: kafka.output_topic: expected a topic that is not one of "
+            "kafka.input_topics (it would "
             "loop), got 'b'");
 }
 
 TEST(ConfigErrors, PropertyValuesMustBeScalars) {
   EXPECT_EQ(error_of("kafka:\n  consumer:\n    sasl.mechanism: [PLAIN]\n"),
-            "t.yaml:3:21: kafka.consumer.sasl.mechanism: expected a scalar property value (passed to librdkafka as "
+            "t.yaml:3:21: kafka.consumer.sasl.mechanism: expected a scalar property value (passed "
+            "to librdkafka as "
             "text), got a list");
 }
 
 TEST(ConfigErrors, OtherValidators) {
-  EXPECT_TRUE(starts_with(error_of("kafka: {brokers: 'localhost'}"), "t.yaml:1:18: kafka.brokers: expected"));
-  EXPECT_TRUE(starts_with(error_of("kafka: {brokers: 'a:1,,b:2'}"), "t.yaml:1:18: kafka.brokers: expected"));
-  EXPECT_TRUE(starts_with(error_of("kafka: {embedded_partitions: 65}"), "t.yaml:1:30: kafka.embedded_partitions"));
-  EXPECT_TRUE(starts_with(error_of("input: {id_field: id}"), "t.yaml:1:19: input.id_field: expected a JSON pointer"));
-  EXPECT_TRUE(starts_with(error_of("input: {text_fields: ['/a~2']}"), "t.yaml:1:23: input.text_fields[0]"));
-  EXPECT_TRUE(starts_with(error_of("input: {max_bytes: 65MiB}"), "t.yaml:1:20: input.max_bytes: expected a size"));
+  EXPECT_TRUE(starts_with(error_of("kafka: {brokers: 'localhost'}"),
+                          "t.yaml:1:18: kafka.brokers: expected"));
+  EXPECT_TRUE(starts_with(error_of("kafka: {brokers: 'a:1,,b:2'}"),
+                          "t.yaml:1:18: kafka.brokers: expected"));
+  EXPECT_TRUE(starts_with(error_of("kafka: {embedded_partitions: 65}"),
+                          "t.yaml:1:30: kafka.embedded_partitions"));
+  EXPECT_TRUE(starts_with(error_of("input: {id_field: id}"),
+                          "t.yaml:1:19: input.id_field: expected a JSON pointer"));
+  EXPECT_TRUE(
+      starts_with(error_of("input: {text_fields: ['/a~2']}"), "t.yaml:1:23: input.text_fields[0]"));
+  EXPECT_TRUE(starts_with(error_of("input: {max_bytes: 65MiB}"),
+                          "t.yaml:1:20: input.max_bytes: expected a size"));
   EXPECT_TRUE(starts_with(error_of("input: {max_bytes: 0}"), "t.yaml:1:20: input.max_bytes"));
-  EXPECT_TRUE(starts_with(error_of("dedup: {normalize: maybe}"), "t.yaml:1:20: dedup.normalize: expected true or"));
+  EXPECT_TRUE(starts_with(error_of("dedup: {normalize: maybe}"),
+                          "t.yaml:1:20: dedup.normalize: expected true or"));
   EXPECT_TRUE(starts_with(error_of("dedup: {cjk_ngram: 5}"), "t.yaml:1:20: dedup.cjk_ngram"));
-  EXPECT_TRUE(starts_with(error_of("window: {max_entries: 1073741825}"), "t.yaml:1:23: window.max_entries"));
+  EXPECT_TRUE(starts_with(error_of("window: {max_entries: 1073741825}"),
+                          "t.yaml:1:23: window.max_entries"));
   EXPECT_TRUE(starts_with(error_of("window: {duration: 0s}"), "t.yaml:1:20: window.duration"));
-  EXPECT_TRUE(starts_with(error_of("metrics: {listen: 'localhost'}"), "t.yaml:1:19: metrics.listen"));
+  EXPECT_TRUE(
+      starts_with(error_of("metrics: {listen: 'localhost'}"), "t.yaml:1:19: metrics.listen"));
   EXPECT_EQ(error_of("metrics: {listen: ''}"), "");
   EXPECT_EQ(error_of("window: {max_entries: 1073741824}"), "");  // 2^30: the window's own limit
 }
@@ -300,17 +327,22 @@ TEST(ConfigErrors, OtherValidators) {
 TEST(ConfigErrors, LayoutsTheWindowCannotBuildAreRefusedWithTheKey) {
   // 560 tables for 10M entries: refused by `config check`, not when a command starts.
   const std::string error = error_of("dedup:\n  blocks: 16\n");
-  EXPECT_TRUE(starts_with(error, "t.yaml:2:11: dedup.blocks: index layout blocks 16 with max_distance 3")) << error;
+  EXPECT_TRUE(
+      starts_with(error, "t.yaml:2:11: dedup.blocks: index layout blocks 16 with max_distance 3"))
+      << error;
   // The same layout over a small window is fine.
   EXPECT_EQ(error_of("dedup: {blocks: 16}\nwindow: {max_entries: 1000}\n"), "");
 }
 
 TEST(ConfigErrors, TheChangelogHasATopicOfItsOwn) {
-  // Its readers would skip the output's messages as corrupt window records, and the output would carry window records.
+  // Its readers would skip the output's messages as corrupt window records, and the output would
+  // carry window records.
   EXPECT_EQ(error_of("kafka:\n  changelog_topic: output\n"),
-            "t.yaml:2:20: kafka.changelog_topic: expected a topic other than kafka.output_topic (the window "
+            "t.yaml:2:20: kafka.changelog_topic: expected a topic other than kafka.output_topic "
+            "(the window "
             "changelog has a topic of its own), got 'output'");
-  EXPECT_TRUE(starts_with(error_of("kafka: {dead_letter_topic: neardup-window}"), "t.yaml:1:28: kafka.dead_letter_topic"));
+  EXPECT_TRUE(starts_with(error_of("kafka: {dead_letter_topic: neardup-window}"),
+                          "t.yaml:1:28: kafka.dead_letter_topic"));
   EXPECT_EQ(error_of("kafka: {changelog_topic: '', output_topic: out}"), "");
 }
 
@@ -319,12 +351,17 @@ TEST(ConfigErrors, InputMaxBytesMustFitUnderTheProducersRecordLimit) {
   EXPECT_EQ(config::producer_message_max_bytes(Config{}.kafka), 1048576u);
   EXPECT_EQ(error_of("input: {max_bytes: 1032192}\n"), "");  // exactly 1 MiB - 16 KiB
   const std::string error = error_of("input:\n  max_bytes: 1MiB\n");
-  EXPECT_TRUE(starts_with(error, "t.yaml:2:14: input.max_bytes: input.max_bytes (1048576) + 16384 bytes for key and "
-                                 "headers exceeds the producer's message.max.bytes (1048576)"))
+  EXPECT_TRUE(starts_with(
+      error,
+      "t.yaml:2:14: input.max_bytes: input.max_bytes (1048576) + 16384 bytes for key and "
+      "headers exceeds the producer's message.max.bytes (1048576)"))
       << error;
   // A raised producer limit makes room; a lowered one is blamed when it was set.
-  EXPECT_EQ(error_of("input: {max_bytes: 8MiB}\nkafka: {producer: {message.max.bytes: '9000000'}}\n"), "");
-  EXPECT_TRUE(starts_with(error_of("kafka:\n  producer: {message.max.bytes: '500000'}\n"), "t.yaml:2:13: kafka.producer: input.max_bytes (1000000)"))
+  EXPECT_EQ(
+      error_of("input: {max_bytes: 8MiB}\nkafka: {producer: {message.max.bytes: '9000000'}}\n"),
+      "");
+  EXPECT_TRUE(starts_with(error_of("kafka:\n  producer: {message.max.bytes: '500000'}\n"),
+                          "t.yaml:2:13: kafka.producer: input.max_bytes (1000000)"))
       << error_of("kafka:\n  producer: {message.max.bytes: '500000'}\n");
 }
 
@@ -361,8 +398,8 @@ TEST(Values, Durations) {
   EXPECT_EQ(parse_duration("1h30m"), std::chrono::milliseconds(90min));
   EXPECT_EQ(parse_duration("1m1s1ms"), std::chrono::milliseconds(61001));
   EXPECT_EQ(parse_duration("90"), std::chrono::milliseconds(90s));
-  for (const char* bad : {"", "h", "ten", "10x", "-5s", "1.5h", "10 m", "30m1h", "1h1h", "5mss", "10s ",
-                          "99999999999999999999s", "9999999999999999d"}) {
+  for (const char* bad : {"", "h", "ten", "10x", "-5s", "1.5h", "10 m", "30m1h", "1h1h", "5mss",
+                          "10s ", "99999999999999999999s", "9999999999999999d"}) {
     EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
   }
   EXPECT_EQ(format_duration(std::chrono::milliseconds(24h)), "24h");
@@ -379,7 +416,8 @@ TEST(Values, Sizes) {
   EXPECT_EQ(parse_size("10kB"), 10000u);
   EXPECT_EQ(parse_size("5MB"), 5'000'000u);
   EXPECT_EQ(parse_size("512B"), 512u);
-  for (const char* bad : {"", "MiB", "1 ", "1mib", "1.5MiB", "-1", "1  MiB", "1MiBs", "99999999999GiB"}) {
+  for (const char* bad :
+       {"", "MiB", "1 ", "1mib", "1.5MiB", "-1", "1  MiB", "1MiBs", "99999999999GiB"}) {
     EXPECT_FALSE(parse_size(bad).has_value()) << bad;
   }
   EXPECT_EQ(format_size(1048576), "1MiB");
@@ -450,18 +488,22 @@ TEST(ConfigEnv, ErrorsNameTheVariableAndLeaveTheConfigUntouched) {
             "environment NEARDUP_ACTION: expected one of drop|tag|route, got 'nuke'");
   EXPECT_EQ(config.log.level, LogLevel::info);
   EXPECT_EQ(env_error(config, {{"NEARDUP_WINDOW_DURATION", "forever"}}),
-            "environment NEARDUP_WINDOW_DURATION: expected a duration like 24h, 10m, 90s or 500ms (at most 365d), "
+            "environment NEARDUP_WINDOW_DURATION: expected a duration like 24h, 10m, 90s or 500ms "
+            "(at most 365d), "
             "got 'forever'");
   EXPECT_EQ(env_error(config, {{"NEARDUP_DEDUP_MAX_DISTANCE", "9"}}),
             "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..8, got '9'");
-  EXPECT_EQ(env_error(config, {{"NEARDUP_WINDOW_MAX_ENTRIES", "0"}}),
-            "environment NEARDUP_WINDOW_MAX_ENTRIES: expected an integer in 1..1073741824, got '0'");
-  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_BROKERS", "nohost"}}).rfind("environment NEARDUP_KAFKA_BROKERS: expected", 0),
+  EXPECT_EQ(
+      env_error(config, {{"NEARDUP_WINDOW_MAX_ENTRIES", "0"}}),
+      "environment NEARDUP_WINDOW_MAX_ENTRIES: expected an integer in 1..1073741824, got '0'");
+  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_BROKERS", "nohost"}})
+                .rfind("environment NEARDUP_KAFKA_BROKERS: expected", 0),
             0u);
-  EXPECT_EQ(env_error(config, {{"NEARDUP_METRICS_LISTEN", "9464"}}).rfind("environment NEARDUP_METRICS_LISTEN: expected", 0),
+  EXPECT_EQ(env_error(config, {{"NEARDUP_METRICS_LISTEN", "9464"}})
+                .rfind("environment NEARDUP_METRICS_LISTEN: expected", 0),
             0u);
-  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_INPUT_TOPICS", "a,,b"}}).rfind(
-                "environment NEARDUP_KAFKA_INPUT_TOPICS[1]: expected a Kafka topic name", 0),
+  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_INPUT_TOPICS", "a,,b"}})
+                .rfind("environment NEARDUP_KAFKA_INPUT_TOPICS[1]: expected a Kafka topic name", 0),
             0u);
   EXPECT_EQ(to_yaml(config), to_yaml(Config{}));
 }
@@ -469,7 +511,8 @@ TEST(ConfigEnv, ErrorsNameTheVariableAndLeaveTheConfigUntouched) {
 TEST(ConfigEnv, CrossCheckBlamesTheVariable) {
   Config config = parse_config("dedup: {max_distance: 3, blocks: 4}", "t.yaml");
   EXPECT_EQ(env_error(config, {{"NEARDUP_DEDUP_MAX_DISTANCE", "4"}}),
-            "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..3 (below dedup.blocks = 4), got '4'");
+            "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..3 (below "
+            "dedup.blocks = 4), got '4'");
 }
 
 TEST(ConfigEnv, EmptyBrokersMeansEmbedded) {
@@ -484,7 +527,9 @@ TEST(ConfigEnv, ACrossCheckTheVariableTriggeredNamesIt) {
   // The file is valid while the sketch is off; the variable turns it on.
   Config config = parse_config("dedup: {sketch: {enabled: false, bits: 8, bands: 8}}", "t.yaml");
   const std::string error = env_error(config, {{"NEARDUP_DEDUP_SKETCH_ENABLED", "true"}});
-  EXPECT_TRUE(starts_with(error, "environment NEARDUP_DEDUP_SKETCH_ENABLED: expected dedup.sketch.bands")) << error;
+  EXPECT_TRUE(
+      starts_with(error, "environment NEARDUP_DEDUP_SKETCH_ENABLED: expected dedup.sketch.bands"))
+      << error;
 }
 
 // ---- round trip and files.
@@ -506,7 +551,8 @@ TEST(ConfigRoundTrip, DumpParsesBackToTheSameConfig) {
 TEST(ConfigRoundTrip, ThresholdKeepsEveryDigit) {
   // Printed with 6 significant digits, 0.123456789 read back as 0.123457.
   const Config config = parse_config("dedup: {sketch: {threshold: 0.123456789}}", "t.yaml");
-  EXPECT_EQ(parse_config(to_yaml(config), "dump.yaml").dedup.sketch.threshold, config.dedup.sketch.threshold);
+  EXPECT_EQ(parse_config(to_yaml(config), "dump.yaml").dedup.sketch.threshold,
+            config.dedup.sketch.threshold);
 }
 
 TEST(ConfigRoundTrip, DumpNamesEveryKey) {
@@ -543,7 +589,8 @@ TEST(ConfigRoundTrip, RedactionHidesOnlySecrets) {
 }
 
 TEST(ConfigFiles, LoadNamesTheFile) {
-  auto dir = std::filesystem::temp_directory_path() / ("neardup_config_test_" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("neardup_config_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = (dir / "bad.yaml").string();
   std::ofstream(path) << "window:\n  max_entries: lots\n";
@@ -551,13 +598,15 @@ TEST(ConfigFiles, LoadNamesTheFile) {
     load_config(path);
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), path + ":2:16: window.max_entries: expected an integer in 1..1073741824, got 'lots'");
+    EXPECT_EQ(std::string(e.what()),
+              path + ":2:16: window.max_entries: expected an integer in 1..1073741824, got 'lots'");
   }
   try {
     load_config((dir / "missing.yaml").string());
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_TRUE(starts_with(e.what(), (dir / "missing.yaml").string() + ": cannot open")) << e.what();
+    EXPECT_TRUE(starts_with(e.what(), (dir / "missing.yaml").string() + ": cannot open"))
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }
@@ -569,11 +618,13 @@ std::string read_file(const std::filesystem::path& path) {
 
 TEST(ConfigCheckCommand, OutputParsesBackToTheSameConfig) {
   if (!std::filesystem::exists(NEARDUP_BINARY)) GTEST_SKIP() << "neardup binary not built";
-  const auto dir = std::filesystem::temp_directory_path() / ("neardup_config_check_" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("neardup_config_check_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string example = std::string(NEARDUP_SOURCE_DIR) + "/deploy/examples/cluster.yaml";
-  const std::string command = std::string(NEARDUP_BINARY) + " config check --no-env --show-secrets '" + example +
-                              "' >'" + (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
+  const std::string command = std::string(NEARDUP_BINARY) +
+                              " config check --no-env --show-secrets '" + example + "' >'" +
+                              (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
   ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir / "err");
   std::string out = read_file(dir / "out");
   const std::string first_line = example + ": ok\n";
@@ -582,17 +633,21 @@ TEST(ConfigCheckCommand, OutputParsesBackToTheSameConfig) {
   EXPECT_EQ(to_yaml(printed), to_yaml(load_config(example)));
 
   std::ofstream(dir / "bad.yaml") << "log:\n  levl: info\n";
-  const std::string bad = std::string(NEARDUP_BINARY) + " config check '" + (dir / "bad.yaml").string() + "' >'" +
-                          (dir / "out").string() + "' 2>'" + (dir / "err").string() + "'";
+  const std::string bad = std::string(NEARDUP_BINARY) + " config check '" +
+                          (dir / "bad.yaml").string() + "' >'" + (dir / "out").string() + "' 2>'" +
+                          (dir / "err").string() + "'";
   int status = std::system(bad.c_str());
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;  // a configuration error (app/main.cc)
-  EXPECT_EQ(read_file(dir / "err"), (dir / "bad.yaml").string() + ":2:3: log.levl: unknown key (did you mean 'level'?)\n");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2)
+      << status;  // a configuration error (app/main.cc)
+  EXPECT_EQ(read_file(dir / "err"),
+            (dir / "bad.yaml").string() + ":2:3: log.levl: unknown key (did you mean 'level'?)\n");
   EXPECT_EQ(read_file(dir / "out"), "");
   std::filesystem::remove_all(dir);
 }
 
 TEST(ConfigFiles, ShippedExamplesAreValid) {
-  const std::filesystem::path examples = std::filesystem::path(NEARDUP_SOURCE_DIR) / "deploy" / "examples";
+  const std::filesystem::path examples =
+      std::filesystem::path(NEARDUP_SOURCE_DIR) / "deploy" / "examples";
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(examples)) {
     if (entry.path().extension() != ".yaml") continue;

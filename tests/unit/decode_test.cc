@@ -24,7 +24,8 @@ TEST(Decoder, JoinsSeveralPointerFieldsWithASpace) {
   auto options = json_options();
   options.text_fields = {"/title", "/body/text"};
   Decoder decoder(options);
-  const Decoded decoded = decoder.decode(R"({"id":"x1","title":"Markets","body":{"text":"rally again"}})");
+  const Decoded decoded =
+      decoder.decode(R"({"id":"x1","title":"Markets","body":{"text":"rally again"}})");
   ASSERT_TRUE(decoded.ok) << decoded.error;
   EXPECT_EQ(decoded.text, "Markets rally again");
   EXPECT_EQ(decoded.id, "\"x1\"");
@@ -48,7 +49,8 @@ TEST(Decoder, NumericIdKeepsItsJsonForm) {
 
 TEST(Decoder, MalformedJsonIsAnErrorNotACrash) {
   Decoder decoder(json_options());
-  for (const char* bad : {"", "{", "not json", "[1,2]", "{\"text\":}", "{\"text\":\"a\"} trailing", "\xff\xfe"}) {
+  for (const char* bad :
+       {"", "{", "not json", "[1,2]", "{\"text\":}", "{\"text\":\"a\"} trailing", "\xff\xfe"}) {
     const Decoded decoded = decoder.decode(bad);
     EXPECT_FALSE(decoded.ok) << bad;
     EXPECT_FALSE(decoded.error.empty()) << bad;

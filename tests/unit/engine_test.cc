@@ -29,7 +29,8 @@ struct Feed {
   }
 };
 
-constexpr std::string_view kPost = "Just finished my first marathon in under four hours, legs are gone but so happy";
+constexpr std::string_view kPost =
+    "Just finished my first marathon in under four hours, legs are gone but so happy";
 constexpr std::string_view kOtherPost =
     "Training for my first marathon, four hours of running this weekend and my legs are gone";
 
@@ -49,7 +50,8 @@ TEST(Engine, AVerdictCountsTheIndexCellsItsProbeExamined) {
 TEST(Engine, ShortPostWithOneChangedWordIsADuplicate) {
   Feed feed(defaults());
   ASSERT_EQ(feed(kPost).kind, VerdictKind::unique);
-  const Verdict v = feed("Just finished my first marathon in under four hours, legs are dead but so happy");
+  const Verdict v =
+      feed("Just finished my first marathon in under four hours, legs are dead but so happy");
   ASSERT_EQ(v.kind, VerdictKind::duplicate);
   EXPECT_EQ(v.match->of, RecordRef{1});
   ASSERT_TRUE(v.similarity.has_value());
@@ -72,12 +74,14 @@ TEST(Engine, SameTopicDifferentPostIsNotADuplicate) {
 
 TEST(Engine, ChineseTraditionalVariantIsADuplicate) {
   Feed feed(defaults());
-  ASSERT_EQ(feed("春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。").kind, VerdictKind::unique);
+  ASSERT_EQ(feed("春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。").kind,
+            VerdictKind::unique);
   // 觉 -> 覺 (traditional), full-width punctuation -> ASCII.
   const Verdict v = feed("春眠不覺晓,处处闻啼鸟. 夜来风雨声,花落知多少. 床前明月光,疑是地上霜.");
   EXPECT_EQ(v.kind, VerdictKind::duplicate);
   // A different poem by the same author is not.
-  EXPECT_EQ(feed("举头望明月，低头思故乡。白日依山尽，黄河入海流。欲穷千里目，更上一层楼。").kind, VerdictKind::unique);
+  EXPECT_EQ(feed("举头望明月，低头思故乡。白日依山尽，黄河入海流。欲穷千里目，更上一层楼。").kind,
+            VerdictKind::unique);
 }
 
 TEST(Engine, ExactCopyIsADuplicateWithSimilarityOne) {

@@ -31,21 +31,31 @@ int distance(std::string_view a, std::string_view b, const TextOptions& options 
 constexpr std::string_view kArticle =
     "The city council met on Tuesday evening to discuss the proposed budget for the coming year. "
     "Residents filled the hall and many of them spoke about the state of the roads, the price of "
-    "public transport and the long waiting lists at the municipal swimming pool. The mayor said that "
+    "public transport and the long waiting lists at the municipal swimming pool. The mayor said "
+    "that "
     "the council would have to choose between repairing the old bridge over the river and building "
     "a new library in the northern district, because the money available would not cover both. "
-    "Several members argued that the bridge was a matter of safety and could not wait another winter, "
-    "while others pointed out that the northern district had no library at all and that children there "
-    "travelled for an hour to borrow a book. After three hours of debate the council agreed to ask the "
-    "regional government for additional funds and to postpone the final vote until the next meeting in "
-    "March. A local engineer presented a report showing cracks in two of the supporting pillars, and "
+    "Several members argued that the bridge was a matter of safety and could not wait another "
+    "winter, "
+    "while others pointed out that the northern district had no library at all and that children "
+    "there "
+    "travelled for an hour to borrow a book. After three hours of debate the council agreed to ask "
+    "the "
+    "regional government for additional funds and to postpone the final vote until the next "
+    "meeting in "
+    "March. A local engineer presented a report showing cracks in two of the supporting pillars, "
+    "and "
     "the room fell silent as photographs of the damage appeared on the screen behind the speakers.";
 
 constexpr std::string_view kOther =
-    "Our small team spent the weekend hiking along the coast, where the cliffs drop straight into a "
-    "cold green sea and seabirds nest in every crack of the rock. We carried tents, a stove and far too "
-    "much chocolate, and on the second night a storm blew in from the west so hard that we had to hold "
-    "the poles with both hands until sunrise. Breakfast was instant coffee and porridge eaten in silence.";
+    "Our small team spent the weekend hiking along the coast, where the cliffs drop straight into "
+    "a "
+    "cold green sea and seabirds nest in every crack of the rock. We carried tents, a stove and "
+    "far too "
+    "much chocolate, and on the second night a storm blew in from the west so hard that we had to "
+    "hold "
+    "the poles with both hands until sunrise. Breakfast was instant coffee and porridge eaten in "
+    "silence.";
 
 TEST(Fingerprinter, IdenticalTextGivesIdenticalFingerprint) {
   Fingerprinter a{TextOptions{}}, b{TextOptions{}};
@@ -61,7 +71,9 @@ TEST(Fingerprinter, CasePunctuationWhitespaceAndWidthDoNotMatter) {
   const Fingerprint base = fp("Breaking news: the ABC market rallies 3 percent today");
   EXPECT_EQ(fp("breaking NEWS the abc market rallies 3 percent today!!!"), base);
   EXPECT_EQ(fp("  Breaking\tnews --- the ABC market, rallies 3 percent... today  \n"), base);
-  EXPECT_EQ(fp("Ｂｒｅａｋｉｎｇ ｎｅｗｓ： ｔｈｅ ＡＢＣ ｍａｒｋｅｔ ｒａｌｌｉｅｓ ３ ｐｅｒｃｅｎｔ ｔｏｄａｙ"), base);
+  EXPECT_EQ(fp("Ｂｒｅａｋｉｎｇ ｎｅｗｓ： ｔｈｅ ＡＢＣ ｍａｒｋｅｔ ｒａｌｌｉｅｓ ３ "
+               "ｐｅｒｃｅｎｔ ｔｏｄａｙ"),
+            base);
   EXPECT_EQ(fp("ＡＢＣ"), fp("ABC"));
   EXPECT_EQ(fp("ＡＢＣ"), fp("abc"));
 }
@@ -75,11 +87,11 @@ TEST(Fingerprinter, NfkcAndCombiningMarks) {
 
 TEST(Fingerprinter, CjkTextYieldsCharacterNgrams) {
   Fingerprinter f{TextOptions{}};
-  EXPECT_EQ(f.analyze("今天天气很好").features, 5u);   // 6 chars -> 5 bigrams, all distinct
-  EXPECT_EQ(f.analyze("中").features, 1u);             // a 1-char run is one feature
-  EXPECT_EQ(f.analyze("中，国").features, 2u);         // punctuation splits runs
-  EXPECT_EQ(f.analyze("哈哈哈哈").features, 1u);       // repeated bigram counts once
-  EXPECT_EQ(f.analyze("iPhone手机").features, 2u);     // a word and a 2-char run
+  EXPECT_EQ(f.analyze("今天天气很好").features, 5u);  // 6 chars -> 5 bigrams, all distinct
+  EXPECT_EQ(f.analyze("中").features, 1u);            // a 1-char run is one feature
+  EXPECT_EQ(f.analyze("中，国").features, 2u);        // punctuation splits runs
+  EXPECT_EQ(f.analyze("哈哈哈哈").features, 1u);      // repeated bigram counts once
+  EXPECT_EQ(f.analyze("iPhone手机").features, 2u);    // a word and a 2-char run
   EXPECT_EQ(f.analyze("ひらがなカタカナ한국어").features, 10u);  // one run of 11 chars
   TextOptions trigram;
   trigram.cjk_ngram = 3;
@@ -88,8 +100,10 @@ TEST(Fingerprinter, CjkTextYieldsCharacterNgrams) {
 }
 
 TEST(Fingerprinter, CjkNearDuplicateIsCloserThanUnrelated) {
-  const std::string a = "北京时间今天上午，国家统计局发布了最新一季度的经济数据，国内生产总值同比增长百分之五点三。";
-  const std::string b = "北京时间今天上午，国家统计局公布了最新一季度的经济数据，国内生产总值同比增长百分之五点三。";
+  const std::string a =
+      "北京时间今天上午，国家统计局发布了最新一季度的经济数据，国内生产总值同比增长百分之五点三。";
+  const std::string b =
+      "北京时间今天上午，国家统计局公布了最新一季度的经济数据，国内生产总值同比增长百分之五点三。";
   const std::string c = "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。";
   EXPECT_LT(distance(a, b), distance(a, c));
   EXPECT_LE(distance(a, b), 8);
@@ -137,14 +151,16 @@ TEST(Fingerprinter, SmallEditOfLongTextIsNearAndUnrelatedTextIsFar) {
 }
 
 TEST(Fingerprinter, UnitWeightingIgnoresRepetition) {
-  EXPECT_EQ(fp("spam spam spam spam eggs", with(Weighting::unit)), fp("spam eggs", with(Weighting::unit)));
+  EXPECT_EQ(fp("spam spam spam spam eggs", with(Weighting::unit)),
+            fp("spam eggs", with(Weighting::unit)));
   EXPECT_EQ(Fingerprinter(with(Weighting::unit)).analyze("spam spam spam spam eggs").features, 2u);
 }
 
 TEST(Fingerprinter, TfWeightingCountsRepetition) {
   // With many repeats, "spam" outweighs everything else and the fingerprint
   // moves towards the hash of "spam" alone.
-  const std::string many = "spam spam spam spam spam spam spam spam spam spam spam spam eggs ham toast beans";
+  const std::string many =
+      "spam spam spam spam spam spam spam spam spam spam spam spam eggs ham toast beans";
   const std::string once = "spam eggs ham toast beans";
   const Fingerprint alone = fp("spam");
   EXPECT_LT(hamming_distance(fp(many), alone), hamming_distance(fp(once), alone));
@@ -176,8 +192,9 @@ TEST(Fingerprinter, RejectsBadOptions) {
 class IdfFile : public testing::Test {
  protected:
   std::string write(const std::string& content) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("neardup_idf_" + std::to_string(::getpid()) + "_" + std::to_string(files_++) + ".tsv");
+    const auto path =
+        std::filesystem::temp_directory_path() /
+        ("neardup_idf_" + std::to_string(::getpid()) + "_" + std::to_string(files_++) + ".tsv");
     std::ofstream(path) << content;
     paths_.push_back(path);
     return path.string();

@@ -277,7 +277,8 @@ TEST(HttpServer, PassesMethodAndPathWithoutQueryToTheHandler) {
 
 TEST(HttpServer, StopsPromptlyWhenNoClientIsConnected) {
 #if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "under ThreadSanitizer 1024 worker threads stop too slowly for this bound (it ran 2.2 s once)";
+  GTEST_SKIP() << "under ThreadSanitizer 1024 worker threads stop too slowly for this bound (it "
+                  "ran 2.2 s once)";
 #endif
   auto server = std::make_unique<HttpServer>("127.0.0.1:0", ok);
   EXPECT_EQ(probe(server->address(), "/").status, 200);

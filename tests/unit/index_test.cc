@@ -38,8 +38,9 @@ TEST(PigeonholeLayout, SplitsIntoNearEqualBlocksAndOneTablePerCombination) {
         // A key is a union of whole blocks, m-k of them.
         int blocks_in_key = 0;
         for (int b = 0; b < m; ++b) {
-          const std::uint64_t block = (layout.block_width(b) == 64 ? ~0ULL : ((1ULL << layout.block_width(b)) - 1))
-                                      << layout.block_start(b);
+          const std::uint64_t block =
+              (layout.block_width(b) == 64 ? ~0ULL : ((1ULL << layout.block_width(b)) - 1))
+              << layout.block_start(b);
           const std::uint64_t overlap = layout.key_mask(t) & block;
           EXPECT_TRUE(overlap == 0 || overlap == block);
           blocks_in_key += overlap == block;
@@ -58,10 +59,12 @@ TEST(PigeonholeLayout, EveryPairWithinKSharesABucketInSomeTable) {
       const PigeonholeLayout layout(m, k, 1 << 20);
       for (int trial = 0; trial < 20; ++trial) {
         const std::uint64_t a = rng();
-        const std::uint64_t b = flip_random_bits(a, static_cast<int>(rng() % static_cast<std::uint64_t>(k + 1)), rng);
+        const std::uint64_t b =
+            flip_random_bits(a, static_cast<int>(rng() % static_cast<std::uint64_t>(k + 1)), rng);
         bool shared = false;
         for (std::size_t t = 0; t < layout.tables() && !shared; ++t) {
-          shared = (a & layout.key_mask(t)) == (b & layout.key_mask(t)) && layout.bucket(t, a) == layout.bucket(t, b);
+          shared = (a & layout.key_mask(t)) == (b & layout.key_mask(t)) &&
+                   layout.bucket(t, a) == layout.bucket(t, b);
         }
         ASSERT_TRUE(shared) << "m=" << m << " k=" << k;
       }
@@ -78,7 +81,8 @@ TEST(PigeonholeLayout, ResidueDistanceNeverExceedsTheFingerprintDistance) {
         const std::uint64_t a = rng();
         const std::uint64_t b = flip_random_bits(a, static_cast<int>(rng() % 12), rng);
         for (std::size_t t = 0; t < layout.tables(); t += 1 + layout.tables() / 16) {
-          EXPECT_LE(std::popcount(layout.residue(t, a) ^ layout.residue(t, b)), std::popcount(a ^ b));
+          EXPECT_LE(std::popcount(layout.residue(t, a) ^ layout.residue(t, b)),
+                    std::popcount(a ^ b));
           EXPECT_LT(layout.bucket(t, a), 1U << layout.bucket_bits(t));
         }
       }
@@ -130,7 +134,8 @@ TEST(CellTables, KeepsFifoOrderAcrossRingWrapAndGrowth) {
       return false;
     });
     ASSERT_EQ(seen.size(), next - oldest);
-    for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], static_cast<std::uint32_t>(oldest + i));
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      ASSERT_EQ(seen[i], static_cast<std::uint32_t>(oldest + i));
   }
   EXPECT_EQ(cells.cells(), next - oldest);
   cells.pop_expired(b, next, 0);  // nothing live
@@ -191,7 +196,8 @@ TEST(CellTables, SpillsAFullSlotAndMovesBackWhenItHasShrunk) {
   const std::uint32_t oldest = next - slot / 4;
   cells.pop_expired(b, oldest, 1000);
   EXPECT_EQ(b.spill, 0U);
-  EXPECT_LE(cells.bytes(), empty_bytes + 64) << "the ring is freed; only its directory entry remains";
+  EXPECT_LE(cells.bytes(), empty_bytes + 64)
+      << "the ring is freed; only its directory entry remains";
   want.assign({});
   for (std::uint32_t s = oldest; s < next; ++s) want.push_back(s);
   EXPECT_EQ(contents(), want);
@@ -241,9 +247,11 @@ TEST(CellTables, FiltersOnTheLow24ResidueBits) {
   const PigeonholeLayout layout(1, 0, 64);
   CellTables cells(layout, 64);
   CellTables::Bucket& b = cells.bucket(0, 0);
-  // Residues differing from the probe only above bit 24 all pass at k=0; the rest fail or pass by low bits.
+  // Residues differing from the probe only above bit 24 all pass at k=0; the rest fail or pass by
+  // low bits.
   const std::uint32_t probe = 0x00a5c3f1U;
-  for (std::uint32_t i = 0; i < 40; ++i) cells.push(b, (i << 24) | (i % 2 == 0 ? probe : probe ^ (1U << (i % 24))), i);
+  for (std::uint32_t i = 0; i < 40; ++i)
+    cells.push(b, (i << 24) | (i % 2 == 0 ? probe : probe ^ (1U << (i % 24))), i);
   std::vector<std::uint32_t> hits;
   cells.scan(b, probe | 0xff000000U, 0, [&](std::uint32_t seq) {
     hits.push_back(seq);

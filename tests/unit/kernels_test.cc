@@ -5,12 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <tuple>
-#include <utility>
 #include <cstdint>
 #include <ostream>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "dedup/cpu.h"
@@ -57,7 +57,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, EveryVariant, ::testing::ValuesIn(cpu::kVariants),
 // A residue within a few bits of the probe, or anywhere.
 std::uint32_t near_or_random(std::uint32_t probe, std::mt19937_64& rng) {
   if (rng() % 2 == 0) return static_cast<std::uint32_t>(rng());
-  std::uint32_t r = probe ^ (static_cast<std::uint32_t>(rng()) & 0xff000000U);  // bits the cell drops
+  std::uint32_t r =
+      probe ^ (static_cast<std::uint32_t>(rng()) & 0xff000000U);  // bits the cell drops
   for (std::uint64_t flips = rng() % 7; flips != 0; --flips) r ^= 1U << (rng() % 24);
   return r;
 }
@@ -69,7 +70,8 @@ TEST_P(EveryVariant, IndexFiltersFindTheCellsWithinKOfTheProbe) {
   // Sizes around the 16-lane steps and the 256-cell chunks, every k the filters see.
   const PigeonholeLayout layout(1, 0, 64);
   for (const std::size_t expected : {std::size_t{1} << 20, std::size_t{64}}) {
-    for (const std::uint32_t size : {0U, 1U, 2U, 15U, 16U, 17U, 31U, 33U, 63U, 255U, 256U, 257U, 600U, 1100U}) {
+    for (const std::uint32_t size :
+         {0U, 1U, 2U, 15U, 16U, 17U, 31U, 33U, 63U, 255U, 256U, 257U, 600U, 1100U}) {
       std::mt19937_64 rng(size);
       const std::uint32_t probe = static_cast<std::uint32_t>(rng());
       std::vector<std::uint32_t> residues(size);
@@ -85,16 +87,18 @@ TEST_P(EveryVariant, IndexFiltersFindTheCellsWithinKOfTheProbe) {
             return false;
           });
           std::uint32_t seen = 0;  // stopping at the third hit
-          const std::uint32_t stopped = cells.scan(b, probe, k, [&](std::uint32_t) { return ++seen == 3; });
+          const std::uint32_t stopped =
+              cells.scan(b, probe, k, [&](std::uint32_t) { return ++seen == 3; });
           return std::tuple(hits, examined, stopped, b.spill != 0, cells.slot_cells());
         };
         const auto [tested, portable] = both(scan);
-        const std::string where = "slots for " + std::to_string(expected) + ", size " + std::to_string(size) +
-                                  ", k " + std::to_string(k);
+        const std::string where = "slots for " + std::to_string(expected) + ", size " +
+                                  std::to_string(size) + ", k " + std::to_string(k);
         EXPECT_EQ(tested, portable) << where;
         std::vector<std::uint32_t> want;
         for (std::uint32_t i = 0; i < size; ++i) {
-          if (std::popcount((residues[i] ^ probe) & CellTables::kResidueMask) <= k) want.push_back(i);
+          if (std::popcount((residues[i] ^ probe) & CellTables::kResidueMask) <= k)
+            want.push_back(i);
         }
         EXPECT_EQ(std::get<0>(tested), want) << where;
         EXPECT_EQ(std::get<1>(tested), size) << where;
@@ -111,7 +115,8 @@ TEST_P(EveryVariant, IndexFiltersFindTheCellsWithinKOfTheProbe) {
 TEST_P(EveryVariant, SimhashSumsTheSameBits) {
   // Up to past two accumulate chunks (16384 features), random and extreme weights.
   std::mt19937_64 rng(7);
-  for (const std::size_t n : {0UL, 1UL, 2UL, 7UL, 64UL, 1000UL, 16383UL, 16384UL, 16385UL, 40000UL}) {
+  for (const std::size_t n :
+       {0UL, 1UL, 2UL, 7UL, 64UL, 1000UL, 16383UL, 16384UL, 16385UL, 40000UL}) {
     std::vector<std::uint64_t> hashes(n);
     std::vector<std::uint32_t> weights(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -119,16 +124,18 @@ TEST_P(EveryVariant, SimhashSumsTheSameBits) {
       weights[i] = i % 5 == 0 ? kMaxWeight : 1 + static_cast<std::uint32_t>(rng() % kMaxWeight);
     }
     if (n > 2) hashes[1] = ~std::uint64_t{0}, hashes[2] = 0;
-    const auto [tested, portable] = both([&] { return std::pair(simhash(hashes, weights), simhash(hashes)); });
+    const auto [tested, portable] =
+        both([&] { return std::pair(simhash(hashes, weights), simhash(hashes)); });
     EXPECT_EQ(tested.first, portable.first) << "weighted, n " << n;
     EXPECT_EQ(tested.second, portable.second) << "unit, n " << n;
   }
 }
 
 std::string random_text(std::mt19937_64& rng, bool ascii) {
-  static const std::vector<std::string> separators = {" ", ", ", ". ", " - ", "\n", "  ", "!? ", "(", ") ", "#"};
-  static const std::vector<std::string> other = {"\xc3\xa9t\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87", "na\xc3\xafve",
-                                                 "\xe2\x80\x94"};
+  static const std::vector<std::string> separators = {" ",  ", ",  ". ", " - ", "\n",
+                                                      "  ", "!? ", "(",  ") ",  "#"};
+  static const std::vector<std::string> other = {"\xc3\xa9t\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87",
+                                                 "na\xc3\xafve", "\xe2\x80\x94"};
   std::string text;
   if (rng() % 3 == 0) text += separators[rng() % separators.size()];
   for (std::size_t words = rng() % 60; words != 0; --words) {
@@ -191,8 +198,8 @@ TEST_P(EveryVariant, EngineGivesTheSameVerdicts) {
       std::uint64_t ref = 0;
       for (const auto& text : texts) {
         const Verdict v = engine.process(text, EventTime{now += 1000}, RecordRef{++ref});
-        verdicts.emplace_back(v.kind, v.fingerprint.bits, v.match ? v.match->of.value : 0, v.match ? v.match->distance : -1,
-                              v.similarity.value_or(-1));
+        verdicts.emplace_back(v.kind, v.fingerprint.bits, v.match ? v.match->of.value : 0,
+                              v.match ? v.match->distance : -1, v.similarity.value_or(-1));
       }
       return verdicts;
     });

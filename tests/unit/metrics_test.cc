@@ -46,7 +46,8 @@ Reply http(const std::string& address, const std::string& raw_request) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(parsed.host.c_str(), parsed.port.c_str(), &hints, &found) != 0) throw std::runtime_error("resolve");
+  if (::getaddrinfo(parsed.host.c_str(), parsed.port.c_str(), &hints, &found) != 0)
+    throw std::runtime_error("resolve");
   const int fd = ::socket(found->ai_family, SOCK_STREAM, 0);
   const int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
   ::freeaddrinfo(found);
@@ -97,10 +98,10 @@ TEST(Histogram, PlacesValuesByUpperBoundInclusive) {
   Histogram h({1, 2, 5});
   ASSERT_EQ(h.counts.size(), 4u);
   for (double v : {0.5, 1.0}) h.observe(v);  // le="1"
-  h.observe(1.5);                           // le="2"
-  h.observe(5);                             // le="5"
-  h.observe(6);                             // +Inf
-  h.observe(-3);                            // below every bound: first bucket
+  h.observe(1.5);                            // le="2"
+  h.observe(5);                              // le="5"
+  h.observe(6);                              // +Inf
+  h.observe(-3);                             // below every bound: first bucket
   EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{3, 1, 1, 1}));
   EXPECT_EQ(h.count, 6u);
   EXPECT_DOUBLE_EQ(h.sum, 0.5 + 1 + 1.5 + 5 + 6 - 3);
@@ -182,7 +183,8 @@ TEST(Render, ExposesKafkaBrokerConnectionState) {
   const auto healthy = samples(render_text(stats, {"1.2.3", {}}, true));
   EXPECT_EQ(healthy.at("neardup_kafka_brokers_up"), 1);  // no outage known
   EXPECT_EQ(healthy.at("neardup_kafka_broker_outages_total"), 0);
-  EXPECT_EQ(healthy.count("neardup_kafka_broker_up{broker=\"127.0.0.1:9092\"}"), 0u);  // never tried: absent
+  EXPECT_EQ(healthy.count("neardup_kafka_broker_up{broker=\"127.0.0.1:9092\"}"),
+            0u);  // never tried: absent
 
   stats.kafka_brokers_up = false;
   stats.kafka_broker_outages = 2;
@@ -196,8 +198,10 @@ TEST(Render, ExposesKafkaBrokerConnectionState) {
 }
 
 TEST(Render, PassesPromtoolCheckMetrics) {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool not installed";
-  const auto dir = std::filesystem::temp_directory_path() / ("neardup_metrics_test_" + std::to_string(::getpid()));
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "promtool not installed";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("neardup_metrics_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto stats = sample_stats();
   stats.consumer_lag[{"we\"ird\\topic\n", 1}] = 3;  // label escaping must stay valid
@@ -250,7 +254,8 @@ TEST(Exporter, ReadyzSaysWhyItIsNotReady) {
   const auto reply = get(exporter.address(), "/readyz");
   EXPECT_EQ(reply.status, 503);
   EXPECT_EQ(reply.body, "not ready: Kafka brokers unreachable for 3.0 s: 127.0.0.1:9092\n");
-  EXPECT_EQ(get(exporter.address(), "/healthz").status, 200);  // alive: a restart cannot bring brokers back
+  EXPECT_EQ(get(exporter.address(), "/healthz").status,
+            200);  // alive: a restart cannot bring brokers back
   exporter.set_ready(true, "ignored when ready");
   EXPECT_EQ(get(exporter.address(), "/readyz").body, "ready\n");
 }
@@ -294,7 +299,9 @@ TEST(Exporter, ScrapesSeeMonotonicCountersWhilePublishing) {
     last = now;
   }
   publisher.join();
-  EXPECT_EQ(samples(get(exporter.address(), "/metrics").body).at("neardup_messages_total{verdict=\"unique\"}"), 2000);
+  EXPECT_EQ(samples(get(exporter.address(), "/metrics").body)
+                .at("neardup_messages_total{verdict=\"unique\"}"),
+            2000);
 }
 
 std::string listen_error(const std::string& listen) {
@@ -307,13 +314,16 @@ std::string listen_error(const std::string& listen) {
 }
 
 TEST(Exporter, BadListenAddressThrowsAClearMessage) {
-  EXPECT_THAT(listen_error("localhost"), HasSubstr("metrics.listen 'localhost': expected host:port"));
+  EXPECT_THAT(listen_error("localhost"),
+              HasSubstr("metrics.listen 'localhost': expected host:port"));
   EXPECT_THAT(listen_error("127.0.0.1:99999"), HasSubstr("port must be a number in 0..65535"));
   EXPECT_THAT(listen_error("127.0.0.1:http"), HasSubstr("got 'http'"));
   EXPECT_THAT(listen_error(":9464"), HasSubstr("missing host"));
   EXPECT_THAT(listen_error("::1:9464"), HasSubstr("brackets"));
-  EXPECT_THAT(listen_error("no-such-host.invalid:0"), HasSubstr("cannot resolve host 'no-such-host.invalid'"));
-  EXPECT_THAT(listen_error("192.0.2.1:0"), HasSubstr("cannot bind"));  // TEST-NET: not a local address
+  EXPECT_THAT(listen_error("no-such-host.invalid:0"),
+              HasSubstr("cannot resolve host 'no-such-host.invalid'"));
+  EXPECT_THAT(listen_error("192.0.2.1:0"),
+              HasSubstr("cannot bind"));  // TEST-NET: not a local address
 }
 
 TEST(Exporter, PortInUseThrows) {
@@ -324,24 +334,32 @@ TEST(Exporter, PortInUseThrows) {
 
 // ------------------------------------------------------------------ logs
 
-const auto kTime = std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564800123));  // 2024-05-01T12:00:00.123Z
+const auto kTime = std::chrono::system_clock::time_point(
+    std::chrono::milliseconds(1714564800123));  // 2024-05-01T12:00:00.123Z
 
 TEST(Log, TextLineHasTimeLevelMessageAndQuotedFields) {
-  const std::vector<LogField> fields{{"count", 8}, {"topic", "input"}, {"error", "broker down"}, {"empty", ""}};
+  const std::vector<LogField> fields{
+      {"count", 8}, {"topic", "input"}, {"error", "broker down"}, {"empty", ""}};
   EXPECT_EQ(format_log_line(LogFormat::text, LogLevel::warn, kTime, "assigned\npartitions", fields),
-            "2024-05-01T12:00:00.123Z warn assigned\\npartitions count=8 topic=input error=\"broker down\" empty=\"\"");
+            "2024-05-01T12:00:00.123Z warn assigned\\npartitions count=8 topic=input "
+            "error=\"broker down\" empty=\"\"");
 }
 
 TEST(Log, JsonLineIsValidEvenForHostileText) {
-  const std::vector<LogField> fields{{"count", 8}, {"ratio", 0.5}, {"ok", true}, {"bad", "a\"b\\c\x01\xff"}};
-  const std::string line = format_log_line(LogFormat::json, LogLevel::error, kTime, "tab\there", fields);
-  EXPECT_EQ(line,
-            "{\"ts\":\"2024-05-01T12:00:00.123Z\",\"level\":\"error\",\"msg\":\"tab\\there\",\"count\":8,"
-            "\"ratio\":0.5,\"ok\":true,\"bad\":\"a\\\"b\\\\c\\u0001\xEF\xBF\xBD\"}");
+  const std::vector<LogField> fields{
+      {"count", 8}, {"ratio", 0.5}, {"ok", true}, {"bad", "a\"b\\c\x01\xff"}};
+  const std::string line =
+      format_log_line(LogFormat::json, LogLevel::error, kTime, "tab\there", fields);
+  EXPECT_EQ(
+      line,
+      "{\"ts\":\"2024-05-01T12:00:00.123Z\",\"level\":\"error\",\"msg\":\"tab\\there\",\"count\":8,"
+      "\"ratio\":0.5,\"ok\":true,\"bad\":\"a\\\"b\\\\c\\u0001\xEF\xBF\xBD\"}");
   if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
-    const auto file = std::filesystem::temp_directory_path() / ("neardup_log_" + std::to_string(::getpid()));
+    const auto file =
+        std::filesystem::temp_directory_path() / ("neardup_log_" + std::to_string(::getpid()));
     std::ofstream(file) << line;
-    const std::string command = "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + file.string();
+    const std::string command =
+        "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + file.string();
     EXPECT_EQ(std::system(command.c_str()), 0) << line;
     std::filesystem::remove(file);
   }
@@ -349,7 +367,8 @@ TEST(Log, JsonLineIsValidEvenForHostileText) {
 
 TEST(Log, NonFiniteNumbersBecomeStrings) {
   const std::vector<LogField> fields{{"x", std::nan("")}};
-  EXPECT_THAT(format_log_line(LogFormat::json, LogLevel::info, kTime, "m", fields), HasSubstr("\"x\":\"NaN\""));
+  EXPECT_THAT(format_log_line(LogFormat::json, LogLevel::info, kTime, "m", fields),
+              HasSubstr("\"x\":\"NaN\""));
 }
 
 TEST(Log, LevelFilterAndSink) {
@@ -380,8 +399,10 @@ TEST(Progress, ShowsRateDuplicateShareLagAndWindow) {
   after.consumer_lag[{"input", 1}] = -1;  // librdkafka reports -1 when unknown: not counted
   after.window_entries = 11000;
   after.window_bytes = 3 * 1024 * 1024;
-  EXPECT_EQ(format_progress(before, after, 2.0), "1.2k msg/s | dup 41.7% | lag 120 | window 11k entries, 3.0 MiB");
-  EXPECT_EQ(format_progress(after, after, 0), "0 msg/s | dup 0.0% | lag 120 | window 11k entries, 3.0 MiB");
+  EXPECT_EQ(format_progress(before, after, 2.0),
+            "1.2k msg/s | dup 41.7% | lag 120 | window 11k entries, 3.0 MiB");
+  EXPECT_EQ(format_progress(after, after, 0),
+            "0 msg/s | dup 0.0% | lag 120 | window 11k entries, 3.0 MiB");
 }
 
 TEST(Progress, PrintsAtMostOncePerIntervalAndOnlyWhenEnabled) {
@@ -405,7 +426,8 @@ TEST(Progress, PrintsAtMostOncePerIntervalAndOnlyWhenEnabled) {
 }
 
 TEST(Progress, ALogLineAfterTheProgressLineStartsALineOfItsOwn) {
-  // The demo shows the progress line on any stderr; logs went on after it ("...MiB\x1b[K2026-... info").
+  // The demo shows the progress line on any stderr; logs went on after it ("...MiB\x1b[K2026-...
+  // info").
   std::FILE* sink = std::tmpfile();
   ASSERT_NE(sink, nullptr);
   configure_logging(LogFormat::text, LogLevel::info, sink);

@@ -43,12 +43,12 @@ TEST(Normalize, FullWidthLettersAndDigitsBecomeAscii) {
 }
 
 TEST(Normalize, NfkcCompatibilityForms) {
-  EXPECT_EQ(normalize("ﬁle"), "file");             // ligature
-  EXPECT_EQ(normalize("x²"), "x2");                // superscript
-  EXPECT_EQ(normalize("Ⅻ"), "xii");               // roman numeral
-  EXPECT_EQ(normalize("\u212A"), "k");             // Kelvin sign
-  EXPECT_EQ(normalize("ｶﾀｶﾅ"), "カタカナ");        // half-width katakana
-  EXPECT_EQ(normalize("Straße"), "strasse");       // full case fold
+  EXPECT_EQ(normalize("ﬁle"), "file");        // ligature
+  EXPECT_EQ(normalize("x²"), "x2");           // superscript
+  EXPECT_EQ(normalize("Ⅻ"), "xii");           // roman numeral
+  EXPECT_EQ(normalize("\u212A"), "k");        // Kelvin sign
+  EXPECT_EQ(normalize("ｶﾀｶﾅ"), "カタカナ");   // half-width katakana
+  EXPECT_EQ(normalize("Straße"), "strasse");  // full case fold
   EXPECT_EQ(normalize("ΣΊΣΥΦΟΣ"), normalize("σίσυφος"));
 }
 
@@ -59,7 +59,8 @@ TEST(Normalize, CombiningMarkComposesWithAsciiLetter) {
 
 TEST(Normalize, IgnorablesVanishAndUnicodePunctuationSeparates) {
   EXPECT_EQ(normalize("soft\u00ADhyphen"), "softhyphen");
-  EXPECT_EQ(normalize("zero\u200Bwidth"), "zerowidth");  // default-ignorable, dropped by NFKC_Casefold
+  EXPECT_EQ(normalize("zero\u200Bwidth"),
+            "zerowidth");  // default-ignorable, dropped by NFKC_Casefold
   EXPECT_EQ(normalize("a\u00A0b\u2014c\u3002d"), "a b c d");
   EXPECT_EQ(normalize("\u201Cquoted\u201D"), "quoted");
 }
@@ -67,8 +68,8 @@ TEST(Normalize, IgnorablesVanishAndUnicodePunctuationSeparates) {
 TEST(Normalize, CjkRunsAreSeparateTokensFromWords) {
   const Tokens t = tokenize("iPhone手机，很好用。Seoul서울");
   EXPECT_EQ(t.text, (Words{"iphone", "手机", "很好用", "seoul", "서울"}));
-  EXPECT_EQ(t.kinds, (std::vector<TokenKind>{TokenKind::word, TokenKind::cjk, TokenKind::cjk, TokenKind::word,
-                                              TokenKind::cjk}));
+  EXPECT_EQ(t.kinds, (std::vector<TokenKind>{TokenKind::word, TokenKind::cjk, TokenKind::cjk,
+                                             TokenKind::word, TokenKind::cjk}));
   EXPECT_EQ(t.chars, 6u + 2 + 3 + 5 + 2);
 }
 
@@ -77,8 +78,8 @@ TEST(Normalize, ChineseFastPathAgreesWithUtf8proc) {
   // (a compatibility ideograph, a combining mark) sends it through utf8proc.
   EXPECT_EQ(normalize("北京，“天气”「很好」。ABC12"), "北京 天气 很好 abc12");
   EXPECT_EQ(normalize("北京\uF900天"), "北京\u8C48天");  // U+F900 -> U+8C48 by NFKC
-  EXPECT_EQ(normalize("北京\uFF21天"), "北京 a 天");       // full-width A inside a Han run
-  EXPECT_EQ(tokenize("中\xE4\xB8").invalid_bytes, 2u);    // truncated sequence after Han
+  EXPECT_EQ(normalize("北京\uFF21天"), "北京 a 天");     // full-width A inside a Han run
+  EXPECT_EQ(tokenize("中\xE4\xB8").invalid_bytes, 2u);   // truncated sequence after Han
 }
 
 TEST(Normalize, EmojiAreSymbolTokensOfTheirOwn) {
@@ -94,15 +95,36 @@ TEST(Normalize, InvalidUtf8IsReplacedAndCounted) {
     Words words;
   };
   const std::vector<Case> cases = {
-      {"ab\x80" "cd", 1, {"ab", "cd"}},                 // lone continuation byte
-      {"ab\xE4\xB8" " cd", 2, {"ab", "cd"}},            // truncated 3-byte sequence
-      {"ab\xE4\xB8", 2, {"ab"}},                        // truncated at the end
-      {"ab\xC0\xAF" "cd", 2, {"ab", "cd"}},             // overlong '/'
-      {"ab\xE0\x80\xAF" "cd", 3, {"ab", "cd"}},         // overlong 3-byte
-      {"\xFF" "ab\xFE", 2, {"ab"}},                     // bytes never valid
-      {"\xED\xA0\x80" "x", 3, {"x"}},                   // UTF-16 surrogate
-      {"\xF4\x90\x80\x80" "x", 4, {"x"}},               // above U+10FFFF
-      {"caf\xC3\xA9\xC3", 1, {"café"}},                 // valid then truncated
+      {"ab\x80"
+       "cd",
+       1,
+       {"ab", "cd"}},  // lone continuation byte
+      {"ab\xE4\xB8"
+       " cd",
+       2,
+       {"ab", "cd"}},             // truncated 3-byte sequence
+      {"ab\xE4\xB8", 2, {"ab"}},  // truncated at the end
+      {"ab\xC0\xAF"
+       "cd",
+       2,
+       {"ab", "cd"}},  // overlong '/'
+      {"ab\xE0\x80\xAF"
+       "cd",
+       3,
+       {"ab", "cd"}},  // overlong 3-byte
+      {"\xFF"
+       "ab\xFE",
+       2,
+       {"ab"}},  // bytes never valid
+      {"\xED\xA0\x80"
+       "x",
+       3,
+       {"x"}},  // UTF-16 surrogate
+      {"\xF4\x90\x80\x80"
+       "x",
+       4,
+       {"x"}},                           // above U+10FFFF
+      {"caf\xC3\xA9\xC3", 1, {"café"}},  // valid then truncated
   };
   for (const Case& c : cases) {
     const Tokens t = tokenize(c.bytes);
@@ -150,7 +172,8 @@ TEST(Normalize, TokensAcrossSimdBlockBoundaries) {
     for (std::size_t len : {1u, 15u, 16u, 17u, 63u, 64u, 65u, 130u}) {
       const std::string word(len, 'Q');
       const std::string text = std::string(pad, ' ') + word + "," + word + "é";
-      EXPECT_EQ(normalize(text), std::string(len, 'q') + " " + std::string(len, 'q') + "é") << pad << " " << len;
+      EXPECT_EQ(normalize(text), std::string(len, 'q') + " " + std::string(len, 'q') + "é")
+          << pad << " " << len;
     }
   }
 }
@@ -161,14 +184,15 @@ TEST(Normalize, AsciiFlagOnlyForTextsWhoseTokensAreAllAscii) {
   EXPECT_TRUE(normalizer.run("").ascii);
   EXPECT_FALSE(normalizer.run("caf\xc3\xa9 au lait").ascii);
   EXPECT_FALSE(normalizer.run("\xe5\xba\x8a\xe5\x89\x8d").ascii);  // 床前
-  EXPECT_FALSE(normalizer.run("ok \xF0\x9F\x98\x80").ascii);           // an emoji is a symbol token
+  EXPECT_FALSE(normalizer.run("ok \xF0\x9F\x98\x80").ascii);       // an emoji is a symbol token
   EXPECT_TRUE(normalizer.run("again ascii").ascii);  // a reused normalizer resets the flag
 }
 
 TEST(Normalize, PaddingAfterTheTextIsReadable) {
   // Consumers copy tokens 16 bytes at a time; under ASan a missing pad is a crash.
   Normalizer normalizer;
-  for (const std::string& text : {std::string("a"), std::string(64, 'z'), std::string("x\xc3\xa9")}) {
+  for (const std::string& text :
+       {std::string("a"), std::string(64, 'z'), std::string("x\xc3\xa9")}) {
     const NormalizedText norm = normalizer.run(text);
     char copy[kNormalizedPadding];
     std::memcpy(copy, norm.text.data() + norm.text.size(), sizeof copy);

@@ -55,8 +55,9 @@ TEST(OffsetLedger, WaitsForEveryOutputOfAnInput) {
   ledger.expect(t);  // its changelog entry
   EXPECT_EQ(ledger.acknowledge(t), std::nullopt);
   EXPECT_TRUE(ledger.take_commits().empty());
-  EXPECT_EQ(ledger.acknowledge(t), std::optional<std::int64_t>(1234));  // the last one gives the timestamp
-  EXPECT_EQ(ledger.acknowledge(t), std::nullopt);                       // nothing left: ignored
+  EXPECT_EQ(ledger.acknowledge(t),
+            std::optional<std::int64_t>(1234));    // the last one gives the timestamp
+  EXPECT_EQ(ledger.acknowledge(t), std::nullopt);  // nothing left: ignored
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 6}}));
 }
 
@@ -174,11 +175,15 @@ TEST(OffsetLedger, MatchesASimpleModelUnderRandomOperations) {
         ledger.revoke(source);
         EXPECT_FALSE(ledger.assigned(source));
       } else if (op < 40) {
-        std::int64_t offset = m.last_read + 1 + static_cast<std::int64_t>(rng() % 3);  // gaps: compaction, transactions
+        std::int64_t offset =
+            m.last_read + 1 +
+            static_cast<std::int64_t>(rng() % 3);  // gaps: compaction, transactions
         const bool back = m.last_read > 0 && rng() % 25 == 0;
-        if (back) offset = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m.last_read + 1));
+        if (back)
+          offset = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m.last_read + 1));
         const OffsetLedger::Added added = ledger.add(source, offset, 1000 + step);
-        EXPECT_EQ(added.jumped_back, m.last_read >= 0 && offset <= m.last_read) << "seed " << seed << " step " << step;
+        EXPECT_EQ(added.jumped_back, m.last_read >= 0 && offset <= m.last_read)
+            << "seed " << seed << " step " << step;
         if (added.jumped_back) ++jumps;
         m.last_read = offset;
         m.entries.push_back(ModelEntry{added.ticket, offset, 0});

@@ -17,8 +17,9 @@ namespace {
 
 std::vector<std::string> feed() {
   std::mt19937_64 rng(7);
-  const std::vector<std::string> words = {"market", "energy", "prices", "fall", "rise", "council", "votes",
-                                          "budget", "river", "flood", "storm", "city", "school", "news"};
+  const std::vector<std::string> words = {"market",  "energy", "prices", "fall",  "rise",
+                                          "council", "votes",  "budget", "river", "flood",
+                                          "storm",   "city",   "school", "news"};
   std::vector<std::string> out;
   for (int i = 0; i < 300; ++i) {
     std::string text;
@@ -26,7 +27,7 @@ std::vector<std::string> feed() {
     out.push_back(text);
     if (i % 5 == 0) out.push_back(text + " again");  // near-duplicates
   }
-  out.push_back("");        // invalid: empty
+  out.push_back("");         // invalid: empty
   out.push_back("!!! ...");  // invalid: no features
   out.push_back(std::string("\xff\xfe\xfd\xfc", 4));
   return out;
@@ -87,7 +88,8 @@ TEST(PipelineSplit, PrepareAheadThenJudgeDecidesLikeTheEngineForJsonWithALearned
   cfg.input.format = config::InputFormat::json;
   cfg.dedup.text.idf_source = dedup::IdfSource::stream;
   std::vector<std::string> raws;
-  for (const auto& text : feed()) raws.push_back("{\"id\":" + std::to_string(raws.size()) + ",\"text\":\"" + text + "\"}");
+  for (const auto& text : feed())
+    raws.push_back("{\"id\":" + std::to_string(raws.size()) + ",\"text\":\"" + text + "\"}");
   raws.push_back("not json");
   raws.push_back("{\"other\":1}");
   expect_same_decisions(cfg, raws);

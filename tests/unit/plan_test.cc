@@ -46,7 +46,8 @@ TEST(Plan, DefaultForK3IsFourTablesOfSixteenBits) {
   EXPECT_EQ(p.tables, 4U);
   EXPECT_EQ(p.min_key_bits, 16);
   EXPECT_FALSE(p.hashed);
-  EXPECT_NEAR(p.candidates_per_probe, 10'000'000.0 * 4 / 65536, 1e-6);  // Manku: N * tables / 2^key bits
+  EXPECT_NEAR(p.candidates_per_probe, 10'000'000.0 * 4 / 65536,
+              1e-6);  // Manku: N * tables / 2^key bits
   EXPECT_LE(p.bytes_per_entry, 64.0);
   EXPECT_GE(p.bytes_per_entry, 24.0 + 4 * 8);
 }

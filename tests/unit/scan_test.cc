@@ -13,7 +13,8 @@ namespace neardup::stream {
 namespace {
 
 // Runs scan_stream over `input` and returns its output lines.
-std::vector<std::string> scan(const std::string& input, config::Config config = {}, ScanStats* stats = nullptr) {
+std::vector<std::string> scan(const std::string& input, config::Config config = {},
+                              ScanStats* stats = nullptr) {
   std::FILE* in = fmemopen(const_cast<char*>(input.data()), input.size(), "r");
   char* buffer = nullptr;
   std::size_t size = 0;
@@ -57,17 +58,21 @@ TEST(Scan, OneValidJsonVerdictPerInputLineInOrder) {
     ASSERT_FALSE(parser.parse(line).get(element)) << line;
     verdicts.emplace_back(std::string_view(element["verdict"]));
   }
-  EXPECT_EQ(verdicts, (std::vector<std::string>{"unique", "duplicate", "invalid", "unique", "invalid"}));
+  EXPECT_EQ(verdicts,
+            (std::vector<std::string>{"unique", "duplicate", "invalid", "unique", "invalid"}));
   EXPECT_NE(lines[1].find("\"of\":\"a\""), std::string::npos) << lines[1];
-  EXPECT_NE(lines[2].find("\"id\":3"), std::string::npos) << "an invalid line is named by its line number";
-  EXPECT_NE(lines[3].find("\"id\":4"), std::string::npos) << "a record without id gets its line number";
+  EXPECT_NE(lines[2].find("\"id\":3"), std::string::npos)
+      << "an invalid line is named by its line number";
+  EXPECT_NE(lines[3].find("\"id\":4"), std::string::npos)
+      << "a record without id gets its line number";
   EXPECT_EQ(stats.unique, 2u);
   EXPECT_EQ(stats.duplicate, 1u);
   EXPECT_EQ(stats.invalid, 2u);
 }
 
 TEST(Scan, LinesFormatUsesLineNumbersAndSurvivesBinaryGarbage) {
-  std::string input = "Hello world, this is a line\n\xff\xfe\xfd\xfc\x80\x81\nhello WORLD this is a line\n";
+  std::string input =
+      "Hello world, this is a line\n\xff\xfe\xfd\xfc\x80\x81\nhello WORLD this is a line\n";
   const auto lines = scan(input);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[1].find("\"verdict\":\"invalid\""), std::string::npos) << lines[1];
@@ -77,7 +82,10 @@ TEST(Scan, LinesFormatUsesLineNumbersAndSurvivesBinaryGarbage) {
 
 TEST(Scan, ARecordWithoutUsableTextKeepsItsOwnId) {
   // Named by its line number instead, the second record would share the first one's id.
-  const auto lines = scan("{\"id\":2,\"text\":\"alpha beta gamma delta\"}\n{\"id\":\"b\"}\n{\"id\":\"c\",\"text\":[1]}\n", jsonl());
+  const auto lines = scan(
+      "{\"id\":2,\"text\":\"alpha beta gamma "
+      "delta\"}\n{\"id\":\"b\"}\n{\"id\":\"c\",\"text\":[1]}\n",
+      jsonl());
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[1].find("{\"id\":\"b\",\"verdict\":\"invalid\""), std::string::npos) << lines[1];
   EXPECT_NE(lines[2].find("{\"id\":\"c\",\"verdict\":\"invalid\""), std::string::npos) << lines[2];
@@ -85,7 +93,8 @@ TEST(Scan, ARecordWithoutUsableTextKeepsItsOwnId) {
 
 TEST(Scan, AFailedWriteStopsTheScanAndSaysSo) {
   std::string input;
-  for (int i = 0; i < 20000; ++i) input += "record number " + std::to_string(i) + " of a long input\n";
+  for (int i = 0; i < 20000; ++i)
+    input += "record number " + std::to_string(i) + " of a long input\n";
   std::FILE* in = fmemopen(input.data(), input.size(), "r");
   std::FILE* out = std::fopen("/dev/full", "w");  // every write fails: no space left on device
   ASSERT_NE(out, nullptr);
@@ -118,14 +127,20 @@ TEST(Scan, LinesOverMaxBytesAreInvalidWithTheirSizeAndTheOthersAreWhole) {
   config.input.max_bytes = 100000;
   const std::string normal = "the storm closed the northern highway";
   const std::string input = normal + "\n" + std::string(300000, 'x') + "\r\n" + normal + "!\r\n" +
-                            std::string(100000, 'y') + "\n" + std::string(250001, 'z');  // the last without "\n"
+                            std::string(100000, 'y') + "\n" +
+                            std::string(250001, 'z');  // the last without "\n"
   const auto lines = scan(input, config);
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_NE(lines[0].find("\"unique\""), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("record of 300000 bytes exceeds input.max_bytes (100000)"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("record of 300000 bytes exceeds input.max_bytes (100000)"),
+            std::string::npos)
+      << lines[1];
   EXPECT_NE(lines[2].find("\"verdict\":\"duplicate\",\"of\":1"), std::string::npos) << lines[2];
-  EXPECT_EQ(lines[3].find("exceeds"), std::string::npos) << "exactly max_bytes is allowed: " << lines[3];
-  EXPECT_NE(lines[4].find("record of 250001 bytes exceeds input.max_bytes (100000)"), std::string::npos) << lines[4];
+  EXPECT_EQ(lines[3].find("exceeds"), std::string::npos)
+      << "exactly max_bytes is allowed: " << lines[3];
+  EXPECT_NE(lines[4].find("record of 250001 bytes exceeds input.max_bytes (100000)"),
+            std::string::npos)
+      << lines[4];
 }
 
 // Scans `kept` unrelated records with ids id_of(i) through a window of 50,
@@ -156,7 +171,8 @@ void expect_duplicates_name_their_originals(int kept, int every, IdOf id_of) {
     input += "{\"id\":\"" + id_of(i) + "\",\"text\":\"" + text_of(i) + "\"}\n";
     if (i % every == every - 1) {
       ++repeats;
-      input += "{\"id\":\"dup" + std::to_string(i) + "\",\"text\":\"" + text_of(i - back(i)) + "\"}\n";
+      input +=
+          "{\"id\":\"dup" + std::to_string(i) + "\",\"text\":\"" + text_of(i - back(i)) + "\"}\n";
     }
   }
   ScanStats stats;
@@ -168,7 +184,8 @@ void expect_duplicates_name_their_originals(int kept, int every, IdOf id_of) {
     const auto dup = line.find("\"id\":\"dup");
     ASSERT_NE(dup, std::string::npos) << line;
     const int i = std::stoi(line.substr(dup + 9));  // after "id":"dup
-    EXPECT_NE(line.find("\"of\":\"" + id_of(i - back(i)) + "\",\"distance\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"of\":\"" + id_of(i - back(i)) + "\",\"distance\""), std::string::npos)
+        << line;
   }
 }
 

@@ -101,9 +101,10 @@ TEST(Sketch, AsciiJoinDropsEverySeparatorRunToOneSpace) {
     const std::size_t words = 1 + rng() % 40;
     for (std::size_t i = 0; i < words; ++i) {
       if (i != 0 || rng() % 2)
-        for (std::size_t k = 1 + rng() % (rng() % 8 == 0 ? 70 : 3); k != 0; --k) text += separators[rng() % separators.size()];
+        for (std::size_t k = 1 + rng() % (rng() % 8 == 0 ? 70 : 3); k != 0; --k)
+          text += separators[rng() % separators.size()];
       std::string word = random_word(rng);
-      if (rng() % 10 == 0) word += std::to_string(rng());          // digits
+      if (rng() % 10 == 0) word += std::to_string(rng());              // digits
       if (rng() % 15 == 0) word += std::string(20 + rng() % 80, 'q');  // beyond one step
       if (rng() % 4 == 0) word[0] = static_cast<char>(word[0] - 'a' + 'A');
       text += word;
@@ -152,8 +153,8 @@ TEST(Sketch, EstimateTracksExactJaccardOnRandomPairs) {
       for (const auto& w : words) a += w + " ";
       for (const auto& w : edited) b += w + " ";
       const double exact = exact_jaccard(shingles_of(a), shingles_of(b));
-      const double estimate =
-          estimate_jaccard(sketch_of(a, with_bits(bits)).sketch, sketch_of(b, with_bits(bits)).sketch, bits);
+      const double estimate = estimate_jaccard(sketch_of(a, with_bits(bits)).sketch,
+                                               sketch_of(b, with_bits(bits)).sketch, bits);
       total_error += std::abs(estimate - exact);
       worst = std::max(worst, std::abs(estimate - exact));
     }
@@ -207,19 +208,23 @@ TEST(Sketch, DensifyFillsEachEmptyBinFromTheNextFilledOneToItsRight) {
       std::vector<std::uint32_t> minima(static_cast<std::size_t>(bins));
       const double fill = (round % 20) / 19.0;  // 0 (every bin empty) .. 1 (every bin filled)
       for (auto& m : minima)
-        m = std::uniform_real_distribution<>(0, 1)(rng) < fill ? static_cast<std::uint32_t>(rng() % 0xfffffff0U)
-                                                                : detail::kEmptyBin;
+        m = std::uniform_real_distribution<>(0, 1)(rng) < fill
+                ? static_cast<std::uint32_t>(rng() % 0xfffffff0U)
+                : detail::kEmptyBin;
       std::vector<std::uint32_t> expected = minima;
-      const bool any = std::any_of(minima.begin(), minima.end(), [](std::uint32_t m) { return m != detail::kEmptyBin; });
+      const bool any = std::any_of(minima.begin(), minima.end(),
+                                   [](std::uint32_t m) { return m != detail::kEmptyBin; });
       for (int i = 0; i < bins; ++i) {
         if (minima[static_cast<std::size_t>(i)] != detail::kEmptyBin) continue;
         if (!any) {
-          expected[static_cast<std::size_t>(i)] = detail::kEmptyBin + static_cast<std::uint32_t>(bins - i) * kStep;
+          expected[static_cast<std::size_t>(i)] =
+              detail::kEmptyBin + static_cast<std::uint32_t>(bins - i) * kStep;
           continue;
         }
         int d = 1;
         while (minima[static_cast<std::size_t>((i + d) % bins)] == detail::kEmptyBin) ++d;
-        expected[static_cast<std::size_t>(i)] = minima[static_cast<std::size_t>((i + d) % bins)] + static_cast<std::uint32_t>(d) * kStep;
+        expected[static_cast<std::size_t>(i)] = minima[static_cast<std::size_t>((i + d) % bins)] +
+                                                static_cast<std::uint32_t>(d) * kStep;
       }
       detail::densify(minima.data(), bins);
       ASSERT_EQ(minima, expected) << bins << " bins, fill " << fill;
@@ -237,13 +242,17 @@ TEST(Sketch, PackKeepsTheTopBitsOfEachRemixedMinimumInBinOrder) {
     for (int round = 0; round < 200; ++round) {
       std::vector<std::uint32_t> minima(static_cast<std::size_t>(bins));
       for (auto& m : minima) m = static_cast<std::uint32_t>(rng());
-      if (round == 0) std::fill(minima.begin(), minima.end(), 0xffffffffU);  // saturating narrowings must not clip
+      if (round == 0)
+        std::fill(minima.begin(), minima.end(),
+                  0xffffffffU);  // saturating narrowings must not clip
       const Sketch sketch = detail::pack(minima.data(), bits);
       for (int i = 0; i < bins; ++i) {
         const int at = i * bits;
         const std::uint64_t word = sketch.words[static_cast<std::size_t>(at / 64)];
-        const auto got = static_cast<std::uint32_t>((word >> (at % 64)) & ((std::uint64_t{1} << bits) - 1));
-        const std::uint32_t want = (minima[static_cast<std::size_t>(i)] * 0x2545f491U) >> (32 - bits);
+        const auto got =
+            static_cast<std::uint32_t>((word >> (at % 64)) & ((std::uint64_t{1} << bits) - 1));
+        const std::uint32_t want =
+            (minima[static_cast<std::size_t>(i)] * 0x2545f491U) >> (32 - bits);
         ASSERT_EQ(got, want) << bits << " bits, bin " << i << ", round " << round;
       }
     }
@@ -255,7 +264,8 @@ TEST(Sketch, PackKeepsTheTopBitsOfEachRemixedMinimumInBinOrder) {
 SketchResult keyed(std::uint64_t key_seed, int bands, std::uint64_t sketch_bits) {
   SketchResult r;
   r.sketch.words = {sketch_bits, ~sketch_bits};
-  for (int b = 0; b < bands; ++b) r.band_keys[static_cast<std::size_t>(b)] = (key_seed + 1) * 0x9e3779b97f4a7c15ULL * (b + 3);
+  for (int b = 0; b < bands; ++b)
+    r.band_keys[static_cast<std::size_t>(b)] = (key_seed + 1) * 0x9e3779b97f4a7c15ULL * (b + 3);
   r.shingles = 10;
   return r;
 }
@@ -269,7 +279,8 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   constexpr std::size_t kCapacity = 300;
   SketchIndex index(options, kCapacity);
   std::mt19937_64 rng(99);
-  std::map<std::uint64_t, std::array<std::uint64_t, kMaxSketchBands>> keys;  // sequence -> band keys
+  std::map<std::uint64_t, std::array<std::uint64_t, kMaxSketchBands>>
+      keys;  // sequence -> band keys
   const std::uint64_t first = (std::uint64_t{1} << 32) - 500;
   for (std::uint64_t seq = first; seq < first + 2000; ++seq) {
     const std::uint64_t oldest = seq + 1 > first + kCapacity ? seq + 1 - kCapacity : first;
@@ -295,7 +306,8 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
     for (const auto& [s, k] : keys) {
       if (s < oldest) continue;
       bool shares = false;
-      for (int b = 0; b < options.bands; ++b) shares |= k[static_cast<std::size_t>(b)] == probe.band_keys[static_cast<std::size_t>(b)];
+      for (int b = 0; b < options.bands; ++b)
+        shares |= k[static_cast<std::size_t>(b)] == probe.band_keys[static_cast<std::size_t>(b)];
       if (shares) {
         EXPECT_TRUE(visited.count(s)) << "lost live candidate " << s << " at " << seq;
       }
@@ -307,8 +319,9 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
 // every live entry sharing band b's key with a probe is visited for band b
 // (visits are counted per band), nothing expired is visited, and each visit
 // carries its own entry's sketch. Returns the index's bytes at the end.
-std::size_t check_every_band_candidate(std::size_t capacity, std::uint64_t inserts,
-                                       const std::function<std::uint64_t(std::uint64_t)>& oldest_at) {
+std::size_t check_every_band_candidate(
+    std::size_t capacity, std::uint64_t inserts,
+    const std::function<std::uint64_t(std::uint64_t)>& oldest_at) {
   const SketchOptions options;
   SketchIndex index(options, capacity);
   std::mt19937_64 rng(7);
@@ -318,7 +331,8 @@ std::size_t check_every_band_candidate(std::size_t capacity, std::uint64_t inser
     // Each band's key from its own pool: chains of several entries, well under kMaxChain.
     SketchResult r = keyed(0, options.bands, seq);
     for (int b = 0; b < options.bands; ++b)
-      r.band_keys[static_cast<std::size_t>(b)] = keyed(rng() % 2000, options.bands, seq).band_keys[static_cast<std::size_t>(b)];
+      r.band_keys[static_cast<std::size_t>(b)] =
+          keyed(rng() % 2000, options.bands, seq).band_keys[static_cast<std::size_t>(b)];
     index.insert(seq, oldest, &r);
     keys[seq] = r.band_keys;
     while (!keys.empty() && keys.begin()->first < oldest) keys.erase(keys.begin());
@@ -328,7 +342,8 @@ std::size_t check_every_band_candidate(std::size_t capacity, std::uint64_t inser
         SketchResult own = keyed(0, options.bands, 0);
         own.band_keys = k;
         int visits = 0;
-        index.for_each_candidate(own, oldest, [&](std::uint64_t v, const Sketch&) { visits += v == s; });
+        index.for_each_candidate(own, oldest,
+                                 [&](std::uint64_t v, const Sketch&) { visits += v == s; });
         EXPECT_EQ(visits, options.bands) << "entry " << s << " at " << seq;
         if (visits != options.bands) return 0;
       }
@@ -336,7 +351,8 @@ std::size_t check_every_band_candidate(std::size_t capacity, std::uint64_t inser
     if (seq % 89 != 0) continue;
     SketchResult probe = keyed(0, options.bands, 0);
     for (int b = 0; b < options.bands; ++b)
-      probe.band_keys[static_cast<std::size_t>(b)] = keyed(rng() % 2000, options.bands, 0).band_keys[static_cast<std::size_t>(b)];
+      probe.band_keys[static_cast<std::size_t>(b)] =
+          keyed(rng() % 2000, options.bands, 0).band_keys[static_cast<std::size_t>(b)];
     std::map<std::uint64_t, int> visits;
     index.for_each_candidate(probe, oldest, [&](std::uint64_t s, const Sketch& sketch) {
       EXPECT_GE(s, oldest);
@@ -345,9 +361,11 @@ std::size_t check_every_band_candidate(std::size_t capacity, std::uint64_t inser
     });
     for (const auto& [s, k] : keys) {
       int shared = 0;
-      for (int b = 0; b < options.bands; ++b) shared += k[static_cast<std::size_t>(b)] == probe.band_keys[static_cast<std::size_t>(b)];
+      for (int b = 0; b < options.bands; ++b)
+        shared += k[static_cast<std::size_t>(b)] == probe.band_keys[static_cast<std::size_t>(b)];
       if (shared != 0) {
-        EXPECT_GE(visits[s], shared) << "lost a live candidate's band: entry " << s << " at " << seq;
+        EXPECT_GE(visits[s], shared)
+            << "lost a live candidate's band: entry " << s << " at " << seq;
         if (visits[s] < shared) return 0;
       }
     }
@@ -373,12 +391,14 @@ TEST(SketchIndex, GrowingHeadTablesKeepEveryLiveCandidate) {
 // (here: empty heads alias entry 2^S - 1), so the tables stop growing rather
 // than split chains through such a reference.
 TEST(SketchIndex, WindowThatFillsLateLosesNoCandidate) {
-  constexpr std::size_t kCapacity = 20000;                 // S = 15
+  constexpr std::size_t kCapacity = 20000;  // S = 15
   constexpr std::uint64_t kQuietUntil = (1U << 15) - 1000;
-  const std::size_t late = check_every_band_candidate(kCapacity, 70000, [](std::uint64_t seq) -> std::uint64_t {
-    if (seq < kQuietUntil) return seq + 1 > 1500 ? seq + 1 - 1500 : 0;       // ~1500 live entries
-    return std::max(kQuietUntil - 1500, seq + 1 > kCapacity ? seq + 1 - kCapacity : 0);  // then up to capacity
-  });
+  const std::size_t late =
+      check_every_band_candidate(kCapacity, 70000, [](std::uint64_t seq) -> std::uint64_t {
+        if (seq < kQuietUntil) return seq + 1 > 1500 ? seq + 1 - 1500 : 0;  // ~1500 live entries
+        return std::max(kQuietUntil - 1500,
+                        seq + 1 > kCapacity ? seq + 1 - kCapacity : 0);  // then up to capacity
+      });
   ASSERT_NE(late, 0U);
   // The same rings in use as a window that filled from the start, whose heads
   // grew to 8192 per band: these doubled once before 2^S inserts (2048 live
@@ -426,7 +446,8 @@ TEST(SketchIndex, EveryBandCountKeepsEachEntrysSketchAndLinks) {
     SketchIndex index(options, kCapacity);
     for (std::uint64_t seq = 100; seq < 300; ++seq) {
       const std::uint64_t oldest = seq + 1 > 100 + kCapacity ? seq + 1 - kCapacity : 100;
-      const SketchResult r = keyed(seq % 3, bands, seq * 0x1234567ULL);  // three keys shared by many entries
+      const SketchResult r =
+          keyed(seq % 3, bands, seq * 0x1234567ULL);  // three keys shared by many entries
       index.insert(seq, oldest, &r);
       for (std::uint64_t live = oldest; live <= seq; ++live) {
         const auto sketch = index.sketch(live, oldest);
@@ -434,10 +455,11 @@ TEST(SketchIndex, EveryBandCountKeepsEachEntrysSketchAndLinks) {
         EXPECT_EQ(*sketch, keyed(0, 0, live * 0x1234567ULL).sketch) << live;
       }
       std::set<std::uint64_t> visited;
-      index.for_each_candidate(keyed(seq % 3, bands, 0), oldest, [&](std::uint64_t s, const Sketch& sketch) {
-        EXPECT_EQ(sketch, keyed(0, 0, s * 0x1234567ULL).sketch) << s;
-        visited.insert(s);
-      });
+      index.for_each_candidate(keyed(seq % 3, bands, 0), oldest,
+                               [&](std::uint64_t s, const Sketch& sketch) {
+                                 EXPECT_EQ(sketch, keyed(0, 0, s * 0x1234567ULL).sketch) << s;
+                                 visited.insert(s);
+                               });
       std::set<std::uint64_t> expected;
       for (std::uint64_t live = oldest; live <= seq && bands > 0; ++live)
         if (live % 3 == seq % 3) expected.insert(live);
@@ -478,7 +500,8 @@ TEST(SketchIndex, GrowsWithoutLosingEntries) {
   EXPECT_EQ(visited.size(), SketchIndex::kMaxChain);
   EXPECT_EQ(*visited.rbegin(), 4999U);
   EXPECT_EQ(*visited.begin(), 5000U - SketchIndex::kMaxChain);
-  for (std::uint64_t seq = 0; seq < 5000; seq += 499) EXPECT_EQ(index.sketch(seq, 0)->words[0], seq);
+  for (std::uint64_t seq = 0; seq < 5000; seq += 499)
+    EXPECT_EQ(index.sketch(seq, 0)->words[0], seq);
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ class OracleWindow {
   std::uint64_t evictions_ = 0;
 };
 
-void expect_same(const std::optional<Match>& got, const std::optional<Match>& want, const std::string& where) {
+void expect_same(const std::optional<Match>& got, const std::optional<Match>& want,
+                 const std::string& where) {
   ASSERT_EQ(got.has_value(), want.has_value()) << where;
   if (!got) return;
   EXPECT_EQ(got->of.value, want->of.value) << where;
@@ -115,10 +116,11 @@ class Generator {
         for (int attempt = 0; std::popcount(flipped) < flips && attempt < 200; ++attempt) {
           const int b = static_cast<int>(rng_() % static_cast<std::uint64_t>(layout_.blocks()));
           const int edge = rng_() % 2 == 0 ? layout_.block_start(b)
-                                          : layout_.block_start(b) + layout_.block_width(b) - 1;
+                                           : layout_.block_start(b) + layout_.block_width(b) - 1;
           flipped |= 1ULL << edge;
         }
-        for (int bit = 0; std::popcount(flipped) < flips; ++bit) flipped |= 1ULL << bit;  // rare fallback
+        for (int bit = 0; std::popcount(flipped) < flips; ++bit)
+          flipped |= 1ULL << bit;  // rare fallback
         return Fingerprint{fp ^ flipped};
       }
     }
@@ -134,7 +136,8 @@ class Generator {
 
 // Interleaves probes (engine style: insert only when unique), forced inserts of
 // near copies, and time jumps that expire entries, checking every answer.
-void run_against_oracle(int blocks, int k, int ops, std::uint64_t first_sequence = 0, std::size_t max_entries = 96) {
+void run_against_oracle(int blocks, int k, int ops, std::uint64_t first_sequence = 0,
+                        std::size_t max_entries = 96) {
   WindowOptions options;
   options.max_entries = max_entries;
   options.duration = milliseconds(400);
@@ -154,7 +157,8 @@ void run_against_oracle(int blocks, int k, int ops, std::uint64_t first_sequence
     const RecordRef ref{next_ref++};
     // Sometimes probe as a replay of an existing ref, to exercise the self skip.
     const RecordRef self = gen() % 8 == 0 ? RecordRef{ref.value - 1 - gen() % 8} : ref;
-    const std::string where = "m=" + std::to_string(blocks) + " k=" + std::to_string(k) + " op " + std::to_string(i);
+    const std::string where =
+        "m=" + std::to_string(blocks) + " k=" + std::to_string(k) + " op " + std::to_string(i);
     const auto got = window.probe(fp, at, self);
     const auto want = oracle.probe(fp, at, self);
     expect_same(got, want, where);
@@ -176,7 +180,8 @@ TEST(Window, MatchesBruteForceForEverySupportedLayout) {
       const PigeonholeLayout layout(m, k, 96);
       // Bound the work per layout: wide layouts have thousands of tables.
       // Those run fewer operations over a smaller window, so that evictions still happen.
-      const int ops = static_cast<int>(std::clamp<std::size_t>(100'000 / layout.tables(), 80, 1500));
+      const int ops =
+          static_cast<int>(std::clamp<std::size_t>(100'000 / layout.tables(), 80, 1500));
       run_against_oracle(m, k, ops, 0, ops < 200 ? 24 : 96);
       if (HasFailure()) return;
     }
@@ -191,7 +196,8 @@ TEST(Window, MatchesBruteForceWithTheDefaultLayout) {
 }
 
 TEST(Window, MatchesBruteForceAcrossTheCellSequenceWrap) {
-  // The cells keep 32 sequence bits: start just below 2^32 (and 2^33) so the window straddles the wrap.
+  // The cells keep 32 sequence bits: start just below 2^32 (and 2^33) so the window straddles the
+  // wrap.
   run_against_oracle(4, 3, 3000, (std::uint64_t{1} << 32) - 500);
   run_against_oracle(5, 2, 3000, (std::uint64_t{1} << 33) - 700);
   run_against_oracle(1, 0, 3000, (std::uint64_t{1} << 32) - 1);
@@ -222,7 +228,8 @@ TEST(Window, ClockDoesNotMoveBackwards) {
   const Fingerprint fp{0x1234ULL};
   window.insert(fp, EventTime{5000}, RecordRef{1});
   EXPECT_FALSE(window.probe(fp, EventTime{7000}, RecordRef{2}));
-  window.insert(fp, EventTime{5500}, RecordRef{3});  // late event: inserted, expires at the next advance
+  window.insert(fp, EventTime{5500},
+                RecordRef{3});  // late event: inserted, expires at the next advance
   EXPECT_FALSE(window.probe(fp, EventTime{6000}, RecordRef{4}));
 }
 
@@ -262,10 +269,10 @@ TEST(Window, NeverMatchesItself) {
 TEST(Window, ReturnsTheNearestThenTheOldest) {
   Window window(IndexOptions{3, 0}, small_window(100, std::chrono::hours(1)));
   const std::uint64_t base = 0x0123456789abcdefULL;
-  window.insert(Fingerprint{base ^ 0b111}, EventTime{1}, RecordRef{1});        // distance 3
-  window.insert(Fingerprint{base ^ (1ULL << 63)}, EventTime{2}, RecordRef{2}); // distance 1
-  window.insert(Fingerprint{base ^ (1ULL << 20)}, EventTime{3}, RecordRef{3}); // distance 1, newer
-  window.insert(Fingerprint{base ^ 0b11}, EventTime{4}, RecordRef{4});         // distance 2
+  window.insert(Fingerprint{base ^ 0b111}, EventTime{1}, RecordRef{1});         // distance 3
+  window.insert(Fingerprint{base ^ (1ULL << 63)}, EventTime{2}, RecordRef{2});  // distance 1
+  window.insert(Fingerprint{base ^ (1ULL << 20)}, EventTime{3}, RecordRef{3});  // distance 1, newer
+  window.insert(Fingerprint{base ^ 0b11}, EventTime{4}, RecordRef{4});          // distance 2
   auto hit = window.probe(Fingerprint{base}, EventTime{5}, RecordRef{0});
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->of.value, 2U);
@@ -277,10 +284,12 @@ TEST(Window, ExactDuplicateReturnsTheOldestCopyAfterOneCell) {
   Window window(IndexOptions{3, 4}, small_window(5000, std::chrono::hours(1)));
   const Fingerprint fp{0x5555aaaa3333ccccULL};
   std::mt19937_64 rng(7);
-  window.insert(Fingerprint{fp.bits ^ (1ULL << 63)}, EventTime{0}, RecordRef{1});  // distance 1, oldest of all
+  window.insert(Fingerprint{fp.bits ^ (1ULL << 63)}, EventTime{0},
+                RecordRef{1});  // distance 1, oldest of all
   window.insert(fp, EventTime{0}, RecordRef{2});
   window.insert(fp, EventTime{0}, RecordRef{3});
-  for (std::uint64_t i = 0; i < 3000; ++i) window.insert(Fingerprint{rng()}, EventTime{0}, RecordRef{10 + i});
+  for (std::uint64_t i = 0; i < 3000; ++i)
+    window.insert(Fingerprint{rng()}, EventTime{0}, RecordRef{10 + i});
   const auto before = window.stats().candidates;
   auto hit = window.probe(fp, EventTime{0}, RecordRef{0});
   ASSERT_TRUE(hit);
@@ -330,10 +339,12 @@ TEST(Window, AcceptPredicateMatchesTheOracle) {
 TEST(Window, ReclaimsCellsOfExpiredEntriesInUntouchedBuckets) {
   Window window(IndexOptions{3, 4}, small_window(1000, milliseconds(10)));
   std::mt19937_64 rng(3);
-  for (std::uint64_t i = 0; i < 1000; ++i) window.insert(Fingerprint{rng()}, EventTime{0}, RecordRef{i});
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    window.insert(Fingerprint{rng()}, EventTime{0}, RecordRef{i});
   EXPECT_EQ(window.stats().cells, 4000U);
   // Much later, one fingerprint over and over: its buckets pop on insert, the sweep gets the rest.
-  for (std::uint64_t i = 0; i < 8 * 4 * 1024; ++i) window.insert(Fingerprint{42}, EventTime{1000}, RecordRef{5000 + i});
+  for (std::uint64_t i = 0; i < 8 * 4 * 1024; ++i)
+    window.insert(Fingerprint{42}, EventTime{1000}, RecordRef{5000 + i});
   const WindowStats s = window.stats();
   EXPECT_EQ(s.entries, 1000U);
   EXPECT_EQ(s.cells, s.entries * s.tables);
@@ -372,8 +383,9 @@ TEST(Window, RejectsUnsupportedLayouts) {
   EXPECT_THROW(Window(IndexOptions{-1, 0}, options), std::invalid_argument);
   EXPECT_THROW(Window(IndexOptions{3, 3}, options), std::invalid_argument);
   EXPECT_THROW(Window(IndexOptions{3, 17}, options), std::invalid_argument);
-  EXPECT_THROW(Window(IndexOptions{3, 0}, small_window((std::size_t{1} << 30) + 1, milliseconds(1))),
-               std::invalid_argument);
+  EXPECT_THROW(
+      Window(IndexOptions{3, 0}, small_window((std::size_t{1} << 30) + 1, milliseconds(1))),
+      std::invalid_argument);
 }
 
 TEST(Window, ReportsTheResolvedLayout) {

@@ -30,7 +30,8 @@ std::vector<fs::path> yaml_files() {
 
 TEST(DeployYaml, EveryFileParses) {
   const auto files = yaml_files();
-  ASSERT_GE(files.size(), 10u) << "deploy/ should hold the compose, prometheus, grafana and k8s files";
+  ASSERT_GE(files.size(), 10u)
+      << "deploy/ should hold the compose, prometheus, grafana and k8s files";
   for (const auto& file : files) {
     SCOPED_TRACE(file.string());
     EXPECT_NO_THROW({
@@ -43,9 +44,11 @@ TEST(DeployYaml, EveryFileParses) {
 TEST(DeployYaml, NeardupConfigsPassTheConfigLoader) {
   const auto configmap = YAML::LoadFile((kDeploy / "k8s/configmap.yaml").string());
   const auto text = configmap["data"]["neardup.yaml"].as<std::string>();
-  const auto from_k8s = neardup::config::parse_config(text, "deploy/k8s/configmap.yaml#neardup.yaml");
+  const auto from_k8s =
+      neardup::config::parse_config(text, "deploy/k8s/configmap.yaml#neardup.yaml");
   EXPECT_EQ(from_k8s.metrics.listen, "0.0.0.0:9464");
-  const auto from_compose = neardup::config::load_config((kDeploy / "compose/neardup.yaml").string());
+  const auto from_compose =
+      neardup::config::load_config((kDeploy / "compose/neardup.yaml").string());
   EXPECT_EQ(from_compose.kafka.brokers.value_or(""), "kafka:9092");
   EXPECT_EQ(from_compose.metrics.listen, "0.0.0.0:9464");
 }
@@ -68,7 +71,8 @@ TEST(DeployYaml, KubernetesObjectsReferenceEachOther) {
     EXPECT_EQ(labels[kv.first.as<std::string>()].as<std::string>(), kv.second.as<std::string>());
   }
   const auto pod = spec["template"]["spec"];
-  EXPECT_EQ(pod["volumes"][0]["configMap"]["name"].as<std::string>(), configmap["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(pod["volumes"][0]["configMap"]["name"].as<std::string>(),
+            configmap["metadata"]["name"].as<std::string>());
   const auto container = pod["containers"][0];
   EXPECT_EQ(container["volumeMounts"][0]["mountPath"].as<std::string>(), "/etc/neardup");
   std::set<std::string> port_names;
@@ -85,19 +89,23 @@ TEST(DeployYaml, ComposeHasTheStackAndMountsExistingFiles) {
   for (const char* name : {"kafka", "neardup", "prometheus", "grafana"}) {
     EXPECT_TRUE(compose["services"][name].IsMap()) << name;
   }
-  EXPECT_NE(compose["services"]["kafka"]["environment"]["KAFKA_PROCESS_ROLES"].as<std::string>().find("controller"),
-            std::string::npos)
+  EXPECT_NE(
+      compose["services"]["kafka"]["environment"]["KAFKA_PROCESS_ROLES"].as<std::string>().find(
+          "controller"),
+      std::string::npos)
       << "Kafka must run in KRaft mode";
   for (const auto& service : compose["services"]) {
     for (const auto& volume : service.second["volumes"]) {
       const auto spec = volume.as<std::string>();
       if (spec.rfind("./", 0) != 0) continue;  // named volume
       const auto source = spec.substr(0, spec.find(':'));
-      EXPECT_TRUE(fs::exists(kDeploy / source)) << service.first.as<std::string>() << ": " << source;
+      EXPECT_TRUE(fs::exists(kDeploy / source))
+          << service.first.as<std::string>() << ": " << source;
     }
   }
   const auto build = compose["services"]["neardup"]["build"];
-  EXPECT_TRUE(fs::exists(kDeploy / build["context"].as<std::string>() / build["dockerfile"].as<std::string>()));
+  EXPECT_TRUE(fs::exists(kDeploy / build["context"].as<std::string>() /
+                         build["dockerfile"].as<std::string>()));
 }
 
 }  // namespace
