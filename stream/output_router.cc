@@ -181,7 +181,6 @@ OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticke
                                               std::size_t record_limit, bool bare) const {
   Letter letter;
   letter.ticket = ticket;
-  letter.source = ticket.source;
   letter.offset = offset;
   letter.has_key = m.key != nullptr;
   if (m.key) letter.key.assign(static_cast<const char*>(m.key), m.key_len);
@@ -202,7 +201,7 @@ OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticke
 }
 
 void OutputRouter::send_letter(Letter letter) {
-  const Source& src = sources_[letter.source];
+  const Source& src = sources_[letter.ticket.source];
   const std::string& topic = cfg_.kafka.dead_letter_topic;
   rd_kafka_headers_t* hdrs = letter.bare ? nullptr : letter.headers.release();
   letter.headers.reset();

@@ -88,7 +88,6 @@ class OutputRouter {
   /// A dead letter in the making: the record's parts and what neardup adds.
   struct Letter {
     Ticket ticket;
-    std::uint32_t source = 0;
     std::int64_t offset = 0;
     bool has_key = false;
     std::string key;

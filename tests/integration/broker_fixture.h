@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -201,10 +202,13 @@ class BrokerTest : public ::testing::Test {
   }
 
   /// Starts a service with `cfg` on its own thread.
-  std::unique_ptr<Running> start_service(const config::Config& cfg) {
+  /// `crash_at`: ServiceOptions::crash_at (tests that simulate a crash).
+  std::unique_ptr<Running> start_service(const config::Config& cfg,
+                                         std::function<bool(std::string_view)> crash_at = {}) {
     auto running = std::make_unique<Running>();
     ServiceOptions options;
     options.config = cfg;
+    options.crash_at = std::move(crash_at);
     options.brokers = broker_.bootstrap();
     options.progress_interval = std::chrono::milliseconds(20);
     Running* r = running.get();

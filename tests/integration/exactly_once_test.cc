@@ -50,17 +50,8 @@ class ExactlyOnceTest : public BrokerTest {
   /// A service that crashes at `point` the first time it gets there after `armed` turned true.
   std::unique_ptr<Running> start_crashing(const config::Config& cfg, const std::string& point,
                                           const std::atomic<bool>& armed) {
-    auto running = std::make_unique<Running>();
-    ServiceOptions options;
-    options.config = cfg;
-    options.brokers = broker_.bootstrap();
-    options.progress_interval = std::chrono::milliseconds(20);
-    Running* r = running.get();
-    options.on_progress = [r](const ServiceSnapshot& s) { r->consumed.store(s.consumed); };
-    options.crash_at = [point, &armed](std::string_view at) { return at == point && armed.load(); };
-    running->service = std::make_unique<Service>(std::move(options));
-    running->thread = std::thread([r] { r->status.store(r->service->run()); });
-    return running;
+    return start_service(
+        cfg, [point, &armed](std::string_view at) { return at == point && armed.load(); });
   }
 };
 
