@@ -24,7 +24,8 @@ constexpr const char* kHelp =
     "                       clients; it starts empty (topics recreated, offsets from 0)\n"
     "  --partitions N       partitions per topic (default 8)\n"
     "  --topics a,b         topics to create (default input,output,duplicates,dead-letters,\n"
-    "                       neardup-window: the service's topics)\n"
+    "                       neardup-window: the service's topics; plus neardup-judge and\n"
+    "                       neardup-verdicts with one partition each)\n"
     "  --bootstrap-file F   also write the address to F (written atomically)\n"
     "\n"
     "example:\n"
@@ -51,6 +52,9 @@ int run_broker(std::span<const std::string> raw) {
   stream::install_stop_signal_handlers();
   stream::EmbeddedBroker broker(1, port);
   for (const auto& t : topics) broker.create_topic(t, partitions);
+  if (!args.get("topics")) {
+    for (const auto& t : stream::judge_topics(config::KafkaOptions{})) broker.create_topic(t, 1);
+  }
   const std::string address = broker.bootstrap();
   if (auto file = args.get("bootstrap-file")) stream::write_bootstrap_file(*file, address);
   std::cout << address << std::endl;

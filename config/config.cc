@@ -228,6 +228,8 @@ const std::vector<Key>& keys() {
     k.push_back(topic_key("kafka.duplicates_topic", false, &KafkaOptions::duplicates_topic));
     k.push_back(topic_key("kafka.dead_letter_topic", false, &KafkaOptions::dead_letter_topic));
     k.push_back(topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic));
+    k.push_back(topic_key("kafka.judge_topic", true, &KafkaOptions::judge_topic));
+    k.push_back(topic_key("kafka.verdict_topic", false, &KafkaOptions::verdict_topic));
     k.push_back(integer_key(
         "kafka.embedded_partitions", 1, 64,
         [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
@@ -521,7 +523,9 @@ void check_cross(const Config& config, const Locator& locator) {
       {"kafka.output_topic", &kafka.output_topic},
       {"kafka.duplicates_topic", &kafka.duplicates_topic},
       {"kafka.dead_letter_topic", &kafka.dead_letter_topic},
-      {"kafka.changelog_topic", &kafka.changelog_topic}};
+      {"kafka.changelog_topic", &kafka.changelog_topic},
+      {"kafka.judge_topic", &kafka.judge_topic},
+      {"kafka.verdict_topic", &kafka.verdict_topic}};
   for (const auto& [path, topic] : outputs) {
     if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) ==
         kafka.input_topics.end())
@@ -536,18 +540,22 @@ void check_cross(const Config& config, const Locator& locator) {
                   "input topics other than " + std::string(path) + " (it would loop)",
                   quoted(*topic));
   }
-  // The changelog is read back as window records: a topic that also carries
-  // messages would mix the two (and its readers would skip the messages as corrupt).
-  if (!kafka.changelog_topic.empty()) {
+  // The changelog, judge and verdict topics are read back as neardup's own
+  // records: a topic that also carries anything else would mix the two (and
+  // its readers would skip the other records as corrupt).
+  for (const char* own : {"kafka.changelog_topic", "kafka.judge_topic", "kafka.verdict_topic"}) {
+    const std::string* own_topic = nullptr;
+    for (const auto& [path, topic] : outputs)
+      if (std::string_view(path) == own) own_topic = topic;
+    if (own_topic->empty()) continue;
+    if (std::string_view(own) == "kafka.verdict_topic" && kafka.judge_topic.empty()) continue;
     for (const auto& [path, topic] : outputs) {
-      if (std::string_view(path) == "kafka.changelog_topic" || *topic != kafka.changelog_topic)
-        continue;
-      const std::string blamed = blame({"kafka.changelog_topic", path});
-      const std::string other = blamed == path ? "kafka.changelog_topic" : path;
-      fail_expected(
-          locator.where(blamed),
-          "a topic other than " + other + " (the window changelog has a topic of its own)",
-          quoted(*topic));
+      if (std::string_view(path) == own || *topic != *own_topic) continue;
+      const std::string blamed = blame({own, path});
+      const std::string other = blamed == path ? own : path;
+      fail_expected(locator.where(blamed),
+                    "a topic other than " + other + " (" + own + " needs a topic of its own)",
+                    quoted(*topic));
     }
   }
 }

@@ -29,6 +29,12 @@ struct KafkaOptions {
   std::string duplicates_topic = "duplicates";
   std::string dead_letter_topic = "dead-letters";
   std::string changelog_topic = "neardup-window";  ///< window changelog ("" = off)
+  /// Consistent scale-out (docs/KAFKA.md "Several instances"): every window
+  /// decision of the group is taken in the order of this one-partition topic by
+  /// one judge, whichever instance read the message. "" = each instance judges
+  /// its own messages (eventually consistent between instances).
+  std::string judge_topic = "neardup-judge";
+  std::string verdict_topic = "neardup-verdicts";  ///< the judge's answers (one partition)
   int embedded_partitions = 8;                     ///< topics the embedded broker creates
   std::map<std::string, std::string> consumer;     ///< librdkafka consumer properties, passed as is
   std::map<std::string, std::string> producer;     ///< librdkafka producer properties, passed as is

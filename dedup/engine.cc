@@ -63,6 +63,17 @@ void Engine::prefetch_cells(const Analysis& analysis) const {
     sketches_->prefetch_cells(summary.sketch, oldest_live());
 }
 
+std::string_view invalid_reason(const Analysis& analysis) {
+  const TextSummary& summary = analysis.summary;
+  // Replacement characters are tolerated in real text; a text that is mostly
+  // undecodable bytes is binary data, and comparing it would be noise (said
+  // first: such a text often has no features left either).
+  if (summary.invalid_bytes * 4 > analysis.text_bytes) return "not text: mostly invalid UTF-8";
+  if (summary.features > 0) return {};
+  if (analysis.text_bytes == 0) return "empty text";
+  return "no words or characters to compare (only punctuation or spaces)";
+}
+
 Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) {
   Verdict verdict;
   const TextSummary& summary = analysis.summary;
@@ -71,15 +82,9 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   // Replacement characters are tolerated in real text; a text that is mostly
   // undecodable bytes is binary data, and comparing it would be noise (said
   // first: such a text often has no features left either).
-  const bool binary = summary.invalid_bytes * 4 > analysis.text_bytes;
-  if (binary || summary.features == 0) {
+  if (const std::string_view reason = invalid_reason(analysis); !reason.empty()) {
     verdict.kind = VerdictKind::invalid;
-    if (binary)
-      verdict.error = "not text: mostly invalid UTF-8";
-    else if (analysis.text_bytes == 0)
-      verdict.error = "empty text";
-    else
-      verdict.error = "no words or characters to compare (only punctuation or spaces)";
+    verdict.error = reason;
     ++counts_.invalid;
     return verdict;
   }

@@ -54,6 +54,11 @@ struct Analysis {
 /// IDF depends on the history). O(bytes); never throws.
 Analysis analyze(Fingerprinter& fingerprinter, std::string_view text);
 
+/// Why Engine::decide would judge `analysis` invalid (a static string), or ""
+/// when it would not. Window-independent: callers that analyze elsewhere can
+/// tell invalid texts without a window. O(1).
+std::string_view invalid_reason(const Analysis& analysis);
+
 struct EngineStats {
   std::uint64_t unique = 0;
   std::uint64_t duplicate = 0;

@@ -11,8 +11,8 @@ namespace neardup::stream {
 
 using Clock = std::chrono::steady_clock;
 
-DedupWorker::DedupWorker(const config::Config& config)
-    : analyzer_(config), classifier_(config), thread_([this] { loop(); }) {}
+DedupWorker::DedupWorker(const config::Config& config, bool decides)
+    : decides_(decides), analyzer_(config), classifier_(config), thread_([this] { loop(); }) {}
 
 DedupWorker::~DedupWorker() {
   {
@@ -64,7 +64,43 @@ void DedupWorker::loop() {
   }
 }
 
+void DedupWorker::analyze_only(Slot& slot) {
+  const std::size_t n = slot.messages.size();
+  if (slot.prepared.size() < n) slot.prepared.resize(n);
+  if (slot.outcomes.size() < n) slot.outcomes.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!slot.jobs[i].judge) continue;
+    const auto started = Clock::now();
+    const rd_kafka_message_t& m = *slot.messages[i];
+    Prepared& prepared = slot.prepared[i];
+    analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
+                      prepared);
+    Outcome& out = slot.outcomes[i];
+    out.error = {};
+    out.kept_sketch.shingles = 0;
+    out.verdict = dedup::Verdict{};
+    out.to_judge = false;
+    if (!prepared.ok) {
+      out.verdict.kind = dedup::VerdictKind::invalid;
+      out.error = prepared.error;
+    } else if (const std::string_view reason = dedup::invalid_reason(prepared.analysis);
+               !reason.empty()) {
+      out.verdict.kind = dedup::VerdictKind::invalid;
+      out.verdict.fingerprint = prepared.analysis.summary.fingerprint;
+      out.verdict.features = prepared.analysis.summary.features;
+      out.error = reason;
+    } else {
+      out.to_judge = true;
+    }
+    out.spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
+  }
+}
+
 void DedupWorker::prepare(Slot& slot) {
+  if (!decides_) {
+    analyze_only(slot);
+    return;
+  }
   dedup::Engine& engine = classifier_.engine();
   for (const Remembered& r : slot.remember) engine.remember(r.fingerprint, r.time, r.ref, r.sketch);
   slot.remember.clear();

@@ -34,6 +34,9 @@ struct Outcome {
   dedup::SketchResult
       kept_sketch;  ///< a unique message's sketch (for the changelog); shingles 0 if none
   std::uint64_t spent_ns = 0;  ///< decoding, analysis and the window decision
+  /// Analysis only (the judge decides, stream/judge.h): the verdict waits for
+  /// the judge; false when the message is invalid already (verdict says why).
+  bool to_judge = false;
 };
 
 /// A changelog entry of another instance, for the worker's window.
@@ -65,7 +68,9 @@ struct Slot {
 /// slot and the window are handed over by it, which the analysis cannot see.
 class DedupWorker {
  public:
-  explicit DedupWorker(const config::Config& config);
+  /// `decides` false: the worker only decodes and analyzes (Outcome::to_judge),
+  /// the window decisions are the judge's (stream/judge.h).
+  explicit DedupWorker(const config::Config& config, bool decides = true);
   ~DedupWorker();
   DedupWorker(const DedupWorker&) = delete;
   DedupWorker& operator=(const DedupWorker&) = delete;
@@ -81,7 +86,9 @@ class DedupWorker {
  private:
   void loop() EXCLUDES(mutex_);
   void prepare(Slot& slot);
+  void analyze_only(Slot& slot);
 
+  const bool decides_;
   Analyzer analyzer_;      // worker thread only (and construction)
   Classifier classifier_;  // worker thread, or the pipeline thread while no slot is submitted
   metrics::Mutex mutex_;

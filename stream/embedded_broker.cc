@@ -414,6 +414,11 @@ std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {
   return topics;
 }
 
+std::vector<std::string> judge_topics(const config::KafkaOptions& kafka) {
+  if (kafka.judge_topic.empty()) return {};
+  return {kafka.judge_topic, kafka.verdict_topic};
+}
+
 void write_bootstrap_file(const std::string& path, const std::string& bootstrap) {
   const std::string temp = path + ".tmp";
   {

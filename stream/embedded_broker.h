@@ -71,6 +71,9 @@ class EmbeddedBroker {
 /// The topics `neardup run` uses: inputs, output, duplicates, dead letters and
 /// the window changelog (when kafka.changelog_topic is not "").
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka);
+/// The one-partition topics of the judge (kafka.judge_topic and
+/// kafka.verdict_topic; none when kafka.judge_topic is "").
+std::vector<std::string> judge_topics(const config::KafkaOptions& kafka);
 
 /// Writes "host:port[,...]\n" to `path` atomically (temp file + rename), so a
 /// reader polling for the file never sees half an address. Throws std::runtime_error.

@@ -19,6 +19,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
     broker = std::make_unique<EmbeddedBroker>();
     for (const auto& topic : service_topics(config.kafka))
       broker->create_topic(topic, config.kafka.embedded_partitions);
+    for (const auto& topic : judge_topics(config.kafka)) broker->create_topic(topic, 1);
     brokers = broker->bootstrap();
     log(config::LogLevel::info, "embedded broker at " + brokers);
     if (!host.bootstrap_file.empty()) write_bootstrap_file(host.bootstrap_file, brokers);

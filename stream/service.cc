@@ -46,13 +46,14 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   std::random_device entropy;
   instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
                 static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
-  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg);
+  judged_remotely = !cfg.kafka.judge_topic.empty() && !options.bypass_dedup;
+  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, !judged_remotely);
   producer = std::make_unique<kafka::Producer>(
       producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
       options.broker_health);
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                           config::producer_message_max_bytes(cfg.kafka));
-  if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup) {
+  if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup && !judged_remotely) {
     changelog_writer = std::make_unique<ChangelogWriter>(cfg, *producer, ledger, instance_id);
   }
   consumer = std::make_unique<kafka::Consumer>(
@@ -64,6 +65,18 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   if (exactly_once)
     txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
   router->set_exactly_once(exactly_once);
+  if (judged_remotely) {
+    JudgeOptions j;
+    j.config = cfg;
+    j.consumer_properties = consumer_props;
+    j.producer_properties = producer_props;
+    j.producer_properties.erase("transactional.id");
+    j.exactly_once = exactly_once;
+    j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
+    j.health = options.broker_health;
+    j.crash_at = options.crash_at;
+    judge = std::make_unique<Judge>(std::move(j));
+  }
 }
 
 void Service::Impl::crash_point(std::string_view point) {
@@ -102,6 +115,10 @@ void Service::Impl::submit(Slot& slot) {
 }
 
 void Service::Impl::handle_slot(Slot& slot) {
+  if (judged_remotely) {
+    send_for_judgement(slot);
+    return;
+  }
   for (std::size_t i = 0; i < slot.messages.size(); ++i) {
     const rd_kafka_message_t& m = *slot.messages[i];
     const Job& job = slot.jobs[i];
@@ -113,6 +130,18 @@ void Service::Impl::handle_slot(Slot& slot) {
 void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index,
                            const Prepared* prepared, const Outcome* outcome,
                            dedup::EventTime time) {
+  const std::optional<Ticket> ticket = arrive(in, index);
+  if (!ticket) return;
+  sources[index].position = in.offset + 1;
+  if (options.bypass_dedup) {
+    ++stats.passed;
+    router->forward(in, *ticket);
+    return;
+  }
+  route_verdict(in, index, *ticket, prepared, outcome, time);
+}
+
+std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, std::uint32_t index) {
   if (in.err) {
     const auto severity = kafka::classify(in.err);
     const std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
@@ -120,12 +149,11 @@ void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index,
       throw KafkaError(what + ": " + consumer->fatal_reason(), in.err, severity);
     log(config::LogLevel::warn,
         what);  // transient (broker down, topic not there yet): librdkafka retries
-    return;
+    return std::nullopt;
   }
   Source& src = sources[index];
-  if (!src.assigned) return;  // a message fetched before a revoke; it will be read again
+  if (!src.assigned) return std::nullopt;  // fetched before a revoke; it will be read again
   if (src.first_read < 0) src.first_read = in.offset;
-  src.position = in.offset + 1;
   ++stats.consumed;
   const OffsetLedger::Added added = ledger.add(index, in.offset, timestamp_of(in));
   if (added.jumped_back) {
@@ -136,13 +164,13 @@ void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index,
             " (topic recreated, log truncated or offsets reset); judging on and "
             "committing the new offsets");
   }
-  const Ticket ticket = added.ticket;
-  if (options.bypass_dedup) {
-    ++stats.passed;
-    router->forward(in, ticket);
-    return;
-  }
+  return added.ticket;
+}
 
+void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
+                                  const Prepared* prepared, const Outcome* outcome,
+                                  dedup::EventTime time) {
+  const Source& src = sources[index];
   const dedup::Verdict& verdict = outcome->verdict;
   stats.processing_ns += outcome->spent_ns;
   stats.processing_seconds.observe(static_cast<double>(outcome->spent_ns) * 1e-9);
@@ -176,7 +204,8 @@ void Service::Impl::flush_changelog() {
 }
 
 bool Service::Impl::rebuild_window() {
-  if (cfg.kafka.changelog_topic.empty() || options.bypass_dedup) {
+  // (judged remotely: the window is the judge's, rebuilt when it takes over)
+  if (cfg.kafka.changelog_topic.empty() || options.bypass_dedup || judged_remotely) {
     stats.window_ready = true;
     return true;
   }
@@ -220,6 +249,15 @@ void Service::Impl::fill_lag() {
 }
 
 void Service::Impl::publish() {
+  if (judge) {
+    const JudgeStats j = judge->stats();
+    stats.judge_decisions = j.decisions;
+    stats.judge_takeovers = j.takeovers;
+    stats.judge_active = j.active;
+    stats.changelog_written = j.written;  // (the judge writes this group's changelog)
+    stats.changelog_replayed = j.restored;
+    engine_stats = j.engine;  // the group's window, when this process judges (else empty)
+  }
   if (!options.on_progress) return;
   stats.engine = engine_stats;
   fill_lag();
@@ -256,7 +294,8 @@ void Service::Impl::poll_and_judge() {
   const int next = inflight == 0 ? 1 : 0;
   Slot& polled = slots[next];
   polled.messages.clear();
-  consumer->poll_batch(polled.messages, 2000, std::chrono::milliseconds(inflight >= 0 ? 0 : 50));
+  consumer->poll_batch(polled.messages, 2000,
+                       std::chrono::milliseconds(inflight >= 0 || !awaiting.empty() ? 0 : 50));
   // (a revoke inside the poll may have finished the in-flight batch already)
   const int previous = inflight;
   if (previous >= 0) wait_worker(slots[previous]);
@@ -281,10 +320,15 @@ int Service::Impl::run() {
       return 0;
     }
     if (txn) txn->start();
+    if (judged_remotely) start_verdicts();
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
     while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
       poll_and_judge();
+      if (judged_remotely) {
+        poll_verdicts(std::chrono::milliseconds(inflight >= 0 ? 0 : 5));
+        raise_if_judge_failed();
+      }
       flush_changelog();
       follow_changelog();
       serve_deliveries(std::chrono::milliseconds(0));
@@ -301,6 +345,15 @@ int Service::Impl::run() {
     }
     log(config::LogLevel::info, "stopping: flushing output and committing offsets");
     finish_inflight();  // every polled message of a still assigned partition is handled
+    if (judged_remotely) {
+      if (txn) commit_transaction();  // (the requests become visible to the judge)
+      if (!await_verdicts(options.shutdown_flush)) {
+        log(config::LogLevel::warn,
+            std::to_string(awaiting.size()) +
+                " request(s) unanswered by the judge at shutdown; their messages are not "
+                "committed and will be read again");
+      }
+    }
     if (txn) commit_transaction();
     const bool drained = drain(options.shutdown_flush);
     raise_if_fatal();
@@ -315,6 +368,7 @@ int Service::Impl::run() {
     // shutdown's time, so that revoke only commits what is acknowledged by now.
     revoke_drain = std::chrono::milliseconds(500);
     consumer->close();
+    if (judge) judge->stop();  // hands the judging over (what it judged is committed)
     publish();
     return 0;
   } catch (const KafkaError& e) {
@@ -332,6 +386,10 @@ int Service::Impl::crash() {
   } catch (...) {
   }
   inflight = -1;
+  if (judge) {
+    judge->simulate_crash();
+    judge.reset();
+  }
   rd_kafka_purge(producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   try {
     consumer->close();  // (a real crash would leave the group only at the session timeout)

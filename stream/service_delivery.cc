@@ -8,6 +8,13 @@ using kafka::KafkaError;
 void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
   const Ticket ticket =
       Ticket::unpack(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m._private)));
+  if (is_request_delivery(ticket)) {  // a judge request: its verdict acknowledges its messages
+    if (m.err) {
+      ++stats.produce_errors;
+      if (!exactly_once) note_delivery_fatal(m);  // (exactly-once: its transaction aborts)
+    }
+    return;
+  }
   if (ticket.source == ChangelogWriter::kBatchSource) {
     if (m.err) {
       ++stats.produce_errors;
@@ -94,6 +101,7 @@ void Service::Impl::rewind() {
     slots[std::exchange(inflight, -1)].messages.clear();  // judged, never sent: read again
   }
   router->forget_resends();
+  awaiting.clear();  // their requests were aborted: judged again when read again
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
   for (std::uint32_t i = 0; i < sources.size(); ++i) {
     Source& src = sources[i];

@@ -15,7 +15,9 @@
 #include <charconv>
 #include <chrono>
 #include <exception>
+#include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -25,6 +27,8 @@
 #include "stream/changelog_writer.h"
 #include "stream/client_properties.h"
 #include "stream/dedup_worker.h"
+#include "stream/judge.h"
+#include "stream/judge_record.h"
 #include "stream/kafka.h"
 #include "stream/offset_ledger.h"
 #include "stream/output_router.h"
@@ -53,6 +57,9 @@ inline std::int64_t timestamp_of(const rd_kafka_message_t& m) {
 
 }  // namespace service_detail
 
+/// Whether a delivery report is a judge request's (stream/service_judge.cc).
+bool is_request_delivery(Ticket ticket);
+
 struct Service::Impl {
   // ---- constant after construction
   ServiceOptions options;
@@ -60,6 +67,7 @@ struct Service::Impl {
   std::atomic<bool>& stop;
   std::uint64_t instance_id = 0;  // marks this process's changelog records
   bool exactly_once = false;      // kafka.delivery: exactly-once
+  bool judged_remotely = false;   // kafka.judge_topic set: the group's judge decides (judge.h)
   kafka::Properties consumer_properties;
 
   // ---- pipeline thread
@@ -82,6 +90,27 @@ struct Service::Impl {
   std::string rebalance_fatal;  // an error while finishing a batch inside a revoke
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
+  // ---- consistent scale-out (judged_remotely): stream/service_judge.cc
+  std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
+  std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
+  JudgeRequestWriter requests{0};
+  std::string verdict_key_of_mine;  // verdict_key(instance_id)
+  /// Messages sent for judgement, by request batch number, until their verdicts come.
+  struct Awaiting {
+    std::vector<kafka::MessagePtr> messages;
+    std::vector<Prepared> prepared;
+    std::vector<Outcome> outcomes;
+    std::vector<std::uint32_t> sources;
+    std::vector<Ticket> tickets;
+    std::vector<dedup::EventTime> times;
+    std::int64_t sent_ms = 0;  // when the request was produced (verdict latency)
+  };
+  std::map<std::uint64_t, Awaiting> awaiting;
+  std::uint64_t next_request = 0;
+  JudgeVerdicts verdicts_buffer;
+  std::vector<kafka::MessagePtr> verdicts_polled;
+  std::uint64_t verdicts_corrupt_logged = 0;
+
   // How long a revoke waits for the output of the partitions it takes away: a
   // rebalance can afford it; the shutdown's revoke comes after its own flush.
   std::chrono::milliseconds revoke_drain{60'000};
@@ -156,6 +185,12 @@ struct Service::Impl {
   /// bypass mode). `time`: its event time (bypass: unused).
   void handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared,
               const Outcome* outcome, dedup::EventTime time);
+  /// handle()'s first half: a consumer error is raised or logged; a message of
+  /// an assigned partition enters the ledger. nullopt: nothing more to do.
+  std::optional<Ticket> arrive(const rd_kafka_message_t& in, std::uint32_t index);
+  /// handle()'s second half: the verdict's outputs (and changelog entry).
+  void route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
+                     const Prepared* prepared, const Outcome* outcome, dedup::EventTime time);
 
   // ---------------------------------------------------------------- changelog
 
@@ -172,6 +207,22 @@ struct Service::Impl {
   /// changelog by now (their revoke waited for it); read it before judging
   /// any message of those partitions, so their near-copies are caught.
   void read_changelog_to_end();
+
+  // ---------------------------------------------------------------- the judge
+
+  /// Checks the judge and verdict topics and starts reading verdicts from
+  /// their current end (before the first request). Throws KafkaError.
+  void start_verdicts();
+  /// judged_remotely: the analyzed slot's messages enter the ledger and go to
+  /// the judge as one request record (invalid ones wait with them, in order).
+  void send_for_judgement(Slot& slot);
+  /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
+  void poll_verdicts(std::chrono::milliseconds timeout);
+  /// Waits until every message sent for judgement has its verdict (or `limit` passes).
+  bool await_verdicts(std::chrono::milliseconds limit);
+  /// Routes one answered batch (`answers` null: none needed, all invalid).
+  void conclude(Awaiting& batch, const JudgeVerdicts* answers);
+  void raise_if_judge_failed();
 
   // ---------------------------------------------------------------- progress
 

@@ -37,6 +37,15 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
   // raised on the pipeline thread after the poll.
   try {
     finish_inflight();
+    if (judged_remotely) {
+      if (txn) commit_transaction();  // (the requests become visible to the judge)
+      if (!await_verdicts(revoke_drain)) {
+        log(config::LogLevel::error, "revoke: " + std::to_string(awaiting.size()) +
+                                         " request(s) unanswered by the judge after " +
+                                         std::to_string(revoke_drain.count()) +
+                                         " ms; their offsets stay uncommitted");
+      }
+    }
     if (txn) commit_transaction();  // (an abort rewinds; the partitions go all the same)
   } catch (const KafkaError& e) {
     if (rebalance_fatal.empty()) rebalance_fatal = e.what();

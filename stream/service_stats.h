@@ -59,6 +59,14 @@ struct ServiceSnapshot {
   metrics::Histogram candidates_per_probe =
       metrics::ServiceStats::with_buckets(0).candidates_per_probe;
   dedup::EngineStats engine;
+  // Consistent scale-out (kafka.judge_topic; stream/judge.h):
+  std::uint64_t judge_requests = 0;         ///< request records sent to the judge
+  std::uint64_t judge_request_entries = 0;  ///< messages in them
+  std::uint64_t judge_request_bytes = 0;    ///< their values' bytes
+  LatencyHistogram judge_round_trip;        ///< a request produced -> its verdicts read
+  std::uint64_t judge_decisions = 0;        ///< decided by this process's judge
+  std::uint64_t judge_takeovers = 0;        ///< times this process became the judge
+  bool judge_active = false;                ///< this process's judge holds the judge topic
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;
 };
 

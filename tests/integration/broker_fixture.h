@@ -72,6 +72,9 @@ struct Running {
   std::atomic<std::uint64_t> consumed{0}, produced{0}, committed{0}, written{0}, replayed{0},
       followed{0}, corrupt{0};
   std::atomic<bool> ready{false}, assigned{false};
+  std::atomic<bool> judging{false};     // this process's judge is the group's active one
+  std::atomic<std::uint64_t> owned{0};  // bit p: input partition p is assigned (p < 64)
+  std::atomic<std::int64_t> round_trip_p50{0}, round_trip_p99{0};  // judge round trip, ms
   std::atomic<std::int64_t> lag{0};            // summed over the partitions in lag_partitions
   std::atomic<std::size_t> lag_partitions{0};  // partitions with a lag figure
   std::atomic<int> status{-1};
@@ -95,6 +98,7 @@ class BrokerTest : public ::testing::Test {
     // A stopped instance's group membership must not hold up the next one for long.
     cfg_.kafka.consumer["session.timeout.ms"] = "6000";
     for (const auto& t : service_topics(cfg_.kafka)) broker_.create_topic(t, kPartitions);
+    for (const auto& t : judge_topics(cfg_.kafka)) broker_.create_topic(t, 1);
   }
 
   void produce_to(const std::string& topic, const std::vector<std::string>& values,
@@ -222,6 +226,15 @@ class BrokerTest : public ::testing::Test {
       r->corrupt.store(s.changelog_corrupt);
       r->ready.store(s.window_ready);
       r->assigned.store(s.assigned);
+      r->judging.store(s.judge_active);
+      std::uint64_t owned = 0;
+      for (const auto& [partition, value] : s.consumer_lag)
+        if (partition.second < 64) owned |= std::uint64_t{1} << partition.second;
+      r->owned.store(owned);
+      if (s.judge_round_trip.total) {
+        r->round_trip_p50.store(s.judge_round_trip.quantile_ms(0.5));
+        r->round_trip_p99.store(s.judge_round_trip.quantile_ms(0.99));
+      }
       std::int64_t lag = 0;
       for (const auto& [partition, value] : s.consumer_lag) lag += value;
       r->lag.store(lag);

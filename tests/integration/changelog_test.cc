@@ -38,6 +38,9 @@ class ChangelogTest : public BrokerTest {
   void SetUp() override {
     cfg_.action = config::Action::tag;
     BrokerTest::SetUp();
+    // These tests are about the changelog as each instance writes and follows
+    // it; with a judge (the default) the judge writes it: ChangelogModesTest.
+    cfg_.kafka.judge_topic = "";
   }
 
   void produce(const std::string& topic, const std::vector<std::string>& values,
@@ -65,7 +68,21 @@ class ChangelogTest : public BrokerTest {
   }
 };
 
-TEST_F(ChangelogTest, AMessageKeptBeforeARestartMakesItsNearCopyADuplicateAfterIt) {
+/// The same behaviours whether each instance judges (judge_topic "") or the group's judge does.
+class ChangelogModesTest : public ChangelogTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    ChangelogTest::SetUp();
+    if (GetParam()) cfg_.kafka.judge_topic = config::KafkaOptions{}.judge_topic;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Judge, ChangelogModesTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "judge" : "local";
+                         });
+
+TEST_P(ChangelogModesTest, AMessageKeptBeforeARestartMakesItsNearCopyADuplicateAfterIt) {
   produce("input", {kOriginal}, 0, now_ms() - 60'000);
   ServiceSnapshot first = run_until_committed(cfg_, 1);
   EXPECT_EQ(first.unique, 1u);
@@ -90,7 +107,7 @@ TEST_F(ChangelogTest, AMessageKeptBeforeARestartMakesItsNearCopyADuplicateAfterI
   EXPECT_EQ(original->headers.count("neardup-verdict"), 0u);
 }
 
-TEST_F(ChangelogTest, ReplayingTheSameInputWithANewGroupJudgesNoMessageItsOwnDuplicate) {
+TEST_P(ChangelogModesTest, ReplayingTheSameInputWithANewGroupJudgesNoMessageItsOwnDuplicate) {
   auto texts = distinct_texts(30, 7);
   produce("input", {texts.begin(), texts.begin() + 15}, 0);
   produce("input", {texts.begin() + 15, texts.end()}, 1);

@@ -339,11 +339,25 @@ TEST(ConfigErrors, TheChangelogHasATopicOfItsOwn) {
   // carry window records.
   EXPECT_EQ(error_of("kafka:\n  changelog_topic: output\n"),
             "t.yaml:2:20: kafka.changelog_topic: expected a topic other than kafka.output_topic "
-            "(the window "
-            "changelog has a topic of its own), got 'output'");
+            "(kafka.changelog_topic needs a topic of its own), got 'output'");
   EXPECT_TRUE(starts_with(error_of("kafka: {dead_letter_topic: neardup-window}"),
                           "t.yaml:1:28: kafka.dead_letter_topic"));
   EXPECT_EQ(error_of("kafka: {changelog_topic: '', output_topic: out}"), "");
+}
+
+TEST(ConfigErrors, TheJudgeAndVerdictTopicsHaveTopicsOfTheirOwn) {
+  EXPECT_EQ(error_of("kafka:\n  judge_topic: neardup-window\n"),
+            "t.yaml:2:16: kafka.judge_topic: expected a topic other than kafka.changelog_topic "
+            "(kafka.changelog_topic needs a topic of its own), got 'neardup-window'");
+  EXPECT_EQ(error_of("kafka:\n  verdict_topic: neardup-judge\n"),
+            "t.yaml:2:18: kafka.verdict_topic: expected a topic other than kafka.judge_topic "
+            "(kafka.judge_topic needs a topic of its own), got 'neardup-judge'");
+  EXPECT_EQ(error_of("kafka:\n  input_topics: [neardup-verdicts]\n"),
+            "t.yaml:2:17: kafka.input_topics: expected input topics other than "
+            "kafka.verdict_topic (it would loop), got 'neardup-verdicts'");
+  // Without a judge, the verdict topic is unused: any name.
+  EXPECT_EQ(error_of("kafka: {judge_topic: '', verdict_topic: output}"), "");
+  EXPECT_EQ(error_of("kafka: {judge_topic: '', output_topic: out}"), "");
 }
 
 TEST(ConfigErrors, InputMaxBytesMustFitUnderTheProducersRecordLimit) {

@@ -1,0 +1,407 @@
+#include "stream/judge.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "dedup/engine.h"
+#include "stream/changelog.h"
+#include "stream/changelog_writer.h"
+#include "stream/judge_record.h"
+#include "stream/process.h"
+#include "stream/service_stats.h"
+#include "stream/sources.h"
+#include "stream/transaction.h"
+#include "stream/window_restore.h"
+
+namespace neardup::stream {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kafka::KafkaError;
+
+struct SimulatedJudgeCrash {};
+
+std::uint64_t random_id() {
+  std::random_device entropy;
+  return (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
+         static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+}  // namespace
+
+/// The judge thread's state (nothing here is touched by another thread).
+struct Judge::State {
+  Judge& judge;
+  const config::Config& cfg;
+  std::unique_ptr<kafka::Consumer> consumer;
+  std::unique_ptr<kafka::Producer> producer;  // while active
+  std::unique_ptr<TransactionCycle> txn;      // exactly-once, while active
+  std::unique_ptr<dedup::Engine> engine;      // while active
+  Sources sources;                            // the window's refs: every source ever judged
+  SketchCompatibility sketches;
+  ChangelogBatch changelog;
+  JudgeVerdictWriter verdicts;
+  JudgeRequest request;
+  std::vector<kafka::MessagePtr> polled;
+  std::string verdict_key_buffer;
+  bool active = false;
+  std::int64_t next_offset = -1;  // one past the last request record decided, -1 none yet
+  std::int64_t committed = -1;    // what the last commit sent, -1 none
+  std::string delivery_error;
+  std::uint64_t corrupt_logged = 0;
+  std::exception_ptr pending_exception;   // thrown inside a rebalance, raised after the poll
+  std::uint64_t unconfirmed_entries = 0;  // changelog entries since the last commit
+
+  State(Judge& j, const config::Config& config)
+      : judge(j), cfg(config), sketches(config.dedup.sketch), changelog(random_id()) {}
+
+  void add_stats(const std::function<void(JudgeStats&)>& change) {
+    metrics::MutexLock lock(judge.mutex_);
+    change(judge.stats_);
+  }
+
+  void crash_point(std::string_view point) {
+    if (judge.options_.crash_at && judge.options_.crash_at(point)) throw SimulatedJudgeCrash{};
+  }
+
+  // ------------------------------------------------------------ roles
+
+  void on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+    bool ours = false;
+    for (int i = 0; i < parts.cnt; ++i)
+      if (cfg.kafka.judge_topic == parts.elems[i].topic) ours = true;
+    if (!ours || pending_exception) return;
+    try {  // nothing may unwind through librdkafka's frames: raised after the poll
+      if (assigned) {
+        take_over();
+      } else {
+        hand_over();
+      }
+    } catch (...) {
+      pending_exception = std::current_exception();
+    }
+  }
+
+  void take_over() {
+    const auto started = Clock::now();
+    kafka::Properties props = judge.options_.producer_properties;
+    props["linger.ms"] = "1";  // a verdict is waited for: do not hold it back
+    if (judge.options_.exactly_once) props["transactional.id"] = judge.options_.transactional_id;
+    producer = std::make_unique<kafka::Producer>(
+        props, [this](const rd_kafka_message_t& m) { on_delivery(m); }, judge.options_.health);
+    engine = std::make_unique<dedup::Engine>(cfg.dedup);
+    std::size_t restored = 0;
+    if (!cfg.kafka.changelog_topic.empty()) {
+      ChangelogReader reader(judge.options_.consumer_properties, cfg.kafka.changelog_topic,
+                             std::chrono::seconds(10));
+      RestoreHooks hooks;
+      hooks.stopped = [this] {
+        return judge.stop_.load(std::memory_order_relaxed) || stop_signalled();
+      };
+      hooks.corrupt = [](std::int32_t, std::int64_t, const std::string&) {};
+      const auto n = restore_window(reader, *engine, cfg, sources, sketches, hooks);
+      if (!n) return;  // stopping
+      restored = *n;
+    }
+    if (judge.options_.exactly_once) {
+      txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
+      txn->start();  // fences any earlier judge of this group
+    }
+    active = true;
+    next_offset = committed = -1;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f",
+                  std::chrono::duration<double>(Clock::now() - started).count());
+    log(config::LogLevel::info, "judge: this instance now judges for group '" + cfg.kafka.group_id +
+                                    "' (window rebuilt: " + std::to_string(restored) +
+                                    " entries in " + seconds + " s)");
+    add_stats([&](JudgeStats& s) {
+      ++s.takeovers;
+      s.restored = restored;
+      s.active = true;
+    });
+  }
+
+  void hand_over() {
+    if (!active) return;
+    finish_cycle();
+    active = false;
+    txn.reset();
+    if (producer) producer->flush(std::chrono::seconds(5));
+    producer.reset();
+    engine.reset();
+    log(config::LogLevel::info, "judge: handed over (another instance judges now)");
+    add_stats([](JudgeStats& s) {
+      s.active = false;
+      s.engine = {};
+    });
+  }
+
+  // ------------------------------------------------------------ deciding
+
+  void on_delivery(const rd_kafka_message_t& m) {
+    if (m.err && delivery_error.empty()) {
+      delivery_error = std::string("judge: cannot deliver to '") + rd_kafka_topic_name(m.rkt) +
+                       "': " + rd_kafka_err2str(m.err);
+    }
+  }
+
+  void decide(const rd_kafka_message_t& m) {
+    next_offset = m.offset + 1;
+    std::string error;
+    const std::string_view value(static_cast<const char*>(m.payload), m.payload ? m.len : 0);
+    if (!decode_judge_request(value, request, &error)) {
+      if (corrupt_logged++ < 10) {
+        log(config::LogLevel::warn,
+            "judge: request at offset " + std::to_string(m.offset) + " skipped: " + error);
+      }
+      add_stats([](JudgeStats& s) { ++s.corrupt; });
+      return;
+    }
+    verdicts.start(request.instance, request.batch);
+    const auto started = Clock::now();
+    for (const JudgeRequestEntry& e : request.entries) {
+      const std::uint32_t index = sources.intern(e.source.topic, e.source.partition);
+      const dedup::Verdict v = engine->decide(e.analysis, e.time, pack_ref(index, e.source.offset));
+      JudgeVerdictEntry out;
+      out.kind = v.kind;
+      out.fingerprint = v.fingerprint;
+      out.features = v.features;
+      out.candidates = static_cast<std::uint32_t>(v.candidates);
+      if (v.kind == dedup::VerdictKind::duplicate && v.match) {
+        const Source& of = sources[ref_source(v.match->of)];
+        out.of = SourceName{of.topic, of.partition, ref_offset(v.match->of)};
+        out.of_time = v.match->time;
+        out.of_fingerprint = v.match->fingerprint;
+        out.distance = v.match->distance;
+        out.similarity = v.similarity;
+      }
+      verdicts.add(out);
+      if (v.kind == dedup::VerdictKind::unique && !cfg.kafka.changelog_topic.empty())
+        remember(e, v.fingerprint);
+    }
+    const auto spent = static_cast<std::uint64_t>((Clock::now() - started).count());
+    kafka::Producer::Record rec;
+    rec.topic = cfg.kafka.verdict_topic;
+    rec.partition = 0;
+    verdict_key_buffer = verdict_key(request.instance);
+    rec.key = verdict_key_buffer;
+    rec.has_key = true;
+    rec.value = verdicts.finish();
+    if (rd_kafka_resp_err_t err = producer->produce(rec)) {
+      throw KafkaError("judge: cannot send verdicts to '" + cfg.kafka.verdict_topic +
+                           "': " + rd_kafka_err2str(err),
+                       err, kafka::Severity::fatal);
+    }
+    const std::size_t n = request.entries.size();
+    add_stats([&](JudgeStats& s) {
+      s.decisions += n;
+      ++s.requests;
+      s.decide_ns += spent;
+    });
+  }
+
+  void remember(const JudgeRequestEntry& e, dedup::Fingerprint fingerprint) {
+    ChangelogRecord r;
+    r.fingerprint = fingerprint;
+    r.time = e.time;
+    r.topic = e.source.topic;
+    r.partition = e.source.partition;
+    r.offset = e.source.offset;
+    const dedup::SketchResult& sketch = engine->last_kept_sketch();
+    if (cfg.dedup.sketch.enabled && sketch.shingles != 0) {
+      r.has_sketch = true;
+      r.bits = cfg.dedup.sketch.bits;
+      r.band_bins = cfg.dedup.sketch.band_bins;
+      r.bands = cfg.dedup.sketch.bands;
+      r.sketch = sketch;
+    }
+    changelog.add(r);
+    ++unconfirmed_entries;
+    if (changelog.entries() >= ChangelogWriter::kBatchMaxEntries ||
+        changelog.bytes() >= ChangelogWriter::kBatchMaxBytes)
+      flush_changelog();
+  }
+
+  void flush_changelog() {
+    if (changelog.empty()) return;
+    const ChangelogBatch::Encoded encoded = changelog.take();
+    kafka::Producer::Record rec;
+    rec.topic = cfg.kafka.changelog_topic;
+    rec.key = encoded.key;
+    rec.has_key = true;
+    rec.value = encoded.value;
+    rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
+    if (rd_kafka_resp_err_t err = producer->produce(rec)) {
+      throw KafkaError("judge: cannot append to the window changelog '" +
+                           cfg.kafka.changelog_topic + "': " + rd_kafka_err2str(err),
+                       err, kafka::Severity::fatal);
+    }
+  }
+
+  /// Makes what was decided since the last call durable, with the judge
+  /// topic's offset: a transaction (exactly-once), or the records
+  /// acknowledged and then the offset committed (at-least-once).
+  void finish_cycle() {
+    if (!active || next_offset < 0 || next_offset == committed) return;
+    flush_changelog();
+    crash_point("judge-decided");
+    kafka::PartitionListPtr offsets(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(offsets.get(), cfg.kafka.judge_topic.c_str(), 0)->offset =
+        next_offset;
+    if (txn) {
+      if (txn->commit(*offsets) == TransactionCycle::Outcome::aborted) {
+        rewind();
+        return;
+      }
+    } else {
+      // Every verdict and changelog entry acknowledged before the offset moves.
+      while (!producer->flush(std::chrono::milliseconds(500))) {
+        if (!delivery_error.empty()) break;
+        if (judge.stop_.load(std::memory_order_relaxed)) return;  // re-judged by the next judge
+      }
+      if (!delivery_error.empty())
+        throw KafkaError(delivery_error, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+      if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, true);
+          err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        log(config::LogLevel::warn,
+            std::string("judge: offset commit failed (a later one carries it): ") +
+                rd_kafka_err2str(err));
+      }
+    }
+    committed = next_offset;
+    add_stats([&](JudgeStats& s) { s.written += unconfirmed_entries; });
+    unconfirmed_entries = 0;
+  }
+
+  /// exactly-once, after an abort: the requests since the last commit are read
+  /// and decided again (the window keeps its entries; a message is never its
+  /// own duplicate, so the verdicts repeat).
+  void rewind() {
+    if (committed < 0) {
+      // Nothing committed in this term: the group's committed offset is where it began.
+      kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
+      rd_kafka_topic_partition_list_add(list.get(), cfg.kafka.judge_topic.c_str(), 0);
+      rd_kafka_committed(consumer->handle(), list.get(), 10000);
+      committed = list->elems[0].offset >= 0 ? list->elems[0].offset : 0;
+    }
+    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), cfg.kafka.judge_topic.c_str(), 0)->offset =
+        committed;
+    if (rd_kafka_error_t* error = rd_kafka_seek_partitions(consumer->handle(), list.get(), 10000)) {
+      const std::string what = rd_kafka_error_string(error);
+      rd_kafka_error_destroy(error);
+      throw KafkaError("judge: cannot rewind after an aborted transaction: " + what,
+                       RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    }
+    next_offset = committed;
+    unconfirmed_entries = 0;
+  }
+
+  void loop() {
+    while (!judge.stop_.load(std::memory_order_relaxed) && !stop_signalled()) {
+      if (judge.crash_requested_.load()) throw SimulatedJudgeCrash{};
+      polled.clear();
+      // Short waits: a verdict is waited for (a request never waits for the batch to fill).
+      consumer->poll_batch(polled, 500, std::chrono::milliseconds(active ? 2 : 50));
+      if (consumer->fatal())
+        throw KafkaError("judge consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+                         kafka::Severity::fatal);
+      for (const kafka::MessagePtr& m : polled) {
+        if (m->err) {
+          if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            throw KafkaError("judge consumer: " + consumer->fatal_reason(), m->err,
+                             kafka::Severity::fatal);
+          continue;  // transient; librdkafka retries (and logs it through neardup's logger)
+        }
+        if (!active) continue;  // fetched before a revoke
+        decide(*m);
+      }
+      if (pending_exception) std::rethrow_exception(std::exchange(pending_exception, nullptr));
+      if (producer) producer->poll(std::chrono::milliseconds(0));
+      finish_cycle();
+      if (engine) {
+        const dedup::EngineStats now = engine->stats();
+        add_stats([&](JudgeStats& s) { s.engine = now; });
+      }
+    }
+  }
+};
+
+Judge::Judge(JudgeOptions options) : options_(std::move(options)), thread_([this] { run(); }) {}
+
+Judge::~Judge() { stop(); }
+
+void Judge::stop() {
+  request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+JudgeStats Judge::stats() const {
+  metrics::MutexLock lock(mutex_);
+  return stats_;
+}
+
+std::string Judge::fatal_error() const {
+  metrics::MutexLock lock(mutex_);
+  return fatal_;
+}
+
+void Judge::run() {
+  pthread_setname_np(pthread_self(), "neardup-judge");
+  State state(*this, options_.config);
+  auto fail = [&](const std::string& what) {
+    log(config::LogLevel::error, what);
+    metrics::MutexLock lock(mutex_);
+    fatal_ = what;
+    stats_.active = false;
+  };
+  try {
+    kafka::Properties props = options_.consumer_properties;
+    props["group.id"] = options_.config.kafka.group_id + ".judge";
+    props["fetch.wait.max.ms"] = "5";
+    state.consumer = std::make_unique<kafka::Consumer>(
+        props,
+        [&state](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+          state.on_rebalance(assigned, parts);
+        },
+        options_.health);
+    state.consumer->subscribe({options_.config.kafka.judge_topic});
+    state.loop();
+    state.consumer->close();  // the revoke commits what was judged
+  } catch (const SimulatedJudgeCrash&) {
+    log(config::LogLevel::warn, "judge: simulated crash (nothing flushed or committed)");
+    crashed_.store(true);
+    if (state.producer)
+      rd_kafka_purge(state.producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    state.active = false;  // the revoke inside close() does nothing
+    try {
+      if (state.consumer) state.consumer->close();
+    } catch (...) {
+    }
+    metrics::MutexLock lock(mutex_);
+    stats_.active = false;
+  } catch (const KafkaError& e) {
+    fail(e.what());
+    state.active = false;
+    try {
+      if (state.txn) state.txn->abort(false);
+      if (state.consumer) state.consumer->close();
+    } catch (...) {
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("judge: ") + e.what());
+    state.active = false;
+    try {
+      if (state.consumer) state.consumer->close();
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace neardup::stream

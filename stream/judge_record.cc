@@ -1,0 +1,281 @@
+#include "stream/judge_record.h"
+
+#include <bit>
+#include <cstring>
+
+namespace neardup::stream {
+namespace {
+
+constexpr std::string_view kRequestMagic = "NDQ1";
+constexpr std::string_view kVerdictMagic = "NDV1";
+
+template <typename T>
+void put(std::string& out, T value) {
+  static_assert(std::endian::native == std::endian::little, "the record format is little-endian");
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+/// Bounds-checked reading; `ok` turns false at the first read past the end.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  template <typename T>
+  T get() {
+    T value{};
+    if (data_.size() - pos_ < sizeof(T)) {
+      ok = false;
+      pos_ = data_.size();
+      return value;
+    }
+    std::memcpy(&value, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return value;
+  }
+  std::string_view bytes(std::size_t n) {
+    if (data_.size() - pos_ < n) {
+      ok = false;
+      pos_ = data_.size();
+      return {};
+    }
+    std::string_view out = data_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  bool at_end() const { return pos_ == data_.size(); }
+  bool ok = true;
+
+ private:
+  std::string_view data_;
+  std::size_t pos_ = 0;
+};
+
+void put_topics(std::string& out, const std::vector<std::string>& topics) {
+  put<std::uint16_t>(out, static_cast<std::uint16_t>(topics.size()));
+  for (const std::string& t : topics) {
+    put<std::uint16_t>(out, static_cast<std::uint16_t>(t.size()));
+    out += t;
+  }
+}
+
+std::uint16_t intern(std::vector<std::string>& topics, std::string_view topic) {
+  for (std::size_t i = 0; i < topics.size(); ++i)
+    if (topics[i] == topic) return static_cast<std::uint16_t>(i);
+  topics.emplace_back(topic);
+  return static_cast<std::uint16_t>(topics.size() - 1);
+}
+
+std::string_view assemble(std::string& value, std::string_view magic, std::uint64_t instance,
+                          std::uint64_t batch, const std::vector<std::string>& topics,
+                          std::uint32_t entries, const std::string& body) {
+  value.clear();
+  value.append(magic);
+  put(value, instance);
+  put(value, batch);
+  put_topics(value, topics);
+  put(value, entries);
+  value += body;
+  return value;
+}
+
+/// The header shared by both records; false (with `*error`) when malformed.
+bool read_header(Reader& r, std::string_view magic, std::uint64_t& instance, std::uint64_t& batch,
+                 std::vector<std::string>& topics, std::uint32_t& entries, std::string* error) {
+  if (r.bytes(magic.size()) != magic) {
+    *error = "not a neardup judge record of this version";
+    return false;
+  }
+  instance = r.get<std::uint64_t>();
+  batch = r.get<std::uint64_t>();
+  const auto n = r.get<std::uint16_t>();
+  topics.clear();
+  for (std::uint16_t i = 0; i < n && r.ok; ++i) {
+    const auto len = r.get<std::uint16_t>();
+    topics.emplace_back(r.bytes(len));
+  }
+  entries = r.get<std::uint32_t>();
+  if (!r.ok) *error = "truncated header";
+  return r.ok;
+}
+
+}  // namespace
+
+std::string verdict_key(std::uint64_t instance) {
+  std::string key(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    key[static_cast<std::size_t>(i)] = static_cast<char>(instance >> (56 - 8 * i));
+  return key;
+}
+
+// ------------------------------------------------------------------ requests
+
+void JudgeRequestWriter::start(std::uint64_t instance, std::uint64_t batch) {
+  instance_ = instance;
+  batch_ = batch;
+  entries_ = 0;
+  topics_.clear();
+  body_.clear();
+}
+
+std::uint16_t JudgeRequestWriter::topic_index(std::string_view topic) {
+  return intern(topics_, topic);
+}
+
+void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std::int64_t offset,
+                             dedup::EventTime time, const dedup::Analysis& analysis) {
+  put(body_, topic_index(topic));
+  put(body_, partition);
+  put(body_, offset);
+  put(body_, time.ms);
+  const dedup::TextSummary& s = analysis.summary;
+  put(body_, s.fingerprint.bits);
+  put(body_, s.features);
+  put(body_, s.chars);
+  put(body_, s.invalid_bytes);
+  put(body_, static_cast<std::uint32_t>(analysis.text_bytes));
+  put(body_, s.sketch.shingles);
+  if (s.sketch.shingles > 0) {
+    put(body_, s.sketch.sketch.words[0]);
+    put(body_, s.sketch.sketch.words[1]);
+    put(body_, static_cast<std::uint8_t>(bands_));
+    for (int b = 0; b < bands_; ++b) put(body_, s.sketch.band_keys[static_cast<std::size_t>(b)]);
+  }
+  ++entries_;
+}
+
+std::string_view JudgeRequestWriter::finish() {
+  return assemble(value_, kRequestMagic, instance_, batch_, topics_, entries_, body_);
+}
+
+bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error) {
+  Reader r(value);
+  std::vector<std::string> topics;
+  std::uint32_t n = 0;
+  if (!read_header(r, kRequestMagic, out.instance, out.batch, topics, n, error)) return false;
+  out.entries.clear();
+  // (every entry takes at least 48 bytes: a count beyond that is malformed, not a huge allocation)
+  if (n > value.size() / 48 + 1) {
+    *error = "entry count larger than the record";
+    return false;
+  }
+  out.entries.resize(n);
+  for (JudgeRequestEntry& e : out.entries) {
+    const auto topic = r.get<std::uint16_t>();
+    if (topic >= topics.size()) r.ok = false;
+    if (!r.ok) break;
+    e.source.topic = topics[topic];
+    e.source.partition = r.get<std::int32_t>();
+    e.source.offset = r.get<std::int64_t>();
+    e.time.ms = r.get<std::int64_t>();
+    dedup::TextSummary& s = e.analysis.summary;
+    s.fingerprint.bits = r.get<std::uint64_t>();
+    s.features = r.get<std::uint32_t>();
+    s.chars = r.get<std::uint32_t>();
+    s.invalid_bytes = r.get<std::uint32_t>();
+    e.analysis.text_bytes = r.get<std::uint32_t>();
+    s.sketch = {};
+    s.sketch.shingles = r.get<std::uint32_t>();
+    if (s.sketch.shingles > 0) {
+      s.sketch.sketch.words[0] = r.get<std::uint64_t>();
+      s.sketch.sketch.words[1] = r.get<std::uint64_t>();
+      const auto bands = r.get<std::uint8_t>();
+      if (bands > dedup::kMaxSketchBands) r.ok = false;
+      for (std::uint8_t b = 0; b < bands && r.ok; ++b)
+        s.sketch.band_keys[b] = r.get<std::uint64_t>();
+    }
+  }
+  if (!r.ok || !r.at_end()) {
+    *error = r.ok ? "bytes after the last entry" : "truncated entry";
+    out.entries.clear();
+    return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ verdicts
+
+void JudgeVerdictWriter::start(std::uint64_t instance, std::uint64_t batch) {
+  instance_ = instance;
+  batch_ = batch;
+  entries_ = 0;
+  topics_.clear();
+  body_.clear();
+}
+
+std::uint16_t JudgeVerdictWriter::topic_index(std::string_view topic) {
+  return intern(topics_, topic);
+}
+
+void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) {
+  put(body_, static_cast<std::uint8_t>(e.kind));
+  put(body_, e.fingerprint.bits);
+  put(body_, e.features);
+  put(body_, e.candidates);
+  const std::uint8_t flags = static_cast<std::uint8_t>((e.of ? 1 : 0) | (e.similarity ? 2 : 0));
+  put(body_, flags);
+  if (e.of) {
+    put(body_, topic_index(e.of->topic));
+    put(body_, e.of->partition);
+    put(body_, e.of->offset);
+    put(body_, e.of_time.ms);
+    put(body_, e.of_fingerprint.bits);
+    put(body_, static_cast<std::uint8_t>(e.distance));
+  }
+  if (e.similarity) put(body_, *e.similarity);
+  ++entries_;
+}
+
+std::string_view JudgeVerdictWriter::finish() {
+  return assemble(value_, kVerdictMagic, instance_, batch_, topics_, entries_, body_);
+}
+
+bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::string* error) {
+  Reader r(value);
+  std::vector<std::string> topics;
+  std::uint32_t n = 0;
+  if (!read_header(r, kVerdictMagic, out.instance, out.batch, topics, n, error)) return false;
+  out.entries.clear();
+  if (n > value.size() / 18 + 1) {
+    *error = "entry count larger than the record";
+    return false;
+  }
+  out.entries.resize(n);
+  for (JudgeVerdictEntry& e : out.entries) {
+    const auto kind = r.get<std::uint8_t>();
+    if (kind > static_cast<std::uint8_t>(dedup::VerdictKind::invalid)) r.ok = false;
+    e.kind = static_cast<dedup::VerdictKind>(kind);
+    e.fingerprint.bits = r.get<std::uint64_t>();
+    e.features = r.get<std::uint32_t>();
+    e.candidates = r.get<std::uint32_t>();
+    const auto flags = r.get<std::uint8_t>();
+    if (flags > 3) r.ok = false;
+    e.of.reset();
+    e.similarity.reset();
+    if (!r.ok) break;
+    if (flags & 1) {
+      const auto topic = r.get<std::uint16_t>();
+      if (topic >= topics.size()) {
+        r.ok = false;
+        break;
+      }
+      SourceName of;
+      of.topic = topics[topic];
+      of.partition = r.get<std::int32_t>();
+      of.offset = r.get<std::int64_t>();
+      e.of = std::move(of);
+      e.of_time.ms = r.get<std::int64_t>();
+      e.of_fingerprint.bits = r.get<std::uint64_t>();
+      e.distance = r.get<std::uint8_t>();
+    }
+    if (flags & 2) e.similarity = r.get<double>();
+  }
+  if (!r.ok || !r.at_end()) {
+    *error = r.ok ? "bytes after the last entry" : "truncated entry";
+    out.entries.clear();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace neardup::stream

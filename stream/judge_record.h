@@ -1,0 +1,123 @@
+#pragma once
+// The records of the judge topic and the verdict topic (consistent scale-out,
+// docs/KAFKA.md "Several instances"): what an instance sends the judge about
+// the messages it analyzed, and what the judge answers.
+//
+// Every instance analyzes its own input partitions (decode, SimHash, sketch)
+// and sends the analyses of one polled batch as one request record to the
+// single-partition judge topic; that partition's order is the one order in
+// which every window decision is taken. The judge answers each request record
+// with one verdict record (same batch number, entries in the same order) on
+// the verdict topic, keyed by the requesting instance's id.
+//
+// Binary, little-endian, versioned by a 4-byte magic; a reader refuses
+// anything that is not exactly this shape (never throws on any bytes).
+//   request  "NDQ1" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
+//            entries:u32 {entry}*
+//     entry  topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64
+//            features:u32 chars:u32 invalid_bytes:u32 text_bytes:u32
+//            shingles:u32 [minhash:2*u64 bands:u8 {band key:u64}*]  (when shingles > 0)
+//   verdict  "NDV1" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
+//            entries:u32 {entry}*
+//     entry  kind:u8 fingerprint:u64 features:u32 candidates:u32 flags:u8
+//            [topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64 distance:u8] (flags&1)
+//            [similarity:f64]                                                      (flags&2)
+// The verdict record's key is the instance id as 8 bytes (big-endian), so an
+// instance skips other instances' verdicts without decoding them.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dedup/engine.h"
+
+namespace neardup::stream {
+
+/// Where a message was read (the judge's and the instances' common name for it).
+struct SourceName {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+/// One analyzed message, as the judge needs it.
+struct JudgeRequestEntry {
+  SourceName source;
+  dedup::EventTime time;
+  dedup::Analysis analysis;
+};
+
+/// One judged message, as its instance needs it.
+struct JudgeVerdictEntry {
+  dedup::VerdictKind kind = dedup::VerdictKind::unique;
+  dedup::Fingerprint fingerprint;
+  std::uint32_t features = 0;
+  std::uint32_t candidates = 0;
+  /// duplicates: the kept original
+  std::optional<SourceName> of;
+  dedup::EventTime of_time;
+  dedup::Fingerprint of_fingerprint;
+  int distance = 0;
+  std::optional<double> similarity;
+};
+
+/// The 8-byte key of `instance`'s verdict records.
+std::string verdict_key(std::uint64_t instance);
+
+/// Builds one request record. Not thread-safe. O(entry size) per add().
+class JudgeRequestWriter {
+ public:
+  /// `bands`: the band keys each entry carries (the sketch options' bands; 0 with the sketch off).
+  explicit JudgeRequestWriter(int bands) : bands_(bands) {}
+  void start(std::uint64_t instance, std::uint64_t batch);
+  void add(std::string_view topic, std::int32_t partition, std::int64_t offset,
+           dedup::EventTime time, const dedup::Analysis& analysis);
+  std::size_t entries() const { return entries_; }
+  /// The record value; valid until the next start().
+  std::string_view finish();
+
+ private:
+  std::uint16_t topic_index(std::string_view topic);
+  std::vector<std::string> topics_;
+  std::string body_, value_;
+  int bands_;
+  std::uint64_t instance_ = 0, batch_ = 0;
+  std::uint32_t entries_ = 0;
+};
+
+/// Builds one verdict record. Not thread-safe.
+class JudgeVerdictWriter {
+ public:
+  void start(std::uint64_t instance, std::uint64_t batch);
+  void add(const JudgeVerdictEntry& entry);
+  std::size_t entries() const { return entries_; }
+  std::string_view finish();
+
+ private:
+  std::uint16_t topic_index(std::string_view topic);
+  std::vector<std::string> topics_;
+  std::string body_, value_;
+  std::uint64_t instance_ = 0, batch_ = 0;
+  std::uint32_t entries_ = 0;
+};
+
+struct JudgeRequest {
+  std::uint64_t instance = 0;
+  std::uint64_t batch = 0;
+  std::vector<JudgeRequestEntry> entries;
+};
+
+struct JudgeVerdicts {
+  std::uint64_t instance = 0;
+  std::uint64_t batch = 0;
+  std::vector<JudgeVerdictEntry> entries;
+};
+
+/// Parse a record value; on anything malformed return false and set `*error`.
+/// Never throws except std::bad_alloc. O(size).
+bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error);
+bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::string* error);
+
+}  // namespace neardup::stream
