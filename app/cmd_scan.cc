@@ -1,4 +1,5 @@
 // `neardup scan`: the pipeline over a file or stdin, JSON Lines verdicts out.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +19,7 @@ namespace {
 
 constexpr const char* kHelp =
     R"(usage: neardup scan [--config FILE] [--format jsonl|lines] [--text-field F]...
-                    [--id-field F] [FILE|-]
+                    [--id-field F] [--threads N] [FILE|-]
 
 Finds near-duplicates in a file (or stdin, '-' or no FILE), in order: each
 record is compared with the earlier records still in the window.
@@ -33,6 +34,14 @@ record is compared with the earlier records still in the window.
                      (default: input.text_fields, /text)
   --id-field F       field holding the id (default: input.id_field, /id;
                      absent in a record -> its line number)
+  --threads N        threads that read, decode and analyze the records
+                     (normalize, fingerprint, sketch) and write the verdicts,
+                     1..256; default: the cores this process may use. One of
+                     them takes the window decisions, in input order: the
+                     output is the same, byte for byte, for every N.
+                     A learned IDF (dedup.weighting tf_idf with
+                     dedup.idf_source stream) makes each analysis depend on
+                     the records before it: then one thread does all, whatever N
 
 Output: one JSON object per input line, in input order:
   {"id":1,"verdict":"unique","fingerprint":"3f2a..."}
@@ -48,6 +57,8 @@ example:
   neardup scan --text-field /title --text-field /body news.jsonl
   printf 'The cat sat.\nthe cat sat!\n' | neardup scan --format lines
 )";
+
+constexpr long long kMaxThreads = 256;
 
 // A JSON pointer as given, or a top-level field name made into one (its '~'
 // and '/' escaped as ~0 and ~1). Throws a usage error for anything else.
@@ -78,8 +89,9 @@ std::string as_pointer(const std::string& option, const std::string& field) {
 }
 
 int run_scan(std::span<const std::string> raw_args) {
-  cli::Args args(raw_args, {"config", "format", "text-field", "id-field"});
+  cli::Args args(raw_args, {"config", "format", "text-field", "id-field", "threads"});
   if (args.positionals().size() > 1) throw cli::UsageError("expected at most one FILE");
+  const auto threads_flag = args.get_int("threads", 1, kMaxThreads);
 
   config::Config config =
       args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
@@ -98,6 +110,15 @@ int run_scan(std::span<const std::string> raw_args) {
       config.input.text_fields.push_back(as_pointer("text-field", field));
   }
   if (auto id = args.get("id-field")) config.input.id_field = as_pointer("id-field", *id);
+  const unsigned threads =
+      threads_flag ? static_cast<unsigned>(*threads_flag)
+                   : std::min(stream::available_cores(), static_cast<unsigned>(kMaxThreads));
+  if (threads_flag && threads > 1 && stream::analysis_depends_on_history(config))
+    std::fprintf(stderr,
+                 "neardup scan: a learned IDF (dedup.weighting tf_idf, dedup.idf_source stream) "
+                 "makes each analysis depend on the records before it: analyzing on one thread "
+                 "(--threads %u ignored)\n",
+                 threads);
 
   const std::string path = args.positionals().empty() ? "-" : args.positionals()[0];
   FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
@@ -105,7 +126,7 @@ int run_scan(std::span<const std::string> raw_args) {
     std::fprintf(stderr, "neardup scan: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
     return 1;
   }
-  stream::ScanStats stats = stream::scan_stream(config, in, stdout);
+  stream::ScanStats stats = stream::scan_stream(config, in, stdout, threads);
   if (in != stdin) std::fclose(in);
   if (stats.write_error) {
     std::fprintf(stderr,

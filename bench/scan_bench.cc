@@ -47,4 +47,31 @@ void BM_ScanJsonl200Bytes(benchmark::State& state) {
 }
 BENCHMARK(BM_ScanJsonl200Bytes)->Arg(200000)->Unit(benchmark::kMillisecond);
 
+// The same scan with its analysis on `threads` threads (scan_stream's threads;
+// `neardup scan --threads`): wall-clock time, since the point is the cores.
+// bench/scan_threads.sh measures the binary the same way and prints the ratio.
+void BM_ScanJsonl200BytesThreads(benchmark::State& state) {
+  const std::size_t records = static_cast<std::size_t>(state.range(0));
+  const auto threads = static_cast<unsigned>(state.range(1));
+  std::string feed = make_feed(records);
+  neardup::config::Config config;
+  config.input.format = neardup::config::InputFormat::json;
+  std::FILE* sink = std::fopen("/dev/null", "w");
+  for (auto _ : state) {
+    std::FILE* in = fmemopen(feed.data(), feed.size(), "r");
+    const auto stats = neardup::stream::scan_stream(config, in, sink, threads);
+    std::fclose(in);
+    benchmark::DoNotOptimize(stats.duplicate);
+  }
+  std::fclose(sink);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * records));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * feed.size()));
+}
+BENCHMARK(BM_ScanJsonl200BytesThreads)
+    ->ArgNames({"records", "threads"})
+    ->Args({200000, 1})
+    ->Args({200000, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace

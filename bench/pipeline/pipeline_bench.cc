@@ -20,21 +20,35 @@
 // and prints metrics_on/metrics_off (issue: counting must not slow the hot path).
 // (drop, the default action, republishes ~20% fewer records than the
 // passthrough; tag republishes every record, the like-for-like comparison)
-// Last line: passthrough=<msg/s> neardup=<msg/s> ratio=<neardup/passthrough>
+// Last line: passthrough=<msg/s> neardup=<msg/s> ratio=<neardup/passthrough>, then the CPU
+// microseconds per message beside it (they hold on any machine, where msg/s depend on its cores):
+//   cpu_us_per_msg passthrough=<process> neardup=<process> worker=<neardup-* threads>
+//   isolated=<the same analysis + decisions on one thread> worker/isolated=<ratio>
+// process: this whole process (service, mock broker, feeder) from the feeder's start to the
+// last commit (CLOCK_PROCESS_CPUTIME_ID); worker: the service's own threads named neardup-*
+// (the dedup worker), from /proc/self/task; isolated: Analyzer + Classifier over the same
+// feed and configuration on the bench's main thread, prepared two ahead as the worker does
+// (CLOCK_THREAD_CPUTIME_ID), run right after each neardup run.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,6 +56,7 @@
 #include "metrics/metrics.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
+#include "stream/pipeline.h"
 #include "stream/service.h"
 
 namespace {
@@ -52,12 +67,113 @@ using Clock = std::chrono::steady_clock;
 /// ~200-byte news-like messages, ~20% edited reposts (bench/feed.h).
 std::vector<std::string> make_feed(std::size_t n) { return bench::FeedGenerator().feed(n, 190); }
 
+double cpu_seconds(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+/// CPU seconds of each thread of this process, by thread id, with its name:
+/// /proc/self/task/<tid>/schedstat (nanoseconds on a CPU), or where the kernel
+/// has no schedstat, utime + stime of .../stat (clock ticks).
+struct ThreadCpu {
+  std::string name;
+  double seconds = 0;
+};
+std::map<long, ThreadCpu> sample_threads() {
+  std::map<long, ThreadCpu> threads;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const std::string dir = entry.path().string();
+    ThreadCpu thread;
+    std::ifstream comm(dir + "/comm");
+    if (!std::getline(comm, thread.name)) continue;  // ended meanwhile
+    std::ifstream schedstat(dir + "/schedstat");
+    double nanoseconds = 0;
+    if (schedstat >> nanoseconds) {
+      thread.seconds = nanoseconds * 1e-9;
+    } else {
+      std::ifstream stat_file(dir + "/stat");
+      std::string stat;
+      std::getline(stat_file, stat);
+      const auto close = stat.rfind(')');  // the name may hold spaces; fields follow it
+      if (close == std::string::npos) continue;
+      std::istringstream fields(stat.substr(close + 2));
+      std::string field;
+      double utime = 0, stime = 0;
+      for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::atof(field.c_str());
+        if (i == 15) stime = std::atof(field.c_str());
+      }
+      thread.seconds = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    threads[std::atol(entry.path().filename().c_str())] = thread;
+  }
+  return threads;
+}
+
+/// CPU seconds per thread name between two samples (a thread absent from
+/// `before` started after it and counts from zero).
+std::map<std::string, double> cpu_by_name(const std::map<long, ThreadCpu>& before,
+                                          const std::map<long, ThreadCpu>& after) {
+  std::map<std::string, double> by_name;
+  for (const auto& [tid, thread] : after) {
+    const auto earlier = before.find(tid);
+    by_name[thread.name] +=
+        thread.seconds - (earlier == before.end() ? 0 : earlier->second.seconds);
+  }
+  return by_name;
+}
+
+/// The service's own worker threads: the dedup worker (stream/dedup_worker.cc)
+/// names its thread "neardup-analyze"; the bench names its threads pipeline
+/// (Service::run) and bench-*, librdkafka names its rdk:*.
+bool is_dedup_worker(const std::string& name) { return name.rfind("neardup-", 0) == 0; }
+
 struct Result {
   double rate = 0;
   std::int64_t p50_ms = 0, p99_ms = 0;
   double processing_p99_us = 0;
   stream::ServiceSnapshot snapshot;
+  double process_cpu_us = 0;  ///< CPU of the whole process per message, from start to finish
+  double worker_cpu_us = 0;   ///< CPU of the neardup-* threads per message
+  std::map<std::string, double> thread_cpu_us;  ///< per message, by thread name
 };
+
+/// The dedup worker's work without the service around it: decode, analysis and
+/// the window decision of every message of `feed`, in order, on this thread,
+/// two messages ahead as stream/dedup_worker.cc does. CPU microseconds per message.
+double isolated_cpu_us(const std::vector<std::string>& feed, const config::Config& config) {
+  stream::Analyzer analyzer(config);
+  stream::Classifier classifier(config);
+  stream::Prepared prepared[3];  // record i in slot i % 3
+  const double start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+  std::size_t ahead = 0;
+  for (; ahead < 2 && ahead < feed.size(); ++ahead) {
+    analyzer.prepare(feed[ahead], prepared[ahead % 3]);
+    classifier.prefetch(prepared[ahead % 3]);
+  }
+  for (std::size_t i = 0; i < feed.size(); ++i) {
+    if (ahead < feed.size()) {
+      analyzer.prepare(feed[ahead], prepared[ahead % 3]);
+      classifier.prefetch(prepared[ahead % 3]);
+      ++ahead;
+    }
+    if (i + 1 < feed.size()) classifier.prefetch_cells(prepared[(i + 1) % 3]);
+    std::string_view error;
+    classifier.judge(prepared[i % 3], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
+  }
+  const double seconds = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start;
+  return seconds * 1e6 / static_cast<double>(feed.size());
+}
+
+/// The configuration every run uses (a variant through NEARDUP_* variables,
+/// e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false).
+config::Config base_config() {
+  config::Config cfg;
+  config::apply_env_overrides(cfg);
+  return cfg;
+}
 
 double histogram_quantile(const metrics::Histogram& h, double q) {
   if (h.count == 0) return 0;
@@ -98,7 +214,8 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
                const std::string& name, bool bypass, std::size_t ahead, config::Action action,
                bool with_metrics = false) {
   const std::string in = name + "-in", out = name + "-out";
-  config::Config cfg;
+  config::Config cfg =
+      base_config();  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
   cfg.kafka.group_id = name;
   cfg.kafka.input_topics = {in};
   cfg.kafka.output_topic = out;
@@ -107,12 +224,14 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   cfg.kafka.changelog_topic =
       name + "-window";  // one per run: a shared one would replay the other run's window
   cfg.action = action;
-  config::apply_env_overrides(cfg);  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
 
   std::atomic<std::uint64_t> consumed{0};
   std::atomic<bool> assigned{false};
   stream::Service* self = nullptr;
   Clock::time_point finished;
+  bool done = false;  // finished and after_threads are taken once, at the last commit
+  double process_cpu_start = 0, process_cpu_end = 0;
+  std::map<long, ThreadCpu> before_threads, after_threads;
   stream::ServiceOptions options;
   options.config = cfg;
   options.brokers = brokers;
@@ -126,8 +245,11 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
     if (exporter) exporter->publish(stream::to_metrics(s, cfg.dedup.index.max_distance));
     consumed.store(s.consumed);
     if (s.assigned) assigned.store(true);
-    if (s.committed >= feed.size() && self) {
+    if (s.committed >= feed.size() && self && !done) {
       finished = Clock::now();
+      process_cpu_end = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+      after_threads = sample_threads();
+      done = true;
       self->request_stop();
     }
   };
@@ -137,11 +259,14 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   Clock::time_point started;
   std::atomic<bool> abort_feed{false};
   std::thread feeder([&] {
+    pthread_setname_np(pthread_self(), "bench-feeder");
     stream::kafka::Producer producer(stream::default_producer_properties(brokers),
                                      [](const rd_kafka_message_t&) {});
     auto deadline = Clock::now() + std::chrono::seconds(60);
     while (!assigned.load() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    before_threads = sample_threads();
+    process_cpu_start = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     started = Clock::now();
     std::uint64_t sent = 0;
     for (const auto& text : feed) {
@@ -163,6 +288,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
 
   // A bounded run: stop after 10 minutes whatever happens.
   std::thread watchdog([&] {
+    pthread_setname_np(pthread_self(), "bench-watchdog");
     auto deadline = Clock::now() + std::chrono::minutes(10);
     while (Clock::now() < deadline && !abort_feed.load())
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -170,6 +296,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   });
   std::atomic<std::size_t> scraped{0};
   std::thread scraper([&] {
+    pthread_setname_np(pthread_self(), "bench-scraper");
     while (exporter && !abort_feed.load()) {
       scraped += scrape(exporter->address()) > 0 ? 1 : 0;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -200,6 +327,12 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   r.p50_ms = r.snapshot.end_to_end.quantile_ms(0.5);
   r.p99_ms = r.snapshot.end_to_end.quantile_ms(0.99);
   r.processing_p99_us = histogram_quantile(r.snapshot.processing_seconds, 0.99) * 1e6;
+  const double per_message = 1e6 / static_cast<double>(feed.size());
+  r.process_cpu_us = (process_cpu_end - process_cpu_start) * per_message;
+  for (const auto& [thread, cpu] : cpu_by_name(before_threads, after_threads)) {
+    r.thread_cpu_us[thread] = cpu * per_message;
+    if (is_dedup_worker(thread)) r.worker_cpu_us += cpu * per_message;
+  }
   return r;
 }
 
@@ -255,6 +388,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  pthread_setname_np(pthread_self(), "pipeline");  // Service::run's thread, in the CPU view
   neardup::stream::EmbeddedBroker broker;
   // Run r of a side uses its own topics and group: "<side>" for the first, "<side>-<r>" after.
   auto run_name = [](const char* side, int r) {
@@ -272,40 +406,58 @@ int main(int argc, char** argv) {
               feed.size(), static_cast<double>(bytes) / static_cast<double>(feed.size()),
               partitions, broker.bootstrap().c_str());
 
+  auto print_passthrough = [&](const Result& pass) {
+    std::printf(
+        "passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms, CPU %.2fus/msg "
+        "(process)\n",
+        pass.rate, static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms),
+        pass.process_cpu_us);
+  };
   if (only == "passthrough") {
-    Result pass = run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action);
-    std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n", pass.rate,
-                static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms));
+    print_passthrough(run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action));
     return 0;
   }
-  auto print_neardup = [&](const Result& dedup) {
+  auto print_neardup = [&](const Result& dedup, double isolated_us) {
     std::printf(
         "neardup (action %s): %.0f msg/s, unique=%llu duplicate=%llu invalid=%llu, end-to-end "
         "latency p50=%lldms p99=%lldms, "
-        "processing p99<=%.1fus\n",
+        "processing p99<=%.1fus, CPU %.2fus/msg (process), dedup worker %.2fus/msg, isolated "
+        "%.2fus/msg\n",
         action_name.c_str(), dedup.rate, static_cast<unsigned long long>(dedup.snapshot.unique),
         static_cast<unsigned long long>(dedup.snapshot.duplicate),
         static_cast<unsigned long long>(dedup.snapshot.invalid),
         static_cast<long long>(dedup.p50_ms), static_cast<long long>(dedup.p99_ms),
-        dedup.processing_p99_us);
+        dedup.processing_p99_us, dedup.process_cpu_us, dedup.worker_cpu_us, isolated_us);
+  };
+  // The threads that used at least 0.05us of CPU per message, the busiest first.
+  auto print_threads = [](const char* side, const Result& result) {
+    std::vector<std::pair<double, std::string>> busiest;
+    for (const auto& [name, us] : result.thread_cpu_us)
+      if (us >= 0.05) busiest.emplace_back(us, name);
+    std::sort(busiest.rbegin(), busiest.rend());
+    std::printf("%s threads, CPU us/msg:", side);
+    for (const auto& [us, name] : busiest) std::printf(" %s=%.2f", name.c_str(), us);
+    std::printf("\n");
   };
   if (!only.empty()) {
-    print_neardup(run_one(broker.bootstrap(), feed, "neardup", false, ahead, action));
+    Result dedup = run_one(broker.bootstrap(), feed, "neardup", false, ahead, action);
+    print_neardup(dedup, isolated_cpu_us(feed, base_config()));
+    print_threads("neardup", dedup);
     return 0;
   }
   struct Pair {
     Result pass, dedup;
+    double isolated_us = 0;
     double ratio() const { return dedup.rate / pass.rate; }
   };
   std::vector<Pair> pairs;
   for (int r = 0; r < repeat; ++r) {
     Pair pair;
     pair.pass = run_one(broker.bootstrap(), feed, run_name("passthrough", r), true, ahead, action);
-    std::printf("passthrough: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms\n",
-                pair.pass.rate, static_cast<long long>(pair.pass.p50_ms),
-                static_cast<long long>(pair.pass.p99_ms));
+    print_passthrough(pair.pass);
     pair.dedup = run_one(broker.bootstrap(), feed, run_name("neardup", r), false, ahead, action);
-    print_neardup(pair.dedup);
+    pair.isolated_us = isolated_cpu_us(feed, base_config());
+    print_neardup(pair.dedup, pair.isolated_us);
     if (repeat > 1) std::printf("pair %d of %d: ratio=%.3f\n", r + 1, repeat, pair.ratio());
     pairs.push_back(std::move(pair));
   }
@@ -332,7 +484,12 @@ int main(int argc, char** argv) {
         "scraped every 100ms)\n",
         dedup.rate, on.rate, on.rate / dedup.rate);
   }
-  std::printf("passthrough=%.0f neardup=%.0f ratio=%.3f\n", pass.rate, dedup.rate,
-              dedup.rate / pass.rate);
+  print_threads("passthrough", pass);
+  print_threads("neardup", dedup);
+  std::printf(
+      "passthrough=%.0f neardup=%.0f ratio=%.3f cpu_us_per_msg passthrough=%.2f neardup=%.2f "
+      "worker=%.2f isolated=%.2f worker/isolated=%.2f\n",
+      pass.rate, dedup.rate, dedup.rate / pass.rate, pass.process_cpu_us, dedup.process_cpu_us,
+      dedup.worker_cpu_us, median.isolated_us, dedup.worker_cpu_us / median.isolated_us);
   return 0;
 }
