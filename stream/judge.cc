@@ -54,6 +54,7 @@ struct Judge::State {
   std::int64_t committed = -1;    // what the last commit sent, -1 none
   std::string delivery_error;
   std::uint64_t corrupt_logged = 0;
+  bool sketch_mismatch_logged = false;
   std::exception_ptr pending_exception;   // thrown inside a rebalance, raised after the poll
   std::uint64_t unconfirmed_entries = 0;  // changelog entries since the last commit
 
@@ -162,6 +163,22 @@ struct Judge::State {
       }
       add_stats([](JudgeStats& s) { ++s.corrupt; });
       return;
+    }
+    const dedup::SketchOptions& mine = cfg.dedup.sketch;
+    if (mine.enabled && (request.bits != mine.bits || request.band_bins != mine.band_bins ||
+                         request.bands != mine.bands)) {
+      // Sketches of other options cannot be compared with the window's: the
+      // SimHash decides these alone (as for such changelog records).
+      if (!sketch_mismatch_logged) {
+        sketch_mismatch_logged = true;
+        log(config::LogLevel::warn,
+            "judge: an instance sends sketches made with other dedup.sketch options (bits " +
+                std::to_string(request.bits) + ", band_bins " + std::to_string(request.band_bins) +
+                ", bands " + std::to_string(request.bands) +
+                "); its messages are judged by SimHash alone until every instance runs the "
+                "same configuration");
+      }
+      for (JudgeRequestEntry& e : request.entries) e.analysis.summary.sketch.shingles = 0;
     }
     verdicts.start(request.instance, request.batch);
     const auto started = Clock::now();

@@ -138,14 +138,19 @@ void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std
   if (s.sketch.shingles > 0) {
     put(body_, s.sketch.sketch.words[0]);
     put(body_, s.sketch.sketch.words[1]);
-    put(body_, static_cast<std::uint8_t>(bands_));
     for (int b = 0; b < bands_; ++b) put(body_, s.sketch.band_keys[static_cast<std::size_t>(b)]);
   }
   ++entries_;
 }
 
 std::string_view JudgeRequestWriter::finish() {
-  return assemble(value_, kRequestMagic, instance_, batch_, topics_, entries_, body_);
+  std::string options;
+  put(options, static_cast<std::uint8_t>(bits_));
+  put(options, static_cast<std::uint8_t>(band_bins_));
+  put(options, static_cast<std::uint8_t>(bands_));
+  assemble(value_, kRequestMagic, instance_, batch_, topics_, entries_, options);
+  value_ += body_;
+  return value_;
 }
 
 bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error) {
@@ -153,7 +158,14 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
   std::vector<std::string> topics;
   std::uint32_t n = 0;
   if (!read_header(r, kRequestMagic, out.instance, out.batch, topics, n, error)) return false;
+  out.bits = r.get<std::uint8_t>();
+  out.band_bins = r.get<std::uint8_t>();
+  out.bands = r.get<std::uint8_t>();
   out.entries.clear();
+  if (!r.ok || out.bands > dedup::kMaxSketchBands) {
+    *error = "truncated header or more bands than a sketch has";
+    return false;
+  }
   // (every entry takes at least 48 bytes: a count beyond that is malformed, not a huge allocation)
   if (n > value.size() / 48 + 1) {
     *error = "entry count larger than the record";
@@ -179,10 +191,8 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
     if (s.sketch.shingles > 0) {
       s.sketch.sketch.words[0] = r.get<std::uint64_t>();
       s.sketch.sketch.words[1] = r.get<std::uint64_t>();
-      const auto bands = r.get<std::uint8_t>();
-      if (bands > dedup::kMaxSketchBands) r.ok = false;
-      for (std::uint8_t b = 0; b < bands && r.ok; ++b)
-        s.sketch.band_keys[b] = r.get<std::uint64_t>();
+      for (int b = 0; b < out.bands && r.ok; ++b)
+        s.sketch.band_keys[static_cast<std::size_t>(b)] = r.get<std::uint64_t>();
     }
   }
   if (!r.ok || !r.at_end()) {

@@ -13,10 +13,11 @@
 // Binary, little-endian, versioned by a 4-byte magic; a reader refuses
 // anything that is not exactly this shape (never throws on any bytes).
 //   request  "NDQ1" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
-//            entries:u32 {entry}*
+//            entries:u32 bits:u8 band_bins:u8 bands:u8 {entry}*
+//            (bits, band_bins, bands: the sender's sketch options; bands 0 = sketch off)
 //     entry  topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64
 //            features:u32 chars:u32 invalid_bytes:u32 text_bytes:u32
-//            shingles:u32 [minhash:2*u64 bands:u8 {band key:u64}*]  (when shingles > 0)
+//            shingles:u32 [minhash:2*u64 {band key:u64}*bands]  (when shingles > 0)
 //   verdict  "NDV1" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
 //            entries:u32 {entry}*
 //     entry  kind:u8 fingerprint:u64 features:u32 candidates:u32 flags:u8
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "dedup/engine.h"
+#include "dedup/options.h"
 
 namespace neardup::stream {
 
@@ -69,8 +71,11 @@ std::string verdict_key(std::uint64_t instance);
 /// Builds one request record. Not thread-safe. O(entry size) per add().
 class JudgeRequestWriter {
  public:
-  /// `bands`: the band keys each entry carries (the sketch options' bands; 0 with the sketch off).
-  explicit JudgeRequestWriter(int bands) : bands_(bands) {}
+  /// The sketch options of the analyses (the judge checks them against its own).
+  explicit JudgeRequestWriter(const dedup::SketchOptions& sketch)
+      : bits_(sketch.enabled ? sketch.bits : 0),
+        band_bins_(sketch.enabled ? sketch.band_bins : 0),
+        bands_(sketch.enabled ? sketch.bands : 0) {}
   void start(std::uint64_t instance, std::uint64_t batch);
   void add(std::string_view topic, std::int32_t partition, std::int64_t offset,
            dedup::EventTime time, const dedup::Analysis& analysis);
@@ -82,7 +87,7 @@ class JudgeRequestWriter {
   std::uint16_t topic_index(std::string_view topic);
   std::vector<std::string> topics_;
   std::string body_, value_;
-  int bands_;
+  int bits_, band_bins_, bands_;
   std::uint64_t instance_ = 0, batch_ = 0;
   std::uint32_t entries_ = 0;
 };
@@ -106,6 +111,7 @@ class JudgeVerdictWriter {
 struct JudgeRequest {
   std::uint64_t instance = 0;
   std::uint64_t batch = 0;
+  int bits = 0, band_bins = 0, bands = 0;  ///< the sender's sketch options (bands 0: off)
   std::vector<JudgeRequestEntry> entries;
 };
 

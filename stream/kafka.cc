@@ -263,9 +263,17 @@ void Consumer::subscribe(const std::vector<std::string>& topics) {
 
 void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
                           std::chrono::milliseconds timeout) {
+  if (max == 0) return;
+  if (timeout.count() > 0) {
+    // rd_kafka_consume_batch_queue waits until it has `max` messages or the
+    // timeout passed: a lone message would wait the whole timeout.
+    rd_kafka_message_t* first = rd_kafka_consume_queue(queue_, static_cast<int>(timeout.count()));
+    if (first == nullptr) return;
+    out.emplace_back(first);
+    if (--max == 0) return;
+  }
   std::vector<rd_kafka_message_t*> raw(max);
-  ssize_t n =
-      rd_kafka_consume_batch_queue(queue_, static_cast<int>(timeout.count()), raw.data(), max);
+  const ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, raw.data(), max);
   for (ssize_t i = 0; i < n; ++i) out.emplace_back(raw[static_cast<std::size_t>(i)]);
 }
 

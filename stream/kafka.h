@@ -170,7 +170,9 @@ class Consumer {
   Consumer& operator=(const Consumer&) = delete;
 
   void subscribe(const std::vector<std::string>& topics);
-  /// Up to `max` messages (or error events) within `timeout`, appended to `out`.
+  /// Up to `max` messages (or error events), appended to `out`: waits up to
+  /// `timeout` for the first, then takes what is already fetched without
+  /// waiting (librdkafka's batch call alone would wait for all `max`).
   void poll_batch(std::vector<MessagePtr>& out, std::size_t max, std::chrono::milliseconds timeout);
   /// Commits the given offsets (the next offset to read). Synchronous unless
   /// `async`. Throws KafkaError for fatal errors; returns the error otherwise.

@@ -93,7 +93,7 @@ struct Service::Impl {
   // ---- consistent scale-out (judged_remotely): stream/service_judge.cc
   std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
   std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
-  JudgeRequestWriter requests{0};
+  JudgeRequestWriter requests{cfg.dedup.sketch};
   std::string verdict_key_of_mine;  // verdict_key(instance_id)
   /// Messages sent for judgement, by request batch number, until their verdicts come.
   struct Awaiting {

@@ -223,6 +223,10 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   cfg.kafka.dead_letter_topic = name + "-dead";
   cfg.kafka.changelog_topic =
       name + "-window";  // one per run: a shared one would replay the other run's window
+  if (!cfg.kafka.judge_topic.empty()) {  // (NEARDUP_KAFKA_JUDGE_TOPIC= : each instance judges)
+    cfg.kafka.judge_topic = name + "-judge";
+    cfg.kafka.verdict_topic = name + "-verdicts";
+  }
   cfg.action = action;
 
   std::atomic<std::uint64_t> consumed{0};
@@ -398,6 +402,9 @@ int main(int argc, char** argv) {
     for (int r = 0; r < (std::string(side) == "metrics" ? 1 : repeat); ++r)
       for (const char* suffix : {"-in", "-out", "-dup", "-dead", "-window"})
         broker.create_topic(run_name(side, r) + suffix, partitions);
+    for (int r = 0; r < (std::string(side) == "metrics" ? 1 : repeat); ++r)
+      for (const char* suffix : {"-judge", "-verdicts"})
+        broker.create_topic(run_name(side, r) + suffix, 1);  // the group judge's (stream/judge.h)
   }
   auto feed = make_feed(messages);
   std::size_t bytes = 0;

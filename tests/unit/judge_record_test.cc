@@ -1,0 +1,168 @@
+// The judge topic's and the verdict topic's records (stream/judge_record.h):
+// what goes in comes out, and anything malformed is refused without throwing.
+#include "stream/judge_record.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+namespace neardup::stream {
+namespace {
+
+dedup::Analysis analysis_of(std::uint64_t seed, bool with_sketch) {
+  std::mt19937_64 rng(seed);
+  dedup::Analysis a;
+  a.summary.fingerprint.bits = rng();
+  a.summary.features = static_cast<std::uint32_t>(rng() % 1000) + 1;
+  a.summary.chars = static_cast<std::uint32_t>(rng() % 5000);
+  a.summary.invalid_bytes = static_cast<std::uint32_t>(rng() % 3);
+  a.text_bytes = rng() % 100000;
+  if (with_sketch) {
+    a.summary.sketch.shingles = static_cast<std::uint32_t>(rng() % 300) + 1;
+    a.summary.sketch.sketch.words = {rng(), rng()};
+    for (int b = 0; b < 3; ++b) a.summary.sketch.band_keys[static_cast<std::size_t>(b)] = rng();
+  }
+  return a;
+}
+
+TEST(JudgeRecord, ARequestComesBackEntryByEntryWithItsSketchOptions) {
+  dedup::SketchOptions sketch;  // bits 2, band_bins 4, bands 3
+  JudgeRequestWriter writer(sketch);
+  writer.start(0xfeedULL, 41);
+  const std::string topics[] = {"news", "posts", "news"};
+  for (int i = 0; i < 3; ++i) {
+    writer.add(topics[i], i * 7, 1000 + i, dedup::EventTime{1'700'000'000'000 + i},
+               analysis_of(static_cast<std::uint64_t>(i), i != 1));
+  }
+  const std::string value(writer.finish());
+  JudgeRequest back;
+  std::string error;
+  ASSERT_TRUE(decode_judge_request(value, back, &error)) << error;
+  EXPECT_EQ(back.instance, 0xfeedULL);
+  EXPECT_EQ(back.batch, 41u);
+  EXPECT_EQ(back.bits, 2);
+  EXPECT_EQ(back.band_bins, 4);
+  EXPECT_EQ(back.bands, 3);
+  ASSERT_EQ(back.entries.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const JudgeRequestEntry& e = back.entries[static_cast<std::size_t>(i)];
+    const dedup::Analysis want = analysis_of(static_cast<std::uint64_t>(i), i != 1);
+    EXPECT_EQ(e.source.topic, topics[i]);
+    EXPECT_EQ(e.source.partition, i * 7);
+    EXPECT_EQ(e.source.offset, 1000 + i);
+    EXPECT_EQ(e.time.ms, 1'700'000'000'000 + i);
+    EXPECT_EQ(e.analysis.summary.fingerprint, want.summary.fingerprint);
+    EXPECT_EQ(e.analysis.summary.features, want.summary.features);
+    EXPECT_EQ(e.analysis.summary.chars, want.summary.chars);
+    EXPECT_EQ(e.analysis.summary.invalid_bytes, want.summary.invalid_bytes);
+    EXPECT_EQ(e.analysis.text_bytes, want.text_bytes);
+    EXPECT_EQ(e.analysis.summary.sketch.shingles, want.summary.sketch.shingles);
+    EXPECT_EQ(e.analysis.summary.sketch.sketch, want.summary.sketch.sketch);
+    EXPECT_EQ(e.analysis.summary.sketch.band_keys, want.summary.sketch.band_keys);
+  }
+  // Two topics in the table, each entry 50 + (sketch: 16 + 3 * 8) bytes.
+  EXPECT_EQ(value.size(), 4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + 3 * 50 + 2 * 40);
+}
+
+TEST(JudgeRecord, AVerdictComesBackWithItsOriginalAndSimilarity) {
+  JudgeVerdictWriter writer;
+  writer.start(7, 9);
+  JudgeVerdictEntry unique;
+  unique.fingerprint.bits = 0x1234;
+  unique.features = 17;
+  unique.candidates = 3;
+  JudgeVerdictEntry duplicate;
+  duplicate.kind = dedup::VerdictKind::duplicate;
+  duplicate.fingerprint.bits = 0x1235;
+  duplicate.features = 18;
+  duplicate.candidates = 5;
+  duplicate.of = SourceName{"news", 3, 123456789012};
+  duplicate.of_time.ms = 1'700'000'000'123;
+  duplicate.of_fingerprint.bits = 0x1234;
+  duplicate.distance = 1;
+  duplicate.similarity = 0.8125;
+  writer.add(unique);
+  writer.add(duplicate);
+  const std::string value(writer.finish());
+  JudgeVerdicts back;
+  std::string error;
+  ASSERT_TRUE(decode_judge_verdicts(value, back, &error)) << error;
+  EXPECT_EQ(back.instance, 7u);
+  EXPECT_EQ(back.batch, 9u);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].kind, dedup::VerdictKind::unique);
+  EXPECT_EQ(back.entries[0].fingerprint.bits, 0x1234u);
+  EXPECT_EQ(back.entries[0].features, 17u);
+  EXPECT_EQ(back.entries[0].candidates, 3u);
+  EXPECT_FALSE(back.entries[0].of.has_value());
+  EXPECT_FALSE(back.entries[0].similarity.has_value());
+  const JudgeVerdictEntry& d = back.entries[1];
+  EXPECT_EQ(d.kind, dedup::VerdictKind::duplicate);
+  ASSERT_TRUE(d.of.has_value());
+  EXPECT_EQ(d.of->topic, "news");
+  EXPECT_EQ(d.of->partition, 3);
+  EXPECT_EQ(d.of->offset, 123456789012);
+  EXPECT_EQ(d.of_time.ms, 1'700'000'000'123);
+  EXPECT_EQ(d.of_fingerprint.bits, 0x1234u);
+  EXPECT_EQ(d.distance, 1);
+  ASSERT_TRUE(d.similarity.has_value());
+  EXPECT_EQ(*d.similarity, 0.8125);
+}
+
+TEST(JudgeRecord, TheVerdictKeyIsTheInstanceBigEndian) {
+  EXPECT_EQ(verdict_key(0x0102030405060708ULL), std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
+}
+
+TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
+  JudgeRequestWriter requests{dedup::SketchOptions{}};
+  requests.start(1, 2);
+  requests.add("t", 0, 5, dedup::EventTime{9}, analysis_of(3, true));
+  const std::string request(requests.finish());
+  JudgeVerdictWriter verdicts;
+  verdicts.start(1, 2);
+  JudgeVerdictEntry d;
+  d.kind = dedup::VerdictKind::duplicate;
+  d.of = SourceName{"t", 0, 4};
+  d.similarity = 0.9;
+  verdicts.add(d);
+  const std::string verdict(verdicts.finish());
+  JudgeRequest r;
+  JudgeVerdicts v;
+  std::string error;
+  for (std::size_t n = 0; n < request.size(); ++n) {
+    error.clear();
+    EXPECT_FALSE(decode_judge_request(request.substr(0, n), r, &error)) << n;
+    EXPECT_FALSE(error.empty()) << n;
+  }
+  for (std::size_t n = 0; n < verdict.size(); ++n) {
+    error.clear();
+    EXPECT_FALSE(decode_judge_verdicts(verdict.substr(0, n), v, &error)) << n;
+    EXPECT_FALSE(error.empty()) << n;
+  }
+  EXPECT_FALSE(decode_judge_request(request + "x", r, &error));
+  EXPECT_EQ(error, "bytes after the last entry");
+  EXPECT_FALSE(decode_judge_request(verdict, r, &error));  // the other record's magic
+  EXPECT_FALSE(decode_judge_verdicts(request, v, &error));
+  EXPECT_EQ(error, "not a neardup judge record of this version");
+}
+
+TEST(JudgeRecord, RandomBytesNeverThrowAndAreAlmostAlwaysRefused) {
+  std::mt19937_64 rng(5);
+  JudgeRequest r;
+  JudgeVerdicts v;
+  std::string error;
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string bytes(rng() % 200, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    if (i % 2)
+      bytes.replace(0, std::min<std::size_t>(4, bytes.size()), i % 4 == 1 ? "NDQ1" : "NDV1");
+    accepted += decode_judge_request(bytes, r, &error) ? 1 : 0;
+    accepted += decode_judge_verdicts(bytes, v, &error) ? 1 : 0;
+  }
+  EXPECT_EQ(accepted, 0);
+}
+
+}  // namespace
+}  // namespace neardup::stream
