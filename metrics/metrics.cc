@@ -41,6 +41,7 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
       {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1, 1});
   s.end_to_end_latency_seconds = Histogram(
       {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300});
+  s.judge_round_trip_seconds = s.end_to_end_latency_seconds;
   return s;
 }
 

@@ -49,6 +49,12 @@ struct ServiceStats {
   bool kafka_brokers_up = true;            ///< neardup_kafka_brokers_up: false during an outage
   std::uint64_t kafka_broker_outages = 0;  ///< neardup_kafka_broker_outages_total
   std::map<std::string, bool> kafka_broker_up;  ///< neardup_kafka_broker_up{broker="host:port"}
+  /// Consistent scale-out (the group judge; docs/KAFKA.md "Several instances").
+  bool judged_by_group = false;        ///< the judge_* series below are exported
+  bool judge_active = false;           ///< neardup_judge_active
+  std::uint64_t judge_decisions = 0;   ///< neardup_judge_decisions_total
+  std::uint64_t judge_takeovers = 0;   ///< neardup_judge_takeovers_total
+  Histogram judge_round_trip_seconds;  ///< request produced -> its verdicts read
 
   /// Histograms with neardup's standard buckets for max distance k.
   static ServiceStats with_buckets(int max_distance);

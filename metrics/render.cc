@@ -148,6 +148,20 @@ class SnapshotCollectable final : public prometheus::Collectable {
     out.push_back(scalar("neardup_kafka_broker_outages_total",
                          "Kafka outages begun: times a client lost every broker.",
                          MetricType::Counter, static_cast<double>(s.kafka_broker_outages)));
+    if (s.judged_by_group) {
+      out.push_back(scalar("neardup_judge_active",
+                           "1 while this process is its group's judge (holds the judge topic).",
+                           MetricType::Gauge, s.judge_active ? 1 : 0));
+      out.push_back(scalar("neardup_judge_decisions_total",
+                           "Window decisions this process took as its group's judge.",
+                           MetricType::Counter, static_cast<double>(s.judge_decisions)));
+      out.push_back(scalar("neardup_judge_takeovers_total",
+                           "Times this process became its group's judge.", MetricType::Counter,
+                           static_cast<double>(s.judge_takeovers)));
+      out.push_back(histogram("neardup_judge_round_trip_seconds",
+                              "From a request to the judge produced to its verdicts read.",
+                              s.judge_round_trip_seconds));
+    }
 
     std::vector<ClientMetric::Label> labels{{"version", build_.version}};
     for (const auto& [name, value] : build_.labels) {

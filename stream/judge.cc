@@ -382,6 +382,12 @@ void Judge::run() {
     kafka::Properties props = options_.consumer_properties;
     props["group.id"] = options_.config.kafka.group_id + ".judge";
     props["fetch.wait.max.ms"] = "5";
+    // A dead judge's partition moves on at the session timeout: seconds, not
+    // librdkafka's default 45 (6 s is brokers' default group.min.session.timeout.ms).
+    if (!options_.config.kafka.consumer.count("session.timeout.ms"))
+      props["session.timeout.ms"] = "6000";
+    if (!options_.config.kafka.consumer.count("heartbeat.interval.ms"))
+      props["heartbeat.interval.ms"] = "1500";
     state.consumer = std::make_unique<kafka::Consumer>(
         props,
         [&state](bool assigned, const rd_kafka_topic_partition_list_t& parts) {

@@ -47,6 +47,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   instance_id = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
                 static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
   judged_remotely = !cfg.kafka.judge_topic.empty() && !options.bypass_dedup;
+  stats.judged_by_group = judged_remotely;
   if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, !judged_remotely);
   producer = std::make_unique<kafka::Producer>(
       producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },

@@ -34,6 +34,32 @@ std::int64_t LatencyHistogram::quantile_ms(double q) const {
   return static_cast<std::int64_t>(kSlowSeconds) * 1000;
 }
 
+namespace {
+
+/// A LatencyHistogram (ms) into a Prometheus histogram of seconds: each stored
+/// bucket goes whole into the first metric bucket at or above its upper end
+/// (exact while the metric's bounds are whole ms, or whole seconds above 60 s).
+void fill_seconds(const LatencyHistogram& from, metrics::Histogram& out) {
+  auto add = [&out](double upper_seconds, std::uint64_t n) {
+    if (n == 0) return;
+    const auto bucket = static_cast<std::size_t>(
+        std::lower_bound(out.bounds.begin(), out.bounds.end(), upper_seconds) - out.bounds.begin());
+    out.counts[bucket] += n;
+    out.count += n;
+  };
+  for (std::size_t ms = 0; ms < from.counts.size(); ++ms)
+    add(static_cast<double>(ms) / 1000.0, from.counts[ms]);
+  for (std::size_t i = 0; i < from.slow.size(); ++i)
+    add(static_cast<double>(i + LatencyHistogram::kFirstSlowSecond), from.slow[i]);
+  if (from.beyond != 0) {  // past every bound: +Inf
+    out.counts.back() += from.beyond;
+    out.count += from.beyond;
+  }
+  out.sum += from.sum_ms / 1000.0;
+}
+
+}  // namespace
+
 metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   metrics::ServiceStats m = metrics::ServiceStats::with_buckets(max_distance);
   m.unique = s.unique + s.passed;
@@ -50,25 +76,8 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.window_evictions = s.engine.window.evictions;
   m.processing_seconds = s.processing_seconds;
   m.candidates_per_probe = s.candidates_per_probe;
-  auto& e2e = m.end_to_end_latency_seconds;
-  // Each stored bucket goes whole into the first metric bucket at or above its
-  // upper end (exact while the metric's bounds are whole ms, or whole seconds above 60 s).
-  auto add = [&e2e](double upper_seconds, std::uint64_t n) {
-    if (n == 0) return;
-    const auto bucket = static_cast<std::size_t>(
-        std::lower_bound(e2e.bounds.begin(), e2e.bounds.end(), upper_seconds) - e2e.bounds.begin());
-    e2e.counts[bucket] += n;
-    e2e.count += n;
-  };
-  for (std::size_t ms = 0; ms < s.end_to_end.counts.size(); ++ms)
-    add(static_cast<double>(ms) / 1000.0, s.end_to_end.counts[ms]);
-  for (std::size_t i = 0; i < s.end_to_end.slow.size(); ++i)
-    add(static_cast<double>(i + LatencyHistogram::kFirstSlowSecond), s.end_to_end.slow[i]);
-  if (s.end_to_end.beyond != 0) {  // past every bound: +Inf
-    e2e.counts.back() += s.end_to_end.beyond;
-    e2e.count += s.end_to_end.beyond;
-  }
-  e2e.sum += s.end_to_end.sum_ms / 1000.0;
+  fill_seconds(s.end_to_end, m.end_to_end_latency_seconds);
+  fill_seconds(s.judge_round_trip, m.judge_round_trip_seconds);
   m.consumer_lag = s.consumer_lag;
   m.produce_errors = s.produce_errors;
   m.dead_letters = s.dead_letters;
@@ -78,6 +87,10 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.changelog_followed = s.changelog_followed;
   m.changelog_corrupt = s.changelog_corrupt;
   m.window_rebuild_seconds = s.changelog_rebuild_seconds;
+  m.judged_by_group = s.judged_by_group;
+  m.judge_active = s.judge_active;
+  m.judge_decisions = s.judge_decisions;
+  m.judge_takeovers = s.judge_takeovers;
   return m;
 }
 

@@ -338,6 +338,9 @@ class TwoBrokerServiceTest : public ServiceTest {
       rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, 2);
       rd_kafka_mock_partition_set_leader(broker_.cluster(), "dead-letters", p, 2);
     }
+    // (the judge's topics on broker 1: the refusals are meant for the outputs)
+    for (const auto& t : judge_topics(cfg_.kafka))
+      rd_kafka_mock_partition_set_leader(broker_.cluster(), t.c_str(), 0, 1);
   }
   void refuse_next_produces(std::size_t n) {
     if (n == 1) {

@@ -136,6 +136,8 @@ ServiceStats sample_stats() {
   s.unique = 11;
   s.duplicate = 7;
   s.invalid = 2;
+  s.judged_by_group = true;  // (its series pass promtool too)
+  s.judge_decisions = 18;
   for (int d : {0, 1, 1, 3}) s.match_distance.observe(d);
   s.candidates_per_probe.observe(3);
   s.window_entries = 11;
@@ -195,6 +197,28 @@ TEST(Render, ExposesKafkaBrokerConnectionState) {
   EXPECT_EQ(outage.at("neardup_kafka_broker_up{broker=\"127.0.0.1:9092\"}"), 0);
   EXPECT_EQ(outage.at("neardup_kafka_broker_up{broker=\"127.0.0.1:9093\"}"), 1);
   EXPECT_EQ(outage.at("neardup_ready"), 0);
+}
+
+TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
+  ServiceStats stats = ServiceStats::with_buckets(3);
+  const auto off = samples(render_text(stats, {"1.2.3", {}}, true));
+  EXPECT_EQ(off.count("neardup_judge_active"), 0u);
+  EXPECT_EQ(off.count("neardup_judge_decisions_total"), 0u);
+
+  stats.judged_by_group = true;
+  stats.judge_active = true;
+  stats.judge_decisions = 1234;
+  stats.judge_takeovers = 2;
+  stats.judge_round_trip_seconds.counts[3] = 5;  // le 0.01
+  stats.judge_round_trip_seconds.count = 5;
+  stats.judge_round_trip_seconds.sum = 0.04;
+  const auto on = samples(render_text(stats, {"1.2.3", {}}, true));
+  EXPECT_EQ(on.at("neardup_judge_active"), 1);
+  EXPECT_EQ(on.at("neardup_judge_decisions_total"), 1234);
+  EXPECT_EQ(on.at("neardup_judge_takeovers_total"), 2);
+  EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_bucket{le=\"0.005\"}"), 0);
+  EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_bucket{le=\"0.01\"}"), 5);
+  EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_count"), 5);
 }
 
 TEST(Render, PassesPromtoolCheckMetrics) {
