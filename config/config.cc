@@ -274,6 +274,9 @@ const std::vector<Key>& keys() {
     k.push_back(choice_key<Action>(
         "action", {{"drop", Action::drop}, {"tag", Action::tag}, {"route", Action::route}},
         [](auto& config) -> auto& { return config.action; }));
+    k.push_back(integer_key(
+        "workers", 0, 256, [](auto& config) -> auto& { return config.workers; }));
+    k.back().expected = "0 (the cores available) or a thread count in 1..256";
 
     k.push_back(integer_key(
         "dedup.max_distance", 0, 8,

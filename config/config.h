@@ -69,6 +69,11 @@ struct Config {
   KafkaOptions kafka;
   InputOptions input;
   Action action = Action::drop;
+  /// `neardup run`: threads that decode and analyze (normalize, SimHash,
+  /// sketch) the polled messages; 0 = the cores available. With the group judge
+  /// only (kafka.judge_topic): without it, and with a learned IDF, one thread
+  /// analyzes and judges in input order.
+  int workers = 0;
   dedup::DedupOptions dedup;
   MetricsOptions metrics;
   LogOptions log;

@@ -1,7 +1,9 @@
 #include "stream/dedup_worker.h"
 
 #include <pthread.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -11,8 +13,32 @@ namespace neardup::stream {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+int cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1U, std::thread::hardware_concurrency());
+}
+
+/// Analysis threads for `config` (the worker's own included).
+int analysis_threads_for(const config::Config& config, bool decides) {
+  const bool learned_idf = config.dedup.text.weighting == dedup::Weighting::tf_idf &&
+                           config.dedup.text.idf_source == dedup::IdfSource::stream;
+  if (decides || learned_idf) return 1;
+  return config.workers > 0 ? config.workers : cores_available();
+}
+
+}  // namespace
+
 DedupWorker::DedupWorker(const config::Config& config, bool decides)
-    : decides_(decides), analyzer_(config), classifier_(config), thread_([this] { loop(); }) {}
+    : decides_(decides), analyzer_(config), classifier_(config), thread_([this] { loop(); }) {
+  const int threads = analysis_threads_for(config, decides);
+  for (int i = 1; i < threads; ++i) helper_analyzers_.push_back(std::make_unique<Analyzer>(config));
+  for (int i = 1; i < threads; ++i)
+    helpers_.emplace_back([this, i] { help(static_cast<std::size_t>(i)); });
+}
 
 DedupWorker::~DedupWorker() {
   {
@@ -21,6 +47,38 @@ DedupWorker::~DedupWorker() {
   }
   wake_.notify_all();
   thread_.join();
+  {
+    metrics::MutexLock lock(pool_mutex_);
+    pool_quit_ = true;
+  }
+  pool_wake_.notify_all();
+  for (std::thread& t : helpers_) t.join();
+}
+
+void DedupWorker::help(std::size_t share) {
+  pthread_setname_np(pthread_self(), "neardup-analyze");
+  std::uint64_t seen = 0;
+  for (;;) {
+    Slot* slot = nullptr;
+    {
+      metrics::MutexLock lock(pool_mutex_);
+      while (!pool_quit_ && pool_round_ == seen) lock.wait(pool_wake_);
+      if (pool_quit_) return;
+      seen = pool_round_;
+      slot = pool_slot_;
+    }
+    std::exception_ptr failure;
+    try {
+      const std::size_t n = slot->messages.size(), shares = helpers_.size() + 1;
+      analyze_range(*slot, n * share / shares, n * (share + 1) / shares,
+                    *helper_analyzers_[share - 1]);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    metrics::MutexLock lock(pool_mutex_);
+    if (failure && !pool_failure_) pool_failure_ = std::move(failure);
+    if (--pool_pending_ == 0) pool_done_.notify_all();
+  }
 }
 
 void DedupWorker::submit(Slot& slot) {
@@ -68,13 +126,43 @@ void DedupWorker::analyze_only(Slot& slot) {
   const std::size_t n = slot.messages.size();
   if (slot.prepared.size() < n) slot.prepared.resize(n);
   if (slot.outcomes.size() < n) slot.outcomes.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  const std::size_t shares = helpers_.size() + 1;
+  if (shares == 1 || n < 16 * shares) {  // (a few messages: handing them out costs more)
+    analyze_range(slot, 0, n, analyzer_);
+    return;
+  }
+  {
+    metrics::MutexLock lock(pool_mutex_);
+    pool_slot_ = &slot;
+    pool_pending_ = static_cast<int>(helpers_.size());
+    ++pool_round_;
+  }
+  pool_wake_.notify_all();
+  std::exception_ptr mine;
+  try {
+    analyze_range(slot, 0, n / shares, analyzer_);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  std::exception_ptr theirs;
+  {
+    metrics::MutexLock lock(pool_mutex_);
+    while (pool_pending_ > 0) lock.wait(pool_done_);
+    theirs = std::exchange(pool_failure_, nullptr);
+  }
+  if (mine) std::rethrow_exception(mine);
+  if (theirs) std::rethrow_exception(theirs);
+}
+
+void DedupWorker::analyze_range(Slot& slot, std::size_t begin, std::size_t end,
+                                Analyzer& analyzer) {
+  for (std::size_t i = begin; i < end; ++i) {
     if (!slot.jobs[i].judge) continue;
     const auto started = Clock::now();
     const rd_kafka_message_t& m = *slot.messages[i];
     Prepared& prepared = slot.prepared[i];
-    analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
-                      prepared);
+    analyzer.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
+                     prepared);
     Outcome& out = slot.outcomes[i];
     out.error = {};
     out.kept_sketch.shingles = 0;

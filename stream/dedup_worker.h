@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -70,6 +71,9 @@ class DedupWorker {
  public:
   /// `decides` false: the worker only decodes and analyzes (Outcome::to_judge),
   /// the window decisions are the judge's (stream/judge.h).
+  /// With `decides` false, `config.workers` threads analyze each slot (each a
+  /// share of its messages, 0 = the cores available), unless a learned IDF
+  /// needs the one history order.
   explicit DedupWorker(const config::Config& config, bool decides = true);
   ~DedupWorker();
   DedupWorker(const DedupWorker&) = delete;
@@ -82,11 +86,16 @@ class DedupWorker {
   void submit(Slot& slot) EXCLUDES(mutex_);
   /// Until the submitted slot is prepared; rethrows what the worker threw (std::bad_alloc).
   void wait() EXCLUDES(mutex_);
+  /// Threads that analyze (1 when the worker also decides).
+  int analysis_threads() const { return 1 + static_cast<int>(helpers_.size()); }
 
  private:
   void loop() EXCLUDES(mutex_);
   void prepare(Slot& slot);
-  void analyze_only(Slot& slot);
+  void analyze_only(Slot& slot) EXCLUDES(pool_mutex_);
+  /// Decode and analysis of slot messages [begin, end) with `analyzer` (no window).
+  static void analyze_range(Slot& slot, std::size_t begin, std::size_t end, Analyzer& analyzer);
+  void help(std::size_t share) EXCLUDES(pool_mutex_);
 
   const bool decides_;
   Analyzer analyzer_;      // worker thread only (and construction)
@@ -96,6 +105,17 @@ class DedupWorker {
   Slot* job_ GUARDED_BY(mutex_) = nullptr;  // submitted, not yet prepared
   bool quit_ GUARDED_BY(mutex_) = false;
   std::exception_ptr failure_ GUARDED_BY(mutex_);
+  // Analysis helpers (analysis only, workers > 1): helper i analyzes share
+  // i + 1 of each slot the worker hands out (the worker itself share 0).
+  std::vector<std::unique_ptr<Analyzer>> helper_analyzers_;  // one per helper
+  metrics::Mutex pool_mutex_;
+  std::condition_variable pool_wake_, pool_done_;
+  Slot* pool_slot_ GUARDED_BY(pool_mutex_) = nullptr;
+  std::uint64_t pool_round_ GUARDED_BY(pool_mutex_) = 0;  // one per slot handed out
+  int pool_pending_ GUARDED_BY(pool_mutex_) = 0;          // helpers still analyzing
+  bool pool_quit_ GUARDED_BY(pool_mutex_) = false;
+  std::exception_ptr pool_failure_ GUARDED_BY(pool_mutex_);
+  std::vector<std::thread> helpers_;
   std::thread thread_;  // last: starts after everything it uses
 };
 

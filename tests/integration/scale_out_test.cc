@@ -266,5 +266,54 @@ TEST_F(ScaleOutTest, KillingTheJudgingInstanceMidStreamLosesNothingAndJudgesTheS
   EXPECT_GE(records, all.size() * 2);  // (the crash may repeat what it had not committed)
 }
 
+TEST_F(ScaleOutTest, AnalysisOnThreeWorkersGivesEveryMessageTheVerdictOfOne) {
+  // 900 messages, every tenth a near copy of one 5 to 50 messages before it.
+  const auto texts = distinct_texts(900, 77);
+  std::vector<std::string> feed;
+  feed.reserve(texts.size());  // (a copy is made from an element of it)
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    feed.push_back(i % 10 == 9 && i >= 50 ? near_copy(feed[i - 5 - (i * 7) % 45]) : texts[i]);
+  kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
+                           [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
+  for (std::size_t i = 0; i < feed.size(); ++i) {
+    kafka::Producer::Record rec;
+    rec.topic = kInput;
+    rec.partition = 0;  // one partition: big polled batches, split among the workers
+    const std::string key = std::to_string(i);
+    rec.key = key;
+    rec.has_key = true;
+    rec.value = feed[i];
+    ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
+  std::map<int, std::map<std::string, std::string>> verdicts;  // workers -> key -> verdict
+  for (int workers : {1, 3}) {
+    config::Config cfg = cfg_;
+    cfg.workers = workers;
+    cfg.kafka.group_id = "workers-" + std::to_string(workers);
+    cfg.kafka.output_topic = "out-" + std::to_string(workers);
+    cfg.kafka.changelog_topic = "window-" + std::to_string(workers);
+    cfg.kafka.judge_topic = "judge-" + std::to_string(workers);
+    cfg.kafka.verdict_topic = "verdicts-" + std::to_string(workers);
+    broker_.create_topic(cfg.kafka.output_topic, kPartitions);
+    broker_.create_topic(cfg.kafka.changelog_topic, kPartitions);
+    broker_.create_topic(cfg.kafka.judge_topic, 1);
+    broker_.create_topic(cfg.kafka.verdict_topic, 1);
+    auto running = start_service(cfg);
+    ASSERT_TRUE(eventually([&] { return running->committed.load() >= feed.size(); }));
+    ASSERT_EQ(running->stop(), 0);
+    EXPECT_EQ(running->last.consumed, feed.size());
+    for (const Record& r : read_all(cfg.kafka.output_topic)) {
+      auto it = r.headers.find("neardup-verdict");
+      verdicts[workers][r.key.value_or("")] = it == r.headers.end() ? "unique" : it->second;
+    }
+  }
+  ASSERT_EQ(verdicts[1].size(), feed.size());
+  EXPECT_EQ(verdicts[3], verdicts[1]);
+  std::size_t duplicates = 0;
+  for (const auto& [key, verdict] : verdicts[1]) duplicates += verdict == "duplicate" ? 1 : 0;
+  EXPECT_EQ(duplicates, 85u);  // (every tenth from the 50th)
+}
+
 }  // namespace
 }  // namespace neardup::stream
