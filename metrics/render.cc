@@ -158,6 +158,12 @@ class SnapshotCollectable final : public prometheus::Collectable {
       out.push_back(scalar("neardup_judge_takeovers_total",
                            "Times this process became its group's judge.", MetricType::Counter,
                            static_cast<double>(s.judge_takeovers)));
+      out.push_back(scalar("neardup_judge_awaiting_messages",
+                           "Messages of this instance waiting for the judge's verdicts.",
+                           MetricType::Gauge, static_cast<double>(s.judge_awaiting)));
+      out.push_back(scalar("neardup_judge_resends_total",
+                           "Requests sent to the judge again, unanswered for 15 s.",
+                           MetricType::Counter, static_cast<double>(s.judge_resends)));
       out.push_back(histogram("neardup_judge_round_trip_seconds",
                               "From a request to the judge produced to its verdicts read.",
                               s.judge_round_trip_seconds));

@@ -101,9 +101,7 @@ struct Judge::State {
       ChangelogReader reader(judge.options_.consumer_properties, cfg.kafka.changelog_topic,
                              std::chrono::seconds(10));
       RestoreHooks hooks;
-      hooks.stopped = [this] {
-        return judge.stop_.load(std::memory_order_relaxed) || stop_signalled();
-      };
+      hooks.stopped = [this] { return judge.stop_.load(std::memory_order_relaxed); };
       hooks.corrupt = [](std::int32_t, std::int64_t, const std::string&) {};
       const auto n = restore_window(reader, *engine, cfg, sources, sketches, hooks);
       if (!n) return;  // stopping
@@ -153,6 +151,9 @@ struct Judge::State {
   }
 
   void decide(const rd_kafka_message_t& m) {
+    // A judge that lost its partition (a session timeout it slept through)
+    // decides nothing more: its successor does, from the committed offset.
+    if (rd_kafka_assignment_lost(consumer->handle())) return;
     next_offset = m.offset + 1;
     std::string error;
     const std::string_view value(static_cast<const char*>(m.payload), m.payload ? m.len : 0);
@@ -277,10 +278,12 @@ struct Judge::State {
         return;
       }
     } else {
-      // Every verdict and changelog entry acknowledged before the offset moves.
+      // Every verdict and changelog entry acknowledged before the offset moves
+      // (30 s at most: past that, the next judge re-judges what follows the last commit).
+      const auto give_up = Clock::now() + std::chrono::seconds(30);
       while (!producer->flush(std::chrono::milliseconds(500))) {
         if (!delivery_error.empty()) break;
-        if (judge.stop_.load(std::memory_order_relaxed)) return;  // re-judged by the next judge
+        if (judge.stop_.load(std::memory_order_relaxed) || Clock::now() > give_up) return;
       }
       if (!delivery_error.empty())
         throw KafkaError(delivery_error, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
@@ -321,7 +324,9 @@ struct Judge::State {
   }
 
   void loop() {
-    while (!judge.stop_.load(std::memory_order_relaxed) && !stop_signalled()) {
+    // (not stop_signalled(): on SIGTERM the service first waits for its last
+    // verdicts, then stops the judge)
+    while (!judge.stop_.load(std::memory_order_relaxed)) {
       if (judge.crash_requested_.load()) throw SimulatedJudgeCrash{};
       polled.clear();
       // Short waits: a verdict is waited for (a request never waits for the batch to fill).
@@ -382,6 +387,10 @@ void Judge::run() {
     kafka::Properties props = options_.consumer_properties;
     props["group.id"] = options_.config.kafka.group_id + ".judge";
     props["fetch.wait.max.ms"] = "5";
+    // Every request since the group's committed offset, or all of them: a
+    // request is never skipped (auto.offset.reset: latest would skip those
+    // sent before the first judge started).
+    props["auto.offset.reset"] = "earliest";
     // A dead judge's partition moves on at the session timeout: seconds, not
     // librdkafka's default 45 (6 s is brokers' default group.min.session.timeout.ms).
     if (!options_.config.kafka.consumer.count("session.timeout.ms"))

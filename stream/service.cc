@@ -76,7 +76,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
     j.health = options.broker_health;
     j.crash_at = options.crash_at;
-    judge = std::make_unique<Judge>(std::move(j));
+    judge_options = std::move(j);  // started in run(), once the topics are checked
   }
 }
 
@@ -255,6 +255,7 @@ void Service::Impl::publish() {
     stats.judge_decisions = j.decisions;
     stats.judge_takeovers = j.takeovers;
     stats.judge_active = j.active;
+    stats.judge_awaiting = awaiting_messages;
     stats.changelog_written = j.written;  // (the judge writes this group's changelog)
     stats.changelog_replayed = j.restored;
     engine_stats = j.engine;  // the group's window, when this process judges (else empty)
@@ -295,6 +296,7 @@ void Service::Impl::poll_and_judge() {
   const int next = inflight == 0 ? 1 : 0;
   Slot& polled = slots[next];
   polled.messages.clear();
+  if (judged_remotely) hold_back_input();
   consumer->poll_batch(polled.messages, 2000,
                        std::chrono::milliseconds(inflight >= 0 || !awaiting.empty() ? 0 : 50));
   // (a revoke inside the poll may have finished the in-flight batch already)
@@ -321,7 +323,10 @@ int Service::Impl::run() {
       return 0;
     }
     if (txn) txn->start();
-    if (judged_remotely) start_verdicts();
+    if (judged_remotely) {
+      start_verdicts();
+      judge = std::make_unique<Judge>(std::move(*judge_options));
+    }
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
     while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
@@ -336,6 +341,7 @@ int Service::Impl::run() {
       raise_if_fatal();
       const auto now = Clock::now();
       if (now - last_commit >= options.commit_interval) {
+        if (judged_remotely) resend_unanswered();
         commit_progress(false);
         last_commit = now;
       }

@@ -102,6 +102,7 @@ void Service::Impl::rewind() {
   }
   router->forget_resends();
   awaiting.clear();  // their requests were aborted: judged again when read again
+  awaiting_messages = 0;
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
   for (std::uint32_t i = 0; i < sources.size(); ++i) {
     Source& src = sources[i];

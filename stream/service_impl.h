@@ -91,6 +91,8 @@ struct Service::Impl {
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
   // ---- consistent scale-out (judged_remotely): stream/service_judge.cc
+  std::optional<JudgeOptions> judge_options;        // until run() starts the judge
+  bool input_held = false;                          // input partitions paused (hold_back_input)
   std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
   std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
   JudgeRequestWriter requests{cfg.dedup.sketch};
@@ -103,10 +105,19 @@ struct Service::Impl {
     std::vector<std::uint32_t> sources;
     std::vector<Ticket> tickets;
     std::vector<dedup::EventTime> times;
-    std::int64_t sent_ms = 0;  // when the request was produced (verdict latency)
+    std::int64_t sent_ms = 0;                     // when the request was produced (verdict latency)
+    service_detail::Clock::time_point last_sent;  // when it was produced last (resend_unanswered)
+    std::string request;                          // the record value, for a resend
   };
   std::map<std::uint64_t, Awaiting> awaiting;
+  std::size_t awaiting_messages = 0;  // messages in `awaiting`
   std::uint64_t next_request = 0;
+  /// A request unanswered this long is sent again (a judge takeover takes the
+  /// session timeout, 6 s by default, plus the window's rebuild).
+  static constexpr std::chrono::seconds kResendAfter{15};
+  /// Above this many messages waiting for verdicts, the input is not polled
+  /// (a judge that is down or behind holds the instances back).
+  static constexpr std::size_t kMaxAwaiting = 200'000;
   JudgeVerdicts verdicts_buffer;
   std::vector<kafka::MessagePtr> verdicts_polled;
   std::uint64_t verdicts_corrupt_logged = 0;
@@ -218,6 +229,12 @@ struct Service::Impl {
   void send_for_judgement(Slot& slot);
   /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
   void poll_verdicts(std::chrono::milliseconds timeout);
+  /// Pauses the input partitions while more than kMaxAwaiting messages wait
+  /// for verdicts, resumes them below half of it.
+  void hold_back_input();
+  /// Sends again the requests unanswered for kResendAfter; forgets those whose
+  /// messages were all revoked since.
+  void resend_unanswered();
   /// Waits until every message sent for judgement has its verdict (or `limit` passes).
   bool await_verdicts(std::chrono::milliseconds limit);
   /// Routes one answered batch (`answers` null: none needed, all invalid).

@@ -39,6 +39,8 @@ void Service::Impl::start_verdicts() {
   props["enable.auto.commit"] = "false";
   props["enable.partition.eof"] = "false";
   props["fetch.wait.max.ms"] = "5";
+  props["auto.offset.reset"] =
+      "earliest";  // (a verdict topic trimmed or recreated: from its start)
   verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, options.broker_health);
   std::int64_t low = 0, high = 0;
   if (const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
@@ -105,6 +107,9 @@ void Service::Impl::send_for_judgement(Slot& slot) {
   stats.judge_request_bytes += rec.value.size();
   stats.judge_request_entries += requests.entries();
   batch.sent_ms = wall_ms();
+  batch.last_sent = Clock::now();
+  batch.request.assign(rec.value);
+  awaiting_messages += batch.messages.size();
   awaiting.emplace(number, std::move(batch));
 }
 
@@ -136,6 +141,7 @@ void Service::Impl::poll_verdicts(std::chrono::milliseconds timeout) {
       continue;  // answered already (a new judge repeats what its predecessor left uncommitted)
     Awaiting batch = std::move(it->second);
     awaiting.erase(it);
+    awaiting_messages -= batch.messages.size();
     stats.judge_round_trip.observe_ms(wall_ms() - batch.sent_ms);
     conclude(batch, &verdicts_buffer);
   }
@@ -182,6 +188,69 @@ void Service::Impl::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
     sources[batch.sources[i]].position = m.offset + 1;
     route_verdict(m, batch.sources[i], ticket, &batch.prepared[i], &outcome, batch.times[i]);
     acknowledge(ticket);  // the verdict itself
+  }
+}
+
+void Service::Impl::hold_back_input() {
+  const bool hold =
+      input_held ? awaiting_messages > kMaxAwaiting / 2 : awaiting_messages > kMaxAwaiting;
+  if (hold == input_held) return;
+  rd_kafka_topic_partition_list_t* parts = nullptr;
+  if (rd_kafka_assignment(consumer->handle(), &parts) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  kafka::PartitionListPtr owned(parts);
+  const rd_kafka_resp_err_t err = hold ? rd_kafka_pause_partitions(consumer->handle(), parts)
+                                       : rd_kafka_resume_partitions(consumer->handle(), parts);
+  if (err) return;  // (tried again next iteration)
+  input_held = hold;
+  log(config::LogLevel::warn,
+      hold ? std::to_string(awaiting_messages) +
+                 " messages wait for the judge's verdicts: input paused until half are answered"
+           : "input resumed: the judge caught up");
+}
+
+void Service::Impl::resend_unanswered() {
+  const auto now = Clock::now();
+  for (auto it = awaiting.begin(); it != awaiting.end();) {
+    Awaiting& batch = it->second;
+    if (now - batch.last_sent < kResendAfter) {
+      ++it;
+      continue;
+    }
+    // Revoked since: the partitions' next reader judges them again; nothing to wait for.
+    bool wanted = false;
+    for (std::size_t i = 0; i < batch.tickets.size() && !wanted; ++i)
+      wanted = sources[batch.sources[i]].assigned && ledger.offset_of(batch.tickets[i]);
+    if (!wanted) {
+      awaiting_messages -= batch.messages.size();
+      it = awaiting.erase(it);
+      continue;
+    }
+    // Lost (a judge topic trimmed or recreated, a broker restarted empty) or a
+    // judge that is slow to take over: the same request again. A verdict given
+    // twice is the same verdict, and the second is ignored.
+    kafka::Producer::Record rec;
+    rec.topic = cfg.kafka.judge_topic;
+    rec.partition = 0;
+    rec.value = batch.request;
+    rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+        Ticket{ChangelogWriter::kBatchSource, kRequestBit | (it->first & (kRequestBit - 1))}
+            .pack()));
+    if (const rd_kafka_resp_err_t err = producer->produce(rec)) {
+      throw KafkaError("cannot send to the judge topic '" + cfg.kafka.judge_topic +
+                           "': " + rd_kafka_err2str(err),
+                       err, kafka::Severity::fatal);
+    }
+    batch.last_sent = now;
+    ++stats.judge_resends;
+    if (stats.judge_resends <= 10 || stats.judge_resends % 1000 == 0) {
+      log(config::LogLevel::warn,
+          "no verdict for judge request " + std::to_string(it->first) + " after " +
+              std::to_string(kResendAfter.count() / 1000) + " s (" +
+              std::to_string(batch.messages.size()) +
+              " messages waiting); sent it again (is an instance of the group judging? "
+              "see neardup_judge_active)");
+    }
+    ++it;
   }
 }
 

@@ -39,11 +39,15 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
     finish_inflight();
     if (judged_remotely) {
       if (txn) commit_transaction();  // (the requests become visible to the judge)
-      if (!await_verdicts(revoke_drain)) {
-        log(config::LogLevel::error, "revoke: " + std::to_string(awaiting.size()) +
-                                         " request(s) unanswered by the judge after " +
-                                         std::to_string(revoke_drain.count()) +
-                                         " ms; their offsets stay uncommitted");
+      // Briefly: a judge that is down (it may be the instance that just left)
+      // must not hold up the group's rebalance; what stays unanswered is read
+      // again by the partitions' next owner and gets the same verdicts.
+      const auto wait = std::min(revoke_drain, std::chrono::milliseconds(2000));
+      if (!await_verdicts(wait)) {
+        log(config::LogLevel::warn, "revoke: " + std::to_string(awaiting_messages) +
+                                        " message(s) unanswered by the judge after " +
+                                        std::to_string(wait.count()) +
+                                        " ms; their offsets stay uncommitted (read again)");
       }
     }
     if (txn) commit_transaction();  // (an abort rewinds; the partitions go all the same)

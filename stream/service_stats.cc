@@ -91,6 +91,8 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.judge_active = s.judge_active;
   m.judge_decisions = s.judge_decisions;
   m.judge_takeovers = s.judge_takeovers;
+  m.judge_awaiting = s.judge_awaiting;
+  m.judge_resends = s.judge_resends;
   return m;
 }
 

@@ -64,6 +64,8 @@ struct ServiceSnapshot {
   std::uint64_t judge_requests = 0;         ///< request records sent to the judge
   std::uint64_t judge_request_entries = 0;  ///< messages in them
   std::uint64_t judge_request_bytes = 0;    ///< their values' bytes
+  std::uint64_t judge_resends = 0;          ///< requests sent again, unanswered for 15 s
+  std::uint64_t judge_awaiting = 0;         ///< messages waiting for verdicts now
   LatencyHistogram judge_round_trip;        ///< a request produced -> its verdicts read
   std::uint64_t judge_decisions = 0;        ///< decided by this process's judge
   std::uint64_t judge_takeovers = 0;        ///< times this process became the judge
