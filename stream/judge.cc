@@ -183,7 +183,13 @@ struct Judge::State {
     }
     verdicts.start(request.instance, request.batch);
     const auto started = Clock::now();
-    for (const JudgeRequestEntry& e : request.entries) {
+    const std::size_t count = request.entries.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      // The window's memory accesses of the next two decisions start now, as
+      // the dedup worker does it (dedup::Engine::prefetch, prefetch_cells).
+      if (i + 2 < count) engine->prefetch(request.entries[i + 2].analysis);
+      if (i + 1 < count) engine->prefetch_cells(request.entries[i + 1].analysis);
+      const JudgeRequestEntry& e = request.entries[i];
       const std::uint32_t index = sources.intern(e.source.topic, e.source.partition);
       const dedup::Verdict v = engine->decide(e.analysis, e.time, pack_ref(index, e.source.offset));
       JudgeVerdictEntry out;
