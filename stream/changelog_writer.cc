@@ -2,6 +2,25 @@
 
 namespace neardup::stream {
 
+ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
+                           dedup::EventTime time, dedup::Fingerprint fingerprint,
+                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options) {
+  ChangelogRecord r;
+  r.fingerprint = fingerprint;
+  r.time = time;
+  r.topic = std::string(topic);
+  r.partition = partition;
+  r.offset = offset;
+  if (options.enabled && sketch.shingles != 0) {
+    r.has_sketch = true;
+    r.bits = options.bits;
+    r.band_bins = options.band_bins;
+    r.bands = options.bands;
+    r.sketch = sketch;
+  }
+  return r;
+}
+
 ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& producer,
                                  OffsetLedger& ledger, std::uint64_t instance)
     : cfg_(config), producer_(producer), ledger_(ledger), batch_(instance) {}
@@ -9,19 +28,8 @@ ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& 
 void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset,
                              dedup::EventTime time, dedup::Fingerprint fingerprint,
                              const dedup::SketchResult& sketch) {
-  ChangelogRecord r;
-  r.fingerprint = fingerprint;
-  r.time = time;
-  r.topic = src.topic;
-  r.partition = src.partition;
-  r.offset = offset;
-  if (cfg_.dedup.sketch.enabled && sketch.shingles != 0) {
-    r.has_sketch = true;
-    r.bits = cfg_.dedup.sketch.bits;
-    r.band_bins = cfg_.dedup.sketch.band_bins;
-    r.bands = cfg_.dedup.sketch.bands;
-    r.sketch = sketch;
-  }
+  const ChangelogRecord r =
+      kept_entry(src.topic, src.partition, offset, time, fingerprint, sketch, cfg_.dedup.sketch);
   batch_.add(r);
   batch_tickets_.push_back(ticket);
   ledger_.expect(ticket);

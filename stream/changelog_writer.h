@@ -22,6 +22,12 @@
 
 namespace neardup::stream {
 
+/// The changelog entry of a kept message; its sketch only when `options`
+/// (the writer's dedup.sketch) are on and the text had shingles.
+ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
+                           dedup::EventTime time, dedup::Fingerprint fingerprint,
+                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options);
+
 class ChangelogWriter {
  public:
   /// The source index of a delivery opaque that names a batch (its seq is the batch number).

@@ -231,20 +231,9 @@ struct Judge::State {
   }
 
   void remember(const JudgeRequestEntry& e, dedup::Fingerprint fingerprint) {
-    ChangelogRecord r;
-    r.fingerprint = fingerprint;
-    r.time = e.time;
-    r.topic = e.source.topic;
-    r.partition = e.source.partition;
-    r.offset = e.source.offset;
-    const dedup::SketchResult& sketch = engine->last_kept_sketch();
-    if (cfg.dedup.sketch.enabled && sketch.shingles != 0) {
-      r.has_sketch = true;
-      r.bits = cfg.dedup.sketch.bits;
-      r.band_bins = cfg.dedup.sketch.band_bins;
-      r.bands = cfg.dedup.sketch.bands;
-      r.sketch = sketch;
-    }
+    const ChangelogRecord r =
+        kept_entry(e.source.topic, e.source.partition, e.source.offset, e.time, fingerprint,
+                   engine->last_kept_sketch(), cfg.dedup.sketch);
     changelog.add(r);
     ++unconfirmed_entries;
     if (changelog.entries() >= ChangelogWriter::kBatchMaxEntries ||

@@ -227,6 +227,8 @@ struct Service::Impl {
   /// judged_remotely: the analyzed slot's messages enter the ledger and go to
   /// the judge as one request record (invalid ones wait with them, in order).
   void send_for_judgement(Slot& slot);
+  /// Produces request record `number` (a first send or a resend). Throws KafkaError.
+  void send_request(std::uint64_t number, std::string_view value);
   /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
   void poll_verdicts(std::chrono::milliseconds timeout);
   /// Pauses the input partitions while more than kMaxAwaiting messages wait

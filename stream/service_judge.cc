@@ -61,6 +61,21 @@ void Service::Impl::start_verdicts() {
   verdict_key_of_mine = verdict_key(instance_id);
 }
 
+void Service::Impl::send_request(std::uint64_t number, std::string_view value) {
+  kafka::Producer::Record rec;
+  rec.topic = cfg.kafka.judge_topic;
+  rec.partition = 0;
+  rec.value = value;
+  rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+      Ticket{ChangelogWriter::kBatchSource, kRequestBit | (number & (kRequestBit - 1))}.pack()));
+  if (const rd_kafka_resp_err_t err = producer->produce(rec)) {
+    // Its messages stay outstanding in the ledger: none of those offsets commits.
+    throw KafkaError(
+        "cannot send to the judge topic '" + cfg.kafka.judge_topic + "': " + rd_kafka_err2str(err),
+        err, kafka::Severity::fatal);
+  }
+}
+
 void Service::Impl::send_for_judgement(Slot& slot) {
   const std::size_t n = slot.messages.size();
   Awaiting batch;
@@ -91,24 +106,13 @@ void Service::Impl::send_for_judgement(Slot& slot) {
     conclude(batch, nullptr);
     return;
   }
-  kafka::Producer::Record rec;
-  rec.topic = cfg.kafka.judge_topic;
-  rec.partition = 0;
-  rec.value = requests.finish();
-  rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
-      Ticket{ChangelogWriter::kBatchSource, kRequestBit | (number & (kRequestBit - 1))}.pack()));
-  if (const rd_kafka_resp_err_t err = producer->produce(rec)) {
-    // Its messages stay outstanding in the ledger: none of those offsets commits.
-    throw KafkaError(
-        "cannot send to the judge topic '" + cfg.kafka.judge_topic + "': " + rd_kafka_err2str(err),
-        err, kafka::Severity::fatal);
-  }
+  batch.request.assign(requests.finish());
+  send_request(number, batch.request);
   stats.judge_requests += 1;
-  stats.judge_request_bytes += rec.value.size();
+  stats.judge_request_bytes += batch.request.size();
   stats.judge_request_entries += requests.entries();
   batch.sent_ms = wall_ms();
   batch.last_sent = Clock::now();
-  batch.request.assign(rec.value);
   awaiting_messages += batch.messages.size();
   awaiting.emplace(number, std::move(batch));
 }
@@ -228,18 +232,7 @@ void Service::Impl::resend_unanswered() {
     // Lost (a judge topic trimmed or recreated, a broker restarted empty) or a
     // judge that is slow to take over: the same request again. A verdict given
     // twice is the same verdict, and the second is ignored.
-    kafka::Producer::Record rec;
-    rec.topic = cfg.kafka.judge_topic;
-    rec.partition = 0;
-    rec.value = batch.request;
-    rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
-        Ticket{ChangelogWriter::kBatchSource, kRequestBit | (it->first & (kRequestBit - 1))}
-            .pack()));
-    if (const rd_kafka_resp_err_t err = producer->produce(rec)) {
-      throw KafkaError("cannot send to the judge topic '" + cfg.kafka.judge_topic +
-                           "': " + rd_kafka_err2str(err),
-                       err, kafka::Severity::fatal);
-    }
+    send_request(it->first, batch.request);
     batch.last_sent = now;
     ++stats.judge_resends;
     if (stats.judge_resends <= 10 || stats.judge_resends % 1000 == 0) {
