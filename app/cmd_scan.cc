@@ -110,6 +110,15 @@ int run_scan(std::span<const std::string> raw_args) {
       config.input.text_fields.push_back(as_pointer("text-field", field));
   }
   if (auto id = args.get("id-field")) config.input.id_field = as_pointer("id-field", *id);
+  if (config.scope == "key") {
+    throw config::ConfigError(
+        "dedup.scope: key does not apply to neardup scan (a line has no Kafka key); use global or "
+        "a JSON pointer like /user_id");
+  }
+  if (config.scope.starts_with("/") && config.input.format != config::InputFormat::json) {
+    throw config::ConfigError("dedup.scope: " + config.scope +
+                              " is a JSON field: it needs --format jsonl, not lines");
+  }
   const unsigned threads =
       threads_flag ? static_cast<unsigned>(*threads_flag)
                    : std::min(stream::available_cores(), static_cast<unsigned>(kMaxThreads));

@@ -284,6 +284,21 @@ const std::vector<Key>& keys() {
     k.push_back(integer_key(
         "dedup.blocks", 0, 16, [](auto& config) -> auto& { return config.dedup.index.blocks; }));
     k.back().expected = "0 (automatic) or an integer in max_distance+1..16";
+    {
+      Key scope;
+      scope.path = "dedup.scope";
+      scope.expected = "global, key, or a JSON pointer like /user_id";
+      scope.set = [](Config& config, const std::optional<std::string>& text) {
+        if (!text ||
+            (*text != "global" && *text != "key" && (text->empty() || !is_json_pointer(*text))))
+          return false;
+        config.scope = *text;
+        config.dedup.window.scoped = *text != "global";
+        return true;
+      };
+      scope.show = [](const Config& config) { return config.scope; };
+      k.push_back(std::move(scope));
+    }
     k.push_back(bool_key(
         "dedup.normalize", [](auto& config) -> auto& { return config.dedup.text.normalize; }));
     k.push_back(integer_key(
@@ -357,6 +372,9 @@ const std::vector<Key>& keys() {
     k.push_back(integer_key(
         "window.max_entries", 1, kMaxWindowEntries,
         [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
+    k.push_back(bool_key(
+        "window.refresh_on_duplicate",
+        [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));
 
     k.push_back(string_key(
         "metrics.listen", "an address like 127.0.0.1:9464 or \"\" to disable",

@@ -74,6 +74,11 @@ struct Config {
   /// only (kafka.judge_topic): without it, and with a learned IDF, one thread
   /// analyzes and judges in input order.
   int workers = 0;
+  /// dedup.scope: which messages may be near-duplicates of each other. "global"
+  /// (all), "key" (the same Kafka message key; not for `neardup scan`) or a JSON
+  /// pointer into the input record (the same value of that field; input.format
+  /// json). Sets dedup.window.scoped.
+  std::string scope = "global";
   dedup::DedupOptions dedup;
   MetricsOptions metrics;
   LogOptions log;

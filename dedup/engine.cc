@@ -26,12 +26,14 @@ std::uint64_t Engine::oldest_live() const {
   return inserted_ ? next_sequence_ - window_.size() : next_sequence_;
 }
 
-void Engine::insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch) {
-  const std::uint64_t sequence = window_.insert(fp, time, ref);
+std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
+                             const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates) {
+  const std::uint64_t sequence = window_.insert(fp, time, ref, scope, duplicates);
   next_sequence_ = sequence + 1;
   inserted_ = true;
   if (sketches_)
     sketches_->insert(sequence, oldest_live(), sketch);  // no sketch or no shingles: in no band
+  return sequence;
 }
 
 Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
@@ -90,8 +92,9 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   }
 
   const std::uint64_t examined_before = window_.candidates();
+  const ScopeId scope = options_.window.scoped ? analysis.scope : ScopeId{};
   if (!sketches_ || summary.sketch.shingles == 0) {
-    verdict.match = window_.probe(summary.fingerprint, time, ref);
+    verdict.match = window_.probe(summary.fingerprint, time, ref, scope);
   } else {
     const SketchOptions& so = options_.sketch;
     const Sketch& mine = summary.sketch.sketch;
@@ -100,7 +103,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     // The probe makes every entry it accepts its best so far, so the last
     // accepted one is the match: its estimate is kept, not computed again.
     std::optional<double> simhash_similarity;
-    verdict.match = window_.probe(summary.fingerprint, time, ref, [&](const Match& m) {
+    verdict.match = window_.probe(summary.fingerprint, time, ref, scope, [&](const Match& m) {
       const auto theirs = sketches_->sketch(m.sequence, m.sequence);
       if (!theirs) {
         simhash_similarity.reset();
@@ -124,7 +127,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       const double j = estimate_jaccard(mine, theirs, so.bits);
       if (j < so.threshold || j < best) return;
       const auto e = window_.entry(sequence);
-      if (!e || e->of == ref) return;
+      if (!e || e->of == ref || e->scope != scope) return;
       const int distance = hamming_distance(summary.fingerprint, e->fingerprint);
       const bool better = j > best || distance < best_distance ||
                           (distance == best_distance && best_sequence && sequence < *best_sequence);
@@ -151,20 +154,30 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   if (verdict.match) {
     verdict.kind = VerdictKind::duplicate;
     ++counts_.duplicate;
+    verdict.count = window_.count_duplicate(verdict.match->sequence);
+    if (options_.window.refresh_on_duplicate) {
+      // The duplicate takes its original's place at the window's newest end:
+      // the original's ref and count, the duplicate's time, fingerprint and
+      // sketch (a story that drifts stays matched by its latest wording).
+      window_.retire(verdict.match->sequence);
+      insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count);
+      ++counts_.refreshed;
+    }
   } else {
-    insert(summary.fingerprint, time, ref, &summary.sketch);
+    insert(summary.fingerprint, time, ref, &summary.sketch, scope);
     last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }
   return verdict;
 }
 
-void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref) {
-  insert(fp, time, ref, nullptr);
+void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope) {
+  insert(fp, time, ref, nullptr, scope);
 }
 
-void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch) {
-  insert(fp, time, ref, &sketch);
+void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch,
+                      ScopeId scope) {
+  insert(fp, time, ref, &sketch, scope);
 }
 
 EngineStats Engine::stats() const {

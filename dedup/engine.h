@@ -35,7 +35,9 @@ struct Verdict {
   std::optional<Match> match;  ///< set for duplicates: the kept entry it duplicates; distance may
                                ///< exceed max_distance when the match came from a sketch band
   std::optional<double> similarity;  ///< duplicates judged by the sketch: the estimated Jaccard
-  std::string_view error;            ///< set for invalid: a static reason
+  std::uint32_t count = 0;  ///< duplicates: how many duplicates of match->of so far, this one
+                            ///< included (1 for the first; Window::count_duplicate)
+  std::string_view error;   ///< set for invalid: a static reason
   std::uint32_t features = 0;
   std::uint64_t candidates = 0;  ///< window index cells examined by this decision's probe
 };
@@ -46,6 +48,7 @@ struct Verdict {
 struct Analysis {
   TextSummary summary;
   std::size_t text_bytes = 0;  ///< the text's size (the invalid-UTF-8 share is relative to it)
+  ScopeId scope;  ///< set by the caller (dedup.scope): only entries of this scope match
 };
 
 /// The analysis step with a caller-owned Fingerprinter (e.g. on a worker thread).
@@ -64,6 +67,7 @@ struct EngineStats {
   std::uint64_t duplicate = 0;
   std::uint64_t invalid = 0;
   std::uint64_t sketch_matches = 0;  ///< duplicates found only through a sketch band
+  std::uint64_t refreshed = 0;       ///< duplicates that took their original's place (refresh)
   WindowStats window;
   SketchIndexStats sketch;  ///< zero when the sketch stage is off
 };
@@ -75,7 +79,8 @@ class Engine {
   explicit Engine(const DedupOptions& options);
 
   /// Judges one text against the window. Unique texts are inserted into the
-  /// window (duplicates are not: the window holds kept messages only).
+  /// window (duplicates are not: the window holds kept messages only; with
+  /// window.refresh_on_duplicate a duplicate takes its original's place).
   /// Text with no features (empty, only punctuation) or mostly invalid UTF-8 is invalid.
   /// Same as decide(analyze(text), time, ref).
   Verdict process(std::string_view text, EventTime time, RecordRef ref);
@@ -100,14 +105,15 @@ class Engine {
   void prefetch_cells(const Analysis& analysis) const;
 
   /// Inserts a fingerprint that was kept elsewhere (window changelog replay).
-  void remember(Fingerprint fp, EventTime time, RecordRef ref);
+  void remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope = {});
 
   /// Inserts an entry kept elsewhere together with its sketch and band keys
   /// (window changelog replay): indexed exactly as process() indexed it when it
   /// was judged unique. `sketch` must come from the same SketchOptions (bits,
   /// bands, band_bins); it is ignored when the sketch stage is off or
   /// sketch.shingles == 0 (then this is remember(fp, time, ref)). O(tables + bands).
-  void remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch);
+  void remember(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult& sketch,
+                ScopeId scope = {});
 
   /// The sketch and band keys of the text that the last process() call judged
   /// unique (all zero with the sketch stage off), for the window changelog.
@@ -124,7 +130,8 @@ class Engine {
   std::uint64_t oldest_live() const;
   /// Keeps an entry in the window and, with the sketch stage on, its sketch
   /// (nullptr, or one with no shingles: judged by SimHash alone, in no band).
-  void insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch);
+  std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch,
+                       ScopeId scope, std::uint32_t duplicates = 0);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;

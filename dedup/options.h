@@ -37,6 +37,13 @@ struct IndexOptions {
 struct WindowOptions {
   std::chrono::milliseconds duration = std::chrono::hours(24);  ///< event-time horizon
   std::size_t max_entries = 10'000'000;                         ///< memory bound
+  /// Entries carry a ScopeId (4 bytes each) and probes match only their own
+  /// scope (dedup.scope other than global). Off: every entry has the zero scope.
+  bool scoped = false;
+  /// A duplicate renews its original: the window keeps the duplicate in the
+  /// original's place (its ref and count) with the duplicate's time, so a story
+  /// that keeps coming stays in the window (window.refresh_on_duplicate).
+  bool refresh_on_duplicate = false;
 };
 
 /// The second stage (dedup/sketch.h, dedup/sketch_index.h): every kept text

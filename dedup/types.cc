@@ -16,6 +16,22 @@ void Fingerprint::append_hex(std::string& out) const {
   out.append(digits, 16);
 }
 
+ScopeId scope_of(std::string_view value) {
+  // FNV-1a over the bytes, then a 64-bit finalizer (splitmix64's) so that
+  // values differing in one byte differ in about half of the 32 bits kept.
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : value) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return ScopeId{static_cast<std::uint32_t>(h)};
+}
+
 std::optional<Fingerprint> Fingerprint::from_hex(std::string_view text) {
   if (text.size() != 16) return std::nullopt;
   std::uint64_t bits = 0;

@@ -42,6 +42,20 @@ struct RecordRef {
   friend constexpr bool operator==(RecordRef, RecordRef) = default;
 };
 
+/// Which messages may be near-duplicates of each other (dedup.scope): a probe
+/// only finds entries of its own scope. Every message has the zero scope when
+/// the scope is global.
+struct ScopeId {
+  std::uint32_t value = 0;
+  friend constexpr bool operator==(ScopeId, ScopeId) = default;
+};
+
+/// The scope of a value (a message key, the text of a JSON field): a 32-bit
+/// hash of its bytes, the same on every machine and build (instances and the
+/// window changelog share it). Two different values share a scope with
+/// probability 2^-32. O(bytes).
+ScopeId scope_of(std::string_view value);
+
 /// An earlier window entry that a probe found.
 struct Match {
   RecordRef of;
@@ -49,6 +63,9 @@ struct Match {
   EventTime time;
   Fingerprint fingerprint;
   std::uint64_t sequence = 0;  ///< the entry's window insertion sequence (Window::entry)
+  ScopeId scope;
+  std::uint32_t duplicates =
+      0;  ///< duplicates of this entry counted so far (Window::count_duplicate)
 };
 
 }  // namespace neardup::dedup

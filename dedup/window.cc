@@ -23,10 +23,27 @@ constexpr std::uint64_t kSweepHorizon = std::uint64_t{1} << 30;
 // and it returns the memory of buckets nobody touches any more.
 constexpr std::uint64_t kSweepEvery = 8;
 
+// An entry's time and duplicate count share one word: 48 bits of milliseconds
+// (+-4,400 years around 1970; times beyond are clamped) and 16 bits of count,
+// so counting duplicates costs no memory. kRetired marks an entry that a
+// refresh replaced (it no longer matches and waits for its eviction).
+constexpr std::int64_t kTimeLimit = std::int64_t{1} << 47;
+constexpr std::uint32_t kRetired = 0xffff;
+constexpr std::uint32_t kMaxCount = kRetired - 1;
+
+std::int64_t clamp_time(std::int64_t ms) { return std::clamp(ms, -kTimeLimit, kTimeLimit - 1); }
+
 struct Entry {
   std::uint64_t fp;
-  std::int64_t time;
+  std::int64_t stamp;  // time << 16 | count
   std::uint64_t ref;
+
+  std::int64_t time() const { return stamp >> 16; }
+  std::uint32_t count() const { return static_cast<std::uint32_t>(stamp & 0xffff); }
+  void set_count(std::uint32_t count) { stamp = (stamp & ~std::int64_t{0xffff}) | count; }
+  static std::int64_t make_stamp(std::int64_t ms, std::uint32_t count) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(clamp_time(ms)) << 16) | count;
+  }
 };
 
 bool no_filter(const void*, const Match&) { return true; }
@@ -91,6 +108,7 @@ struct Window::Impl {
 
   // Ring of live entries in sequence order: sequence head_seq sits at ring[head_pos].
   HugeArray<Entry> ring;
+  HugeArray<std::uint32_t> scopes;  // beside the ring, same positions; empty unless scoped
   std::size_t ring_cap = 0;
   std::size_t head_pos = 0;
   std::uint64_t head_seq;
@@ -107,10 +125,26 @@ struct Window::Impl {
 
   std::size_t live() const { return static_cast<std::size_t>(tail_seq - head_seq); }
 
-  Entry& at(std::uint64_t seq) {
+  std::size_t pos_of(std::uint64_t seq) const {
     std::size_t pos = head_pos + static_cast<std::size_t>(seq - head_seq);
     if (pos >= ring_cap) pos -= ring_cap;
-    return ring[pos];
+    return pos;
+  }
+  Entry& at(std::uint64_t seq) { return ring[pos_of(seq)]; }
+  bool live_seq(std::uint64_t seq) const { return seq >= head_seq && seq < tail_seq; }
+  ScopeId scope_at(std::size_t pos) const {
+    return options.scoped ? ScopeId{scopes[pos]} : ScopeId{};
+  }
+  Match match_at(std::uint64_t seq, int distance) const {
+    const std::size_t pos = pos_of(seq);
+    const Entry& e = ring[pos];
+    return Match{RecordRef{e.ref},
+                 distance,
+                 EventTime{e.time()},
+                 Fingerprint{e.fp},
+                 seq,
+                 scope_at(pos),
+                 e.count() == kRetired ? 0 : e.count()};
   }
 
   void evict_oldest() {
@@ -120,8 +154,9 @@ struct Window::Impl {
   }
 
   void advance(EventTime now) {
-    if (!clock_started || now.ms > newest) {
-      newest = now.ms;
+    const std::int64_t ms = clamp_time(now.ms);
+    if (!clock_started || ms > newest) {
+      newest = ms;
       clock_started = true;
     }
     // Saturating newest - duration: an entry is evicted when time < horizon.
@@ -131,7 +166,7 @@ struct Window::Impl {
       horizon = options.duration.count() > 0 ? std::numeric_limits<std::int64_t>::min()
                                              : std::numeric_limits<std::int64_t>::max();
     }
-    while (live() != 0 && ring[head_pos].time < horizon) evict_oldest();
+    while (live() != 0 && ring[head_pos].time() < horizon) evict_oldest();
   }
 
   // Grows the ring by half (capped at max_entries): no slack once the window is full.
@@ -140,13 +175,16 @@ struct Window::Impl {
     if (cap < 1024) cap = 1024;
     if (cap > options.max_entries) cap = options.max_entries;
     HugeArray<Entry> next(cap);
+    HugeArray<std::uint32_t> next_scopes(options.scoped ? cap : 0);
     const std::size_t n = live();
     for (std::size_t i = 0; i < n; ++i) {
       std::size_t pos = head_pos + i;
       if (pos >= ring_cap) pos -= ring_cap;
       next[i] = ring[pos];
+      if (options.scoped) next_scopes[i] = scopes[pos];
     }
     ring = std::move(next);
+    scopes = std::move(next_scopes);
     ring_cap = cap;
     head_pos = 0;
     // Bucket slots sized for the new capacity: buckets rarely spill, and a probe
@@ -173,12 +211,12 @@ Window::~Window() = default;
 Window::Window(Window&&) noexcept = default;
 Window& Window::operator=(Window&&) noexcept = default;
 
-std::optional<Match> Window::probe(Fingerprint fp, EventTime now, RecordRef self) {
-  return probe_filtered(fp, now, self, &no_filter, nullptr);
+std::optional<Match> Window::probe(Fingerprint fp, EventTime now, RecordRef self, ScopeId scope) {
+  return probe_filtered(fp, now, self, scope, &no_filter, nullptr);
 }
 
 std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, RecordRef self,
-                                            AcceptFn accept, const void* ctx) {
+                                            ScopeId scope, AcceptFn accept, const void* ctx) {
   Impl& w = *impl_;
   w.advance(now);
   ++w.counters.probes;
@@ -216,11 +254,14 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
         const std::uint32_t age = static_cast<std::uint32_t>(seq32 - oldest);
         if (age >= live) return false;  // expired, not yet popped
         const std::uint64_t seq = w.head_seq + age;
-        const Entry& e = w.at(seq);
+        const std::size_t pos = w.pos_of(seq);
+        const Entry& e = w.ring[pos];
         const int d = std::popcount(e.fp ^ fp.bits);
         if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value)
           return false;
-        Match m{RecordRef{e.ref}, d, EventTime{e.time}, Fingerprint{e.fp}, seq};
+        if (e.count() == kRetired || (w.options.scoped && w.scopes[pos] != scope.value))
+          return false;
+        const Match m = w.match_at(seq, d);
         if (!accept(ctx, m)) return false;
         best = m;
         best_distance = d;
@@ -253,12 +294,27 @@ void Window::prefetch_cells(Fingerprint fp) const {
 
 std::optional<Match> Window::entry(std::uint64_t sequence) const {
   const Impl& w = *impl_;
-  if (sequence < w.head_seq || sequence >= w.tail_seq) return std::nullopt;
-  const Entry& e = const_cast<Impl&>(w).at(sequence);
-  return Match{RecordRef{e.ref}, 0, EventTime{e.time}, Fingerprint{e.fp}, sequence};
+  if (!w.live_seq(sequence) || w.ring[w.pos_of(sequence)].count() == kRetired) return std::nullopt;
+  return w.match_at(sequence, 0);
 }
 
-std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
+std::uint32_t Window::count_duplicate(std::uint64_t sequence) {
+  Impl& w = *impl_;
+  if (!w.live_seq(sequence)) return 0;
+  Entry& e = w.at(sequence);
+  const std::uint32_t count = e.count();
+  if (count == kRetired) return 0;
+  if (count < kMaxCount) e.set_count(count + 1);
+  return e.count();
+}
+
+void Window::retire(std::uint64_t sequence) {
+  Impl& w = *impl_;
+  if (w.live_seq(sequence)) w.at(sequence).set_count(kRetired);
+}
+
+std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope,
+                             std::uint32_t duplicates) {
   Impl& w = *impl_;
   w.advance(time);
   if (w.options.max_entries == 0) return w.tail_seq - 1;
@@ -268,7 +324,9 @@ std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref) {
   const std::uint64_t seq = w.tail_seq;
   std::size_t pos = w.head_pos + w.live();
   if (pos >= w.ring_cap) pos -= w.ring_cap;
-  w.ring[pos] = Entry{fp.bits, time.ms, ref.value};
+  w.ring[pos] =
+      Entry{fp.bits, Entry::make_stamp(time.ms, std::min(duplicates, kMaxCount)), ref.value};
+  if (w.options.scoped) w.scopes[pos] = scope.value;
   ++w.tail_seq;
 
   const auto oldest = static_cast<std::uint32_t>(w.head_seq);
@@ -289,7 +347,7 @@ WindowStats Window::stats() const {
   const Impl& w = *impl_;
   WindowStats s = w.counters;
   s.entries = w.live();
-  s.bytes = w.ring.bytes() + w.cells.bytes() + sizeof(Impl);
+  s.bytes = w.ring.bytes() + w.scopes.bytes() + w.cells.bytes() + sizeof(Impl);
   s.cells = w.cells.cells();
   s.tables = w.layout.tables();
   s.blocks = w.layout.blocks();

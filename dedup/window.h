@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "dedup/options.h"
 #include "dedup/types.h"
@@ -41,7 +42,8 @@ void validate(const IndexOptions& index, const WindowOptions& window);
 /// exactly newest - duration stays; one millisecond older goes. The clock only moves
 /// forward (an out-of-order `now` does not turn it back). max_entries == 0 keeps nothing.
 ///
-/// Memory: about 24 bytes per entry (fingerprint, time, ref in a ring) plus, per
+/// Memory: about 24 bytes per entry (fingerprint, time and duplicate count, ref in
+/// a ring; 4 more for its scope when WindowOptions::scoped) plus, per
 /// table, a fixed slot per bucket sized for the ring's capacity (7 bytes per cell,
 /// expected load + 2.5 sigma: ~35 bytes per entry over 4 tables at 10M entries),
 /// re-sized as the ring grows; stats().bytes counts what is mapped and allocated.
@@ -61,7 +63,9 @@ class Window {
   /// the live entry nearest to `fp` within max_distance (ties: the oldest), skipping
   /// entries whose ref equals `self`. Exact: the same answer as a brute-force scan.
   /// O(tables + candidates); an exact duplicate returns after the first table.
-  std::optional<Match> probe(Fingerprint fp, EventTime now, RecordRef self);
+  /// Only entries of `scope` count (all entries have the zero scope unless
+  /// WindowOptions::scoped), and no entry that retire() replaced.
+  std::optional<Match> probe(Fingerprint fp, EventTime now, RecordRef self, ScopeId scope = {});
 
   /// As above, but only entries for which `accept(const Match&) -> bool` holds count:
   /// returns the nearest (then oldest) accepted entry. `accept` must be a pure
@@ -70,10 +74,15 @@ class Window {
   template <class Accept>
   requires std::is_invocable_r_v<bool, Accept&, const Match&> std::optional<Match> probe(
       Fingerprint fp, EventTime now, RecordRef self, Accept&& accept) {
+    return probe(fp, now, self, ScopeId{}, std::forward<Accept>(accept));
+  }
+  template <class Accept>
+  requires std::is_invocable_r_v<bool, Accept&, const Match&> std::optional<Match> probe(
+      Fingerprint fp, EventTime now, RecordRef self, ScopeId scope, Accept&& accept) {
     auto thunk = [](const void* ctx, const Match& m) -> bool {
       return (*static_cast<std::remove_reference_t<Accept>*>(const_cast<void*>(ctx)))(m);
     };
-    return probe_filtered(fp, now, self, thunk, &accept);
+    return probe_filtered(fp, now, self, scope, thunk, &accept);
   }
 
   /// A hint for pipelines that know the next fingerprints: starts loading the
@@ -89,12 +98,26 @@ class Window {
   /// Appends an entry; evicts the oldest when full. O(tables) amortized.
   /// Returns the entry's insertion sequence (consecutive, FIFO order); with
   /// max_entries == 0 nothing is kept and the returned sequence is never live.
-  std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref);
+  /// `scope` is kept only when WindowOptions::scoped; `duplicates` starts the
+  /// entry's duplicate count (a refresh carries its original's over).
+  /// Times are kept to the millisecond within +-2^47 ms of 1970 (clamped beyond).
+  std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope = {},
+                       std::uint32_t duplicates = 0);
 
   /// The live entry inserted with `sequence` (distance 0), or nullopt once it
-  /// was evicted. Lets a second index over the same entries (e.g. a sketch
-  /// index) resolve and age its candidates. O(1).
+  /// was evicted or retired. Lets a second index over the same entries (e.g. a
+  /// sketch index) resolve and age its candidates. O(1).
   std::optional<Match> entry(std::uint64_t sequence) const;
+
+  /// Counts one more duplicate of the live entry `sequence` and returns its
+  /// count so far (1 for its first duplicate; it saturates at 65,534, kept in
+  /// the entry's time word at no memory cost). 0 when the entry is not live. O(1).
+  std::uint32_t count_duplicate(std::uint64_t sequence);
+
+  /// The entry `sequence` no longer matches any probe (a refresh inserted its
+  /// successor); it keeps its slot until it is evicted in FIFO order, and
+  /// stats().entries still counts it. O(1).
+  void retire(std::uint64_t sequence);
 
   WindowStats stats() const;
   /// Live entries (stats().entries without gathering the rest). O(1).
@@ -105,7 +128,7 @@ class Window {
 
  private:
   using AcceptFn = bool (*)(const void* ctx, const Match&);
-  std::optional<Match> probe_filtered(Fingerprint fp, EventTime now, RecordRef self,
+  std::optional<Match> probe_filtered(Fingerprint fp, EventTime now, RecordRef self, ScopeId scope,
                                       AcceptFn accept, const void* ctx);
 
   struct Impl;

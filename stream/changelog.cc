@@ -75,6 +75,10 @@ void append_entry_members(std::string& out, const ChangelogRecord& r, bool with_
   out += std::to_string(r.partition);
   out += ",\"offset\":";
   out += std::to_string(r.offset);
+  if (r.scope.value != 0) {
+    out += ",\"scope\":";
+    out += std::to_string(r.scope.value);
+  }
   if (with_instance) {
     out += ",\"instance\":\"";
     append_hex64(out, r.instance);
@@ -121,6 +125,13 @@ const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
   auto offset = int_member(obj, "offset", 0, kMaxOffset);
   if (!offset) return "\"offset\" is not an offset below 2^48";
   r.offset = *offset;
+  r.scope = {};
+  simdjson::dom::element scope_element;
+  if (obj["scope"].get(scope_element) == simdjson::SUCCESS) {
+    auto scope = int_member(obj, "scope", 0, std::numeric_limits<std::uint32_t>::max());
+    if (!scope) return "\"scope\" is not a 32-bit scope";
+    r.scope.value = static_cast<std::uint32_t>(*scope);
+  }
 
   simdjson::dom::element sketch_element;
   if (obj["sketch"].get(sketch_element) == simdjson::SUCCESS) {

@@ -10,7 +10,7 @@
 //   key    "<instance, 16 hex>-<batch sequence, 16 hex>" (unique per batch)
 //   value  {"v":2,"instance":"<16 hex>","entries":[<entry>,...]}  (1..N entries)
 //          entry: {"fp":"<16 hex>","t":<event time, ms>,"topic":"<source topic>",
-//                  "partition":<int>,"offset":<int>,
+//                  "partition":<int>,"offset":<int>,"scope":<u32, when not 0>,
 //                  "sketch":{"bits":2,"band_bins":4,"minhash":"<32 hex>","bands":["<16 hex>",...]}}
 //   timestamp  the newest event time among the entries
 // Format version 1 (read, still written by encode_changelog_value for tests):
@@ -61,6 +61,7 @@ struct ChangelogRecord {
   int band_bins = 0;
   int bands = 0;               ///< band keys carried (the writer's sketch.bands)
   dedup::SketchResult sketch;  ///< shingles is 1 when has_sketch (the engine indexes it), else 0
+  dedup::ScopeId scope;        ///< dedup.scope of the message; "scope" is written only when not 0
 };
 
 /// The record key: the fingerprint's 16 hex digits.

@@ -4,8 +4,10 @@ namespace neardup::stream {
 
 ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
                            dedup::EventTime time, dedup::Fingerprint fingerprint,
-                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options) {
+                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
+                           dedup::ScopeId scope) {
   ChangelogRecord r;
+  r.scope = scope;
   r.fingerprint = fingerprint;
   r.time = time;
   r.topic = std::string(topic);
@@ -27,9 +29,9 @@ ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& 
 
 void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset,
                              dedup::EventTime time, dedup::Fingerprint fingerprint,
-                             const dedup::SketchResult& sketch) {
-  const ChangelogRecord r =
-      kept_entry(src.topic, src.partition, offset, time, fingerprint, sketch, cfg_.dedup.sketch);
+                             const dedup::SketchResult& sketch, dedup::ScopeId scope) {
+  const ChangelogRecord r = kept_entry(src.topic, src.partition, offset, time, fingerprint, sketch,
+                                       cfg_.dedup.sketch, scope);
   batch_.add(r);
   batch_tickets_.push_back(ticket);
   ledger_.expect(ticket);

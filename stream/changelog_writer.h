@@ -26,7 +26,8 @@ namespace neardup::stream {
 /// (the writer's dedup.sketch) are on and the text had shingles.
 ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
                            dedup::EventTime time, dedup::Fingerprint fingerprint,
-                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options);
+                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
+                           dedup::ScopeId scope);
 
 class ChangelogWriter {
  public:
@@ -42,7 +43,8 @@ class ChangelogWriter {
   /// One kept message's entry. May flush. Throws kafka::KafkaError when the topic refuses the
   /// batch.
   void append(const Source& src, Ticket ticket, std::int64_t offset, dedup::EventTime time,
-              dedup::Fingerprint fingerprint, const dedup::SketchResult& sketch);
+              dedup::Fingerprint fingerprint, const dedup::SketchResult& sketch,
+              dedup::ScopeId scope);
   /// Produces the pending entries as one batch record (none: nothing).
   void flush();
   /// The delivery report of batch `number`: on success `acknowledge` is called

@@ -60,11 +60,15 @@ std::string oversize_error(std::size_t bytes, std::size_t max_bytes) {
 
 struct Decoder::Impl {
   config::InputOptions options;
+  std::string scope_field;
   simdjson::dom::parser parser;
   std::string text;
 };
 
-Decoder::Decoder(const config::InputOptions& options) : impl_(std::make_unique<Impl>()) {
+Decoder::Decoder(const config::InputOptions& options, std::string scope_field)
+    : impl_(std::make_unique<Impl>()) {
+  if (!scope_field.empty()) check_pointer(scope_field, "dedup.scope");
+  impl_->scope_field = std::move(scope_field);
   for (const auto& field : options.text_fields) check_pointer(field, "input.text_fields");
   if (!options.id_field.empty())
     check_pointer(options.id_field, "input.id_field");  // empty: ids are line numbers
@@ -103,6 +107,17 @@ Decoded Decoder::decode(std::string_view raw) {
   if (!options.id_field.empty()) {
     simdjson::dom::element id;
     if (!root.at_pointer(options.id_field).get(id) && !id.is_null()) out.id = simdjson::minify(id);
+  }
+  if (!impl_->scope_field.empty()) {
+    simdjson::dom::element value;
+    std::string_view chars;
+    if (root.at_pointer(impl_->scope_field).get(value) || value.is_null()) {
+      out.scope = dedup::scope_of("");
+    } else if (!value.get_string().get(chars)) {
+      out.scope = dedup::scope_of(chars);
+    } else {
+      out.scope = dedup::scope_of(simdjson::minify(value));
+    }
   }
   std::string& text = impl_->text;
   text.clear();

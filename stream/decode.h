@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "dedup/types.h"
 
 namespace neardup::stream {
 
@@ -15,6 +16,10 @@ struct Decoded {
   std::string_view text;  ///< valid until the next decode() on the same Decoder
   std::string id;         ///< the id field as JSON text, e.g. "a1" (quoted) or 42 ("" when absent)
   std::string error;      ///< set when !ok: what is wrong, for the dead-letter header
+  /// With a scope field: dedup::scope_of its value (a string's characters, any
+  /// other value as JSON text); a record without the field (or with null) has
+  /// the scope of "".
+  dedup::ScopeId scope;
 };
 
 /// The error of a record of `bytes` over `max_bytes` (input.max_bytes), for
@@ -26,7 +31,8 @@ std::string oversize_error(std::size_t bytes, std::size_t max_bytes);
 class Decoder {
  public:
   /// Throws config::ConfigError for an invalid JSON pointer in the options.
-  explicit Decoder(const config::InputOptions& options);
+  /// `scope_field`: a JSON pointer (dedup.scope) whose value scopes the record, or "".
+  explicit Decoder(const config::InputOptions& options, std::string scope_field = {});
   ~Decoder();
   Decoder(Decoder&&) noexcept;
   Decoder& operator=(Decoder&&) noexcept;

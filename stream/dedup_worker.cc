@@ -11,6 +11,18 @@
 
 namespace neardup::stream {
 
+namespace {
+
+std::string_view payload_of(const rd_kafka_message_t& m) {
+  return {static_cast<const char*>(m.payload), m.payload ? m.len : 0};
+}
+/// The message key (dedup.scope: key); a message without one has "".
+std::string_view key_of(const rd_kafka_message_t& m) {
+  return {static_cast<const char*>(m.key), m.key ? m.key_len : 0};
+}
+
+}  // namespace
+
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -161,8 +173,7 @@ void DedupWorker::analyze_range(Slot& slot, std::size_t begin, std::size_t end,
     const auto started = Clock::now();
     const rd_kafka_message_t& m = *slot.messages[i];
     Prepared& prepared = slot.prepared[i];
-    analyzer.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
-                     prepared);
+    analyzer.prepare(payload_of(m), prepared, key_of(m));
     Outcome& out = slot.outcomes[i];
     out.error = {};
     out.kept_sketch.shingles = 0;
@@ -190,7 +201,8 @@ void DedupWorker::prepare(Slot& slot) {
     return;
   }
   dedup::Engine& engine = classifier_.engine();
-  for (const Remembered& r : slot.remember) engine.remember(r.fingerprint, r.time, r.ref, r.sketch);
+  for (const Remembered& r : slot.remember)
+    engine.remember(r.fingerprint, r.time, r.ref, r.sketch, r.scope);
   slot.remember.clear();
   const std::size_t n = slot.messages.size();
   if (slot.prepared.size() < n) slot.prepared.resize(n);
@@ -206,8 +218,7 @@ void DedupWorker::prepare(Slot& slot) {
     if (ahead == n) return n;
     const auto started = Clock::now();
     const rd_kafka_message_t& m = *slot.messages[ahead];
-    analyzer_.prepare(std::string_view(static_cast<const char*>(m.payload), m.payload ? m.len : 0),
-                      slot.prepared[ahead]);
+    analyzer_.prepare(payload_of(m), slot.prepared[ahead], key_of(m));
     classifier_.prefetch(slot.prepared[ahead]);
     slot.outcomes[ahead].spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
     return ahead++;

@@ -46,6 +46,7 @@ struct Remembered {
   dedup::EventTime time;
   dedup::RecordRef ref;
   dedup::SketchResult sketch;  ///< shingles 0: remembered by its fingerprint only
+  dedup::ScopeId scope;
 };
 
 /// Polled messages and what the worker made of them (index by index).

@@ -203,6 +203,7 @@ struct Judge::State {
         out.of_time = v.match->time;
         out.of_fingerprint = v.match->fingerprint;
         out.distance = v.match->distance;
+        out.count = v.count;
         out.similarity = v.similarity;
       }
       verdicts.add(out);
@@ -233,7 +234,7 @@ struct Judge::State {
   void remember(const JudgeRequestEntry& e, dedup::Fingerprint fingerprint) {
     const ChangelogRecord r =
         kept_entry(e.source.topic, e.source.partition, e.source.offset, e.time, fingerprint,
-                   engine->last_kept_sketch(), cfg.dedup.sketch);
+                   engine->last_kept_sketch(), cfg.dedup.sketch, e.analysis.scope);
     changelog.add(r);
     ++unconfirmed_entries;
     if (changelog.entries() >= ChangelogWriter::kBatchMaxEntries ||

@@ -6,8 +6,8 @@
 namespace neardup::stream {
 namespace {
 
-constexpr std::string_view kRequestMagic = "NDQ1";
-constexpr std::string_view kVerdictMagic = "NDV1";
+constexpr std::string_view kRequestMagic = "NDQ2";
+constexpr std::string_view kVerdictMagic = "NDV2";
 
 template <typename T>
 void put(std::string& out, T value) {
@@ -128,6 +128,7 @@ void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std
   put(body_, partition);
   put(body_, offset);
   put(body_, time.ms);
+  put(body_, analysis.scope.value);
   const dedup::TextSummary& s = analysis.summary;
   put(body_, s.fingerprint.bits);
   put(body_, s.features);
@@ -180,6 +181,7 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
     e.source.partition = r.get<std::int32_t>();
     e.source.offset = r.get<std::int64_t>();
     e.time.ms = r.get<std::int64_t>();
+    e.analysis.scope.value = r.get<std::uint32_t>();
     dedup::TextSummary& s = e.analysis.summary;
     s.fingerprint.bits = r.get<std::uint64_t>();
     s.features = r.get<std::uint32_t>();
@@ -231,6 +233,7 @@ void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) {
     put(body_, e.of_time.ms);
     put(body_, e.of_fingerprint.bits);
     put(body_, static_cast<std::uint8_t>(e.distance));
+    put(body_, e.count);
   }
   if (e.similarity) put(body_, *e.similarity);
   ++entries_;
@@ -262,6 +265,7 @@ bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::stri
     if (flags > 3) r.ok = false;
     e.of.reset();
     e.similarity.reset();
+    e.count = 0;
     if (!r.ok) break;
     if (flags & 1) {
       const auto topic = r.get<std::uint16_t>();
@@ -277,6 +281,7 @@ bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::stri
       e.of_time.ms = r.get<std::int64_t>();
       e.of_fingerprint.bits = r.get<std::uint64_t>();
       e.distance = r.get<std::uint8_t>();
+      e.count = r.get<std::uint32_t>();
     }
     if (flags & 2) e.similarity = r.get<double>();
   }

@@ -12,16 +12,17 @@
 //
 // Binary, little-endian, versioned by a 4-byte magic; a reader refuses
 // anything that is not exactly this shape (never throws on any bytes).
-//   request  "NDQ1" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
+//   request  "NDQ2" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
 //            entries:u32 bits:u8 band_bins:u8 bands:u8 {entry}*
 //            (bits, band_bins, bands: the sender's sketch options; bands 0 = sketch off)
-//     entry  topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64
+//     entry  topic:u16 partition:i32 offset:i64 time:i64 scope:u32 fingerprint:u64
 //            features:u32 chars:u32 invalid_bytes:u32 text_bytes:u32
 //            shingles:u32 [minhash:2*u64 {band key:u64}*bands]  (when shingles > 0)
-//   verdict  "NDV1" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
+//   verdict  "NDV2" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
 //            entries:u32 {entry}*
 //     entry  kind:u8 fingerprint:u64 features:u32 candidates:u32 flags:u8
-//            [topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64 distance:u8] (flags&1)
+//            [topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64 distance:u8
+//             count:u32]                                                           (flags&1)
 //            [similarity:f64]                                                      (flags&2)
 // The verdict record's key is the instance id as 8 bytes (big-endian), so an
 // instance skips other instances' verdicts without decoding them.
@@ -62,6 +63,7 @@ struct JudgeVerdictEntry {
   dedup::EventTime of_time;
   dedup::Fingerprint of_fingerprint;
   int distance = 0;
+  std::uint32_t count = 0;  ///< duplicates: dedup::Verdict::count
   std::optional<double> similarity;
 };
 

@@ -3,9 +3,16 @@
 namespace neardup::stream {
 
 Analyzer::Analyzer(const config::Config& config)
-    : decoder_(config.input), fingerprinter_(config.dedup.text, config.dedup.sketch) {}
+    : key_scope_(config.scope == "key"),
+      decoder_(config.input, config.scope.starts_with("/") ? config.scope : std::string()),
+      fingerprinter_(config.dedup.text, config.dedup.sketch) {
+  if (config.scope.starts_with("/") && config.input.format != config::InputFormat::json) {
+    throw config::ConfigError("dedup.scope: " + config.scope +
+                              " is a field of a JSON record: it needs input.format: json");
+  }
+}
 
-void Analyzer::prepare(std::string_view raw, Prepared& out) {
+void Analyzer::prepare(std::string_view raw, Prepared& out, std::string_view key) {
   Decoded decoded = decoder_.decode(raw);
   out.ok = decoded.ok;
   out.owned = false;
@@ -27,6 +34,7 @@ void Analyzer::prepare(std::string_view raw, Prepared& out) {
     out.owned = true;
   }
   out.analysis = dedup::analyze(fingerprinter_, out.text());
+  out.analysis.scope = key_scope_ ? dedup::scope_of(key) : decoded.scope;
 }
 
 Classifier::Classifier(const config::Config& config) : engine_(config.dedup) {}

@@ -42,10 +42,13 @@ class Analyzer {
  public:
   /// Throws config::ConfigError / std::invalid_argument for unusable options.
   explicit Analyzer(const config::Config& config);
-  /// Fills `out` (reusing its buffers). O(bytes).
-  void prepare(std::string_view raw, Prepared& out);
+  /// Fills `out` (reusing its buffers). `key`: the record's Kafka key, the
+  /// scope with dedup.scope key (a record without a key has the scope of "").
+  /// O(bytes).
+  void prepare(std::string_view raw, Prepared& out, std::string_view key = {});
 
  private:
+  bool key_scope_;  // dedup.scope: key
   Decoder decoder_;
   dedup::Fingerprinter fingerprinter_;
 };

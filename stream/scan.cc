@@ -128,6 +128,8 @@ class JsonlSink {
                                 static_cast<char>('0' + milli % 10)};
         buffer_.append(digits, 3);
       }
+      buffer_.append(",\"count\":");
+      append_number(buffer_, verdict.count);
     }
     if (verdict.kind == dedup::VerdictKind::invalid) {
       buffer_.append(",\"error\":");

@@ -195,7 +195,7 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t in
 
   if (changelog_writer && verdict.kind == dedup::VerdictKind::unique) {
     changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint,
-                             outcome->kept_sketch);
+                             outcome->kept_sketch, prepared->analysis.scope);
   }
   router->route(in, ticket, verdict, outcome->error, of);
 }

@@ -177,6 +177,7 @@ void Service::Impl::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
       v.features = answer->features;
       v.candidates = answer->candidates;
       v.similarity = answer->similarity;
+      v.count = answer->count;
       if (answer->of) {
         dedup::Match match;
         match.of =

@@ -32,6 +32,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     dedup::RecordRef ref;
     dedup::Fingerprint fingerprint;
     dedup::SketchResult sketch;
+    dedup::ScopeId scope;
   };
   using Clock = std::chrono::steady_clock;
   std::vector<Replayed> entries;
@@ -39,7 +40,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   const bool complete = reader.catch_up(
       [&](const ChangelogRecord& r) {
         entries.push_back(Replayed{r.time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
-                                   r.fingerprint, sketches.usable(r)});
+                                   r.fingerprint, sketches.usable(r), r.scope});
         if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
           last_progress = Clock::now();
           if (hooks.progress) hooks.progress();
@@ -74,7 +75,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   }
   for (std::size_t i = first; i < entries.size(); ++i) {
     const Replayed& e = entries[i];
-    engine.remember(e.fingerprint, e.time, e.ref, e.sketch);
+    engine.remember(e.fingerprint, e.time, e.ref, e.sketch, e.scope);
   }
   return entries.size() - first;
 }
@@ -130,7 +131,7 @@ void ChangelogFollower::remember(const ChangelogRecord& r, std::vector<Remembere
   if (r.instance == instance_) return;
   out.push_back(Remembered{r.fingerprint, r.time,
                            pack_ref(sources_.intern(r.topic, r.partition), r.offset),
-                           sketches_.usable(r)});
+                           sketches_.usable(r), r.scope});
   ++stats_.changelog_followed;
 }
 

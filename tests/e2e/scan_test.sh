@@ -140,4 +140,28 @@ printf '{"a/b":"the storm closed the northern highway!","m~n":"second"}\n' >>"$d
 binary=$(realpath "$neardup")
 (cd "$dir" && "$binary" scan --text-field a/b --id-field m~n -- -h) >"$out"
 grep -q '"id":"second","verdict":"duplicate","of":"first"' "$out" || { echo "field names or -- mishandled"; cat "$out"; exit 1; }
+
+# dedup.scope as a JSON field, and each duplicate's count of its original:
+# the same post from two accounts is kept twice, each account's repeat counts.
+scoped="$dir/scoped.jsonl"
+post='Just finished my first marathon in under four hours, legs are gone but so happy'
+for who in ann bob ann ann bob; do printf '{"text":"%s","user":"%s"}\n' "$post" "$who"; done >"$scoped"
+NEARDUP_DEDUP_SCOPE=/user "$neardup" scan --threads 1 "$scoped" >"$out"
+python3 - "$out" <<'PY'
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1])]
+want = [("unique", None, None), ("unique", None, None), ("duplicate", 1, 1), ("duplicate", 1, 2),
+        ("duplicate", 2, 1)]
+assert [(v["verdict"], v.get("of"), v.get("count")) for v in got] == want, got
+assert all(v["similarity"] == 1.0 for v in got if v["verdict"] == "duplicate"), got
+PY
+NEARDUP_DEDUP_SCOPE=global "$neardup" scan "$scoped" >"$out"
+[ "$(grep -c '"verdict":"duplicate"' "$out")" -eq 4 ] || { echo "global scope: expected 4 duplicates"; cat "$out"; exit 1; }
+# scope: key has no meaning for lines of a file, a JSON field none for --format lines: exit 2.
+set +e
+NEARDUP_DEDUP_SCOPE=key "$neardup" scan "$scoped" >"$out" 2>"$dir/err"; status=$?
+[ "$status" -eq 2 ] && grep -q "key does not apply to neardup scan" "$dir/err" || { echo "scope key: exit $status"; cat "$dir/err"; exit 1; }
+NEARDUP_DEDUP_SCOPE=/user "$neardup" scan --format lines "$scoped" >"$out" 2>"$dir/err"; status=$?
+[ "$status" -eq 2 ] && grep -q "needs --format jsonl" "$dir/err" || { echo "scope with lines: exit $status"; cat "$dir/err"; exit 1; }
+set -e
 echo ok

@@ -124,9 +124,11 @@ TEST(ChangelogFormat, RoundTripsEveryField) {
   r.bands = 3;
   r.sketch.sketch.words = {0x1111222233334444ULL, 0xaaaabbbbccccddddULL};
   r.sketch.band_keys = {1, 2, 0xffffffffffffffffULL};
+  r.scope.value = 0xffffffffu;
   std::string error;
   auto back = decode_changelog_value(encode_changelog_value(r), &error);
   ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->scope, r.scope);
   EXPECT_EQ(back->fingerprint, r.fingerprint);
   EXPECT_EQ(back->time, r.time);
   EXPECT_EQ(back->topic, r.topic);
@@ -143,8 +145,12 @@ TEST(ChangelogFormat, RoundTripsEveryField) {
   EXPECT_EQ(changelog_key(r.fingerprint), "0123456789abcdef");
 
   r.has_sketch = false;
-  back = decode_changelog_value(encode_changelog_value(r), &error);
+  r.scope = {};
+  const std::string unscoped = encode_changelog_value(r);
+  EXPECT_EQ(unscoped.find("scope"), std::string::npos) << "the zero scope is not written";
+  back = decode_changelog_value(unscoped, &error);
   ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->scope, dedup::ScopeId{});
   EXPECT_FALSE(back->has_sketch);
   EXPECT_EQ(back->sketch.shingles, 0u);
 }
@@ -153,6 +159,8 @@ TEST(ChangelogFormat, RefusesMalformedValuesWithAReason) {
   const char* bad[] = {
       "",
       "[]",
+      "{\"v\":1,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,"
+      "\"scope\":4294967296,\"instance\":\"0000000000000000\"}",
       "{\"v\":2,\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,"
       "\"instance\":\"0000000000000000\"}",
       "{\"v\":1,\"fp\":\"xyz\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0,\"instance\":"

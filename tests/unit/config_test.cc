@@ -204,7 +204,8 @@ TEST(ConfigErrors, MappingWhereAScalarIsExpected) {
 
 TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
   EXPECT_EQ(error_of("window: 5\n"),
-            "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, got '5'");
+            "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, "
+            "refresh_on_duplicate, got '5'");
 }
 
 TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {
@@ -343,6 +344,24 @@ TEST(ConfigErrors, TheChangelogHasATopicOfItsOwn) {
   EXPECT_TRUE(starts_with(error_of("kafka: {dead_letter_topic: neardup-window}"),
                           "t.yaml:1:28: kafka.dead_letter_topic"));
   EXPECT_EQ(error_of("kafka: {changelog_topic: '', output_topic: out}"), "");
+}
+
+TEST(ConfigErrors, TheScopeIsGlobalKeyOrAJsonFieldOfAJsonInput) {
+  EXPECT_EQ(error_of("dedup:\n  scope: user\n"),
+            "t.yaml:2:10: dedup.scope: expected global, key, or a JSON pointer like /user_id, got "
+            "'user'");
+  // (input.format is checked where it is used: `neardup scan` sets it from --format.)
+  EXPECT_EQ(error_of("input: {format: json}\ndedup: {scope: /user_id}\n"), "");
+  for (const char* scope : {"global", "key", "/channel"}) {
+    const config::Config c = config::parse_config(
+        std::string("input: {format: json}\ndedup: {scope: '") + scope + "'}\n", "t.yaml");
+    EXPECT_EQ(c.scope, scope);
+    EXPECT_EQ(c.dedup.window.scoped, std::string(scope) != "global");
+  }
+  const config::Config refresh =
+      config::parse_config("window: {refresh_on_duplicate: true}\n", "t.yaml");
+  EXPECT_TRUE(refresh.dedup.window.refresh_on_duplicate);
+  EXPECT_FALSE(config::Config{}.dedup.window.refresh_on_duplicate);
 }
 
 TEST(ConfigErrors, TheJudgeAndVerdictTopicsHaveTopicsOfTheirOwn) {

@@ -18,6 +18,7 @@ dedup::Analysis analysis_of(std::uint64_t seed, bool with_sketch) {
   a.summary.chars = static_cast<std::uint32_t>(rng() % 5000);
   a.summary.invalid_bytes = static_cast<std::uint32_t>(rng() % 3);
   a.text_bytes = rng() % 100000;
+  a.scope.value = static_cast<std::uint32_t>(rng());
   if (with_sketch) {
     a.summary.sketch.shingles = static_cast<std::uint32_t>(rng() % 300) + 1;
     a.summary.sketch.sketch.words = {rng(), rng()};
@@ -57,12 +58,13 @@ TEST(JudgeRecord, ARequestComesBackEntryByEntryWithItsSketchOptions) {
     EXPECT_EQ(e.analysis.summary.chars, want.summary.chars);
     EXPECT_EQ(e.analysis.summary.invalid_bytes, want.summary.invalid_bytes);
     EXPECT_EQ(e.analysis.text_bytes, want.text_bytes);
+    EXPECT_EQ(e.analysis.scope, want.scope);
     EXPECT_EQ(e.analysis.summary.sketch.shingles, want.summary.sketch.shingles);
     EXPECT_EQ(e.analysis.summary.sketch.sketch, want.summary.sketch.sketch);
     EXPECT_EQ(e.analysis.summary.sketch.band_keys, want.summary.sketch.band_keys);
   }
-  // Two topics in the table, each entry 50 + (sketch: 16 + 3 * 8) bytes.
-  EXPECT_EQ(value.size(), 4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + 3 * 50 + 2 * 40);
+  // Two topics in the table, each entry 54 + (sketch: 16 + 3 * 8) bytes.
+  EXPECT_EQ(value.size(), 4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + 3 * 54 + 2 * 40);
 }
 
 TEST(JudgeRecord, AVerdictComesBackWithItsOriginalAndSimilarity) {
@@ -81,6 +83,7 @@ TEST(JudgeRecord, AVerdictComesBackWithItsOriginalAndSimilarity) {
   duplicate.of_time.ms = 1'700'000'000'123;
   duplicate.of_fingerprint.bits = 0x1234;
   duplicate.distance = 1;
+  duplicate.count = 70'000;
   duplicate.similarity = 0.8125;
   writer.add(unique);
   writer.add(duplicate);
@@ -106,6 +109,7 @@ TEST(JudgeRecord, AVerdictComesBackWithItsOriginalAndSimilarity) {
   EXPECT_EQ(d.of_time.ms, 1'700'000'000'123);
   EXPECT_EQ(d.of_fingerprint.bits, 0x1234u);
   EXPECT_EQ(d.distance, 1);
+  EXPECT_EQ(d.count, 70'000u);
   ASSERT_TRUE(d.similarity.has_value());
   EXPECT_EQ(*d.similarity, 0.8125);
 }
@@ -157,7 +161,7 @@ TEST(JudgeRecord, RandomBytesNeverThrowAndAreAlmostAlwaysRefused) {
     std::string bytes(rng() % 200, '\0');
     for (char& c : bytes) c = static_cast<char>(rng());
     if (i % 2)
-      bytes.replace(0, std::min<std::size_t>(4, bytes.size()), i % 4 == 1 ? "NDQ1" : "NDV1");
+      bytes.replace(0, std::min<std::size_t>(4, bytes.size()), i % 4 == 1 ? "NDQ2" : "NDV2");
     accepted += decode_judge_request(bytes, r, &error) ? 1 : 0;
     accepted += decode_judge_verdicts(bytes, v, &error) ? 1 : 0;
   }

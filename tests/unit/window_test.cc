@@ -31,7 +31,7 @@ class OracleWindow {
     for (const Entry& e : entries_) {  // oldest first, so a strict < keeps the oldest among equals
       const int d = hamming_distance(fp, e.fp);
       if (d > k_ || e.ref == self) continue;
-      Match m{e.ref, d, e.time, e.fp};
+      Match m{e.ref, d, e.time, e.fp, 0, {}, 0};
       if (accept && !accept(m)) continue;
       if (!best || d < best->distance) best = m;
     }
