@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <optional>
@@ -184,11 +185,21 @@ struct Judge::State {
     verdicts.start(request.instance, request.batch);
     const auto started = Clock::now();
     const std::size_t count = request.entries.size();
+    // The window's memory accesses start well before each decision
+    // (dedup::Engine::prefetch kAhead decisions ahead, prefetch_cells
+    // kCellsAhead ahead). The dedup worker does it two records ahead with an
+    // analysis between decisions; here decisions follow each other at once,
+    // so only a deeper pipeline overlaps their cache misses (pipeline bench,
+    // judge thread: 2.37 us/decision at 16/8 against 2.78 at 2/1, medians of 3).
+    constexpr std::size_t kAhead = 16, kCellsAhead = 8;
+    for (std::size_t j = 0; j < std::min(kAhead, count); ++j)
+      engine->prefetch(request.entries[j].analysis);
+    for (std::size_t j = 0; j < std::min(kCellsAhead, count); ++j)
+      engine->prefetch_cells(request.entries[j].analysis);
     for (std::size_t i = 0; i < count; ++i) {
-      // The window's memory accesses of the next two decisions start now, as
-      // the dedup worker does it (dedup::Engine::prefetch, prefetch_cells).
-      if (i + 2 < count) engine->prefetch(request.entries[i + 2].analysis);
-      if (i + 1 < count) engine->prefetch_cells(request.entries[i + 1].analysis);
+      if (i + kAhead < count) engine->prefetch(request.entries[i + kAhead].analysis);
+      if (i + kCellsAhead < count)
+        engine->prefetch_cells(request.entries[i + kCellsAhead].analysis);
       const JudgeRequestEntry& e = request.entries[i];
       const std::uint32_t index = sources.intern(e.source.topic, e.source.partition);
       const dedup::Verdict v = engine->decide(e.analysis, e.time, pack_ref(index, e.source.offset));
