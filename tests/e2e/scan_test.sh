@@ -157,6 +157,20 @@ assert all(v["similarity"] == 1.0 for v in got if v["verdict"] == "duplicate"), 
 PY
 NEARDUP_DEDUP_SCOPE=global "$neardup" scan "$scoped" >"$out"
 [ "$(grep -c '"verdict":"duplicate"' "$out")" -eq 4 ] || { echo "global scope: expected 4 duplicates"; cat "$out"; exit 1; }
+# window.refresh_on_duplicate in scan (no event time: the window is bounded by
+# max_entries): a story repeated while others arrive stays in a 2-entry window.
+refresh="$dir/refresh.txt"
+printf '%s\n' 'the storm closed the northern highway overnight' 'markets rallied as rates fell sharply' \
+  'the storm closed the northern highway overnight!' 'the council approved the new school budget' \
+  'THE storm closed the northern highway overnight' >"$refresh"
+for on in false true; do
+  NEARDUP_WINDOW_MAX_ENTRIES=2 NEARDUP_WINDOW_REFRESH_ON_DUPLICATE=$on "$neardup" scan --format lines "$refresh" >"$out"
+  last=$(tail -n 1 "$out")
+  if [ "$on" = true ]; then want='"verdict":"duplicate","of":1,'; else want='"verdict":"unique"'; fi
+  grep -q "$want" <<<"$last" || { echo "refresh $on: last line $last, expected $want"; exit 1; }
+done
+grep -q '"count":2' <<<"$last" || { echo "refresh: expected count 2 in $last"; exit 1; }
+
 # scope: key has no meaning for lines of a file, a JSON field none for --format lines: exit 2.
 set +e
 NEARDUP_DEDUP_SCOPE=key "$neardup" scan "$scoped" >"$out" 2>"$dir/err"; status=$?
