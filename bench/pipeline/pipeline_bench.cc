@@ -13,6 +13,11 @@
 // drop|tag|route] [--metrics]
 //                               [--only passthrough|neardup] [--repeat N]
 // --only runs one of the two (for profiling one side; no ratio is printed).
+// --only contended: the isolated analysis + decisions (as in `isolated=`) on
+// this thread, once alone and then again and again while a passthrough runs
+// in the same process (the broker and client threads that share the cores
+// with the dedup threads inside the service, but no dedup): what sharing the
+// cores and caches alone does to the same work, without any service code.
 // --repeat N runs N passthrough/neardup pairs (fresh topics and groups each)
 // and reports the pair with the median ratio: on a shared machine one pair can
 // land in a slow or a fast moment; the pairs' spread is printed too.
@@ -370,7 +375,8 @@ int main(int argc, char** argv) {
     else if (arg == "--repeat")
       repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
     else if (arg == "--only" && i + 1 < argc &&
-             (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup"))
+             (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup" ||
+              std::string(argv[i + 1]) == "contended"))
       only = argv[++i];
     else if (arg == "--action" && i + 1 < argc) {
       action_name = argv[++i];
@@ -388,7 +394,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action "
-          "drop|tag|route] [--metrics] [--only passthrough|neardup] [--repeat N]\n");
+          "drop|tag|route] [--metrics] [--only passthrough|neardup|contended] [--repeat N]\n");
       return 2;
     }
   }
@@ -420,6 +426,34 @@ int main(int argc, char** argv) {
         pass.rate, static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms),
         pass.process_cpu_us);
   };
+  if (only == "contended") {
+    const double alone = isolated_cpu_us(feed, base_config());
+    std::atomic<bool> done{false};
+    std::vector<std::string> longer;  // passthrough runs ~5x faster: 5 feeds' worth
+    for (int k = 0; k < 5; ++k) longer.insert(longer.end(), feed.begin(), feed.end());
+    std::thread pass([&] {
+      pthread_setname_np(pthread_self(), "bench-pass");
+      const Result r = run_one(broker.bootstrap(), longer, "passthrough", true, ahead, action);
+      std::printf("passthrough alongside: %.0f msg/s\n", r.rate);
+      done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // past its group join
+    std::vector<double> loaded;
+    while (!done && loaded.size() < 50) {
+      const double us = isolated_cpu_us(feed, base_config());
+      if (!done) loaded.push_back(us);  // only loops that ran entirely beside it
+    }
+    pass.join();
+    const double after = isolated_cpu_us(feed, base_config());
+    std::sort(loaded.begin(), loaded.end());
+    std::printf(
+        "isolated alone %.2f us/msg (before) %.2f (after); beside a passthrough: %zu runs, "
+        "median %.2f us/msg, min %.2f, max %.2f; median/alone %.2f\n",
+        alone, after, loaded.size(), loaded.empty() ? 0.0 : loaded[loaded.size() / 2],
+        loaded.empty() ? 0.0 : loaded.front(), loaded.empty() ? 0.0 : loaded.back(),
+        loaded.empty() ? 0.0 : loaded[loaded.size() / 2] / std::min(alone, after));
+    return 0;
+  }
   if (only == "passthrough") {
     print_passthrough(run_one(broker.bootstrap(), feed, "passthrough", true, ahead, action));
     return 0;
