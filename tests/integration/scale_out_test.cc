@@ -73,7 +73,8 @@ class ScaleOutTest : public BrokerTest {
             all |= mine;
             judges += r->judging.load() ? 1 : 0;
           }
-          return all == (std::uint64_t{1} << kWide) - 1 && judges == 1;
+          const int want_judges = cfg_.kafka.judge_topic.empty() ? 0 : 1;
+          return all == (std::uint64_t{1} << kWide) - 1 && judges == want_judges;
         },
         std::chrono::seconds(90));
     EXPECT_TRUE(settled) << "the group did not settle";
@@ -194,6 +195,55 @@ class ScaleOutTest : public BrokerTest {
 
 TEST_F(ScaleOutTest, TwoInstancesCatchEveryPairAtGapsOf0_10_50And200Ms) {
   expect_every_gap_caught(2);
+}
+
+// config/README.md "Scope": with dedup.scope key and input partitioned by key,
+// instances need no judge: a key's messages are all read by one instance.
+TEST_F(ScaleOutTest, KeyScopedInstancesWithoutAJudgeCatchEveryPairOfAKeyAtOnce) {
+  cfg_.kafka.judge_topic = "";
+  cfg_.scope = "key";
+  cfg_.dedup.window.scoped = true;
+  auto group = start_group(2);
+  ASSERT_EQ(group.size(), 2u);
+  kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
+                           [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
+  const std::size_t count = 60;
+  const auto texts = distinct_texts(count, 7);
+  auto send = [&](const std::string& value, const std::string& key) {
+    kafka::Producer::Record rec;
+    rec.topic = kInput;
+    rec.partition = RD_KAFKA_PARTITION_UA;  // the default partitioner: by key
+    rec.key = key;
+    rec.has_key = true;
+    rec.value = value;
+    ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+  };
+  std::vector<Pair> pairs;
+  std::vector<std::string> others;
+  for (std::size_t i = 0; i < count; ++i) {
+    pairs.push_back(Pair{texts[i], near_copy(texts[i]), 0, 0});
+    others.push_back(texts[i] + " again");  // a near-copy from another account
+    send(pairs.back().original, "user-" + std::to_string(i));
+  }
+  for (std::size_t i = 0; i < count; ++i) send(others[i], "other-" + std::to_string(i));
+  for (std::size_t i = 0; i < count; ++i) send(pairs[i].copy, "user-" + std::to_string(i));
+  ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
+  ASSERT_TRUE(eventually([&] {
+    std::uint64_t committed = 0;
+    for (const auto& r : group) committed += r->committed.load();
+    return committed >= 3 * count;
+  }));
+  for (auto& r : group) ASSERT_EQ(r->stop(), 0);
+  const Verdicts verdicts = verdicts_in_output();
+  std::size_t lost = 0;
+  EXPECT_EQ(caught(pairs, verdicts, &lost), count);
+  EXPECT_EQ(lost, 0u);
+  std::size_t unique_others = 0;
+  for (const auto& text : others) {
+    auto it = verdicts.find(text);
+    if (it != verdicts.end() && it->second == std::vector<std::string>{"unique"}) ++unique_others;
+  }
+  EXPECT_EQ(unique_others, count) << "another key's near-copy is not a duplicate";
 }
 
 TEST_F(ScaleOutTest, ThreeInstancesCatchEveryPairAtGapsOf0_10_50And200Ms) {
