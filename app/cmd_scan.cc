@@ -95,15 +95,17 @@ int run_scan(std::span<const std::string> raw_args) {
 
   config::Config config =
       args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
-  config::apply_env_overrides(config);
   const std::string format = args.get("format").value_or("jsonl");
-  if (format == "jsonl") {
-    config.input.format = config::InputFormat::json;
-  } else if (format == "lines") {
-    config.input.format = config::InputFormat::text;
-  } else {
+  if (format != "jsonl" && format != "lines")
     throw cli::UsageError("--format: expected jsonl or lines, got '" + format + "'");
-  }
+  const auto input_format =
+      format == "jsonl" ? config::InputFormat::json : config::InputFormat::text;
+  // --format decides the input's format, over the file and the environment; it
+  // is set before the environment's keys are checked (a JSON-field dedup.scope
+  // needs json).
+  config.input.format = input_format;
+  config::apply_env_overrides(config);
+  config.input.format = input_format;
   if (args.has("text-field")) {
     config.input.text_fields.clear();
     for (const auto& field : args.all("text-field"))

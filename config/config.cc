@@ -526,6 +526,15 @@ void check_cross(const Config& config, const Locator& locator) {
             " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
         quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
   }
+  if (config.scope.starts_with("/") && config.input.format != InputFormat::json) {
+    const std::string path = blame({"dedup.scope", "input.format"});
+    fail_expected(locator.where(path),
+                  path == "dedup.scope"
+                      ? "global or key, or input.format json (" + config.scope +
+                            " is a field of a JSON record)"
+                      : "json (dedup.scope " + config.scope + " is a field of a JSON record)",
+                  quoted(path == "dedup.scope" ? config.scope : std::string("text")));
+  }
   const auto& text = config.dedup.text;
   if (text.weighting == dedup::Weighting::tf_idf && text.idf_source == dedup::IdfSource::file &&
       text.idf_file.empty()) {

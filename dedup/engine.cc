@@ -1,5 +1,8 @@
 #include "dedup/engine.h"
 
+#include <bit>
+#include <limits>
+
 namespace neardup::dedup {
 
 std::string_view to_string(VerdictKind kind) {
@@ -26,14 +29,45 @@ std::uint64_t Engine::oldest_live() const {
   return inserted_ ? next_sequence_ - window_.size() : next_sequence_;
 }
 
+const SketchResult& Engine::keyed(const SketchResult& sketch, ScopeId scope,
+                                  SketchResult& buffer) const {
+  // A scoped window keys each band by scope too (as Window spreads its
+  // buckets): a text kept in K scopes is not K entries in one band chain.
+  if (!options_.window.scoped) return sketch;
+  buffer = sketch;
+  const std::uint64_t mix = (scope.value + 1) * 0x9e3779b97f4a7c15ULL;
+  for (std::size_t b = 0; b < buffer.band_keys.size(); ++b)
+    buffer.band_keys[b] ^= std::rotr(mix, static_cast<int>(9 * b + 1));
+  return buffer;
+}
+
 std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
                              const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates) {
   const std::uint64_t sequence = window_.insert(fp, time, ref, scope, duplicates);
   next_sequence_ = sequence + 1;
   inserted_ = true;
-  if (sketches_)
-    sketches_->insert(sequence, oldest_live(), sketch);  // no sketch or no shingles: in no band
+  if (sketches_) {
+    SketchResult buffer;
+    // no sketch or no shingles: in no band
+    sketches_->insert(sequence, oldest_live(), sketch ? &keyed(*sketch, scope, buffer) : nullptr);
+  }
   return sequence;
+}
+
+bool Engine::due_for_refresh(const Match& original, EventTime now) const {
+  // Only an original in the older half of the window (by time, or by entries
+  // when max_entries is the bound) is renewed: a story that keeps coming still
+  // never leaves the window (each repost within the window finds it, and one
+  // past half its life renews it), while a flood of copies retires at most one
+  // entry per half window instead of one per copy (each retired entry keeps
+  // its cells until it is evicted, and costs a slot).
+  const std::int64_t half_duration = options_.window.duration.count() / 2;
+  std::int64_t age = 0;
+  if (__builtin_sub_overflow(now.ms, original.time.ms, &age))
+    age = now.ms > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
+  const bool old_by_time = age >= half_duration;
+  const bool old_by_entries = next_sequence_ - original.sequence >= options_.window.max_entries / 2;
+  return old_by_time || old_by_entries;
 }
 
 Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
@@ -55,14 +89,17 @@ Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
 void Engine::prefetch(const Analysis& analysis) const {
   const TextSummary& summary = analysis.summary;
   if (summary.features == 0) return;
-  window_.prefetch(summary.fingerprint);
-  if (sketches_ && summary.sketch.shingles != 0) sketches_->prefetch(summary.sketch);
+  window_.prefetch(summary.fingerprint, analysis.scope);
+  SketchResult buffer;
+  if (sketches_ && summary.sketch.shingles != 0)
+    sketches_->prefetch(keyed(summary.sketch, analysis.scope, buffer));
 }
 
 void Engine::prefetch_cells(const Analysis& analysis) const {
   const TextSummary& summary = analysis.summary;
+  SketchResult buffer;
   if (sketches_ && summary.features != 0 && summary.sketch.shingles != 0)
-    sketches_->prefetch_cells(summary.sketch, oldest_live());
+    sketches_->prefetch_cells(keyed(summary.sketch, analysis.scope, buffer), oldest_live());
 }
 
 std::string_view invalid_reason(const Analysis& analysis) {
@@ -136,7 +173,9 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       best_distance = distance;
       best_sequence = sequence;
     };
-    if (!settled) sketches_->for_each_candidate(summary.sketch, oldest, visit);
+    SketchResult buffer;
+    if (!settled)
+      sketches_->for_each_candidate(keyed(summary.sketch, scope, buffer), oldest, visit);
     if (best_sequence) {
       const bool beats_simhash =
           !verdict.match || !simhash_similarity || best > *simhash_similarity;
@@ -155,12 +194,13 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     verdict.kind = VerdictKind::duplicate;
     ++counts_.duplicate;
     verdict.count = window_.count_duplicate(verdict.match->sequence);
-    if (options_.window.refresh_on_duplicate) {
+    if (options_.window.refresh_on_duplicate && due_for_refresh(*verdict.match, time)) {
       // The duplicate takes its original's place at the window's newest end:
       // the original's ref and count, the duplicate's time, fingerprint and
       // sketch (a story that drifts stays matched by its latest wording).
       window_.retire(verdict.match->sequence);
       insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count);
+      verdict.refreshed = true;
       ++counts_.refreshed;
     }
   } else {

@@ -37,6 +37,7 @@ struct Verdict {
   std::optional<double> similarity;  ///< duplicates judged by the sketch: the estimated Jaccard
   std::uint32_t count = 0;  ///< duplicates: how many duplicates of match->of so far, this one
                             ///< included (1 for the first; Window::count_duplicate)
+  bool refreshed = false;   ///< duplicates: it took its original's place (refresh_on_duplicate)
   std::string_view error;   ///< set for invalid: a static reason
   std::uint32_t features = 0;
   std::uint64_t candidates = 0;  ///< window index cells examined by this decision's probe
@@ -128,6 +129,11 @@ class Engine {
 
  private:
   std::uint64_t oldest_live() const;
+  /// `sketch` as the sketch index sees it: its band keys mixed with `scope`
+  /// when the window is scoped (in `buffer`), else `sketch` itself.
+  const SketchResult& keyed(const SketchResult& sketch, ScopeId scope, SketchResult& buffer) const;
+  /// window.refresh_on_duplicate: whether a duplicate at `now` renews `original`.
+  bool due_for_refresh(const Match& original, EventTime now) const;
   /// Keeps an entry in the window and, with the sketch stage on, its sketch
   /// (nullptr, or one with no shingles: judged by SimHash alone, in no band).
   std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch,

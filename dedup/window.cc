@@ -131,6 +131,24 @@ struct Window::Impl {
     return pos;
   }
   Entry& at(std::uint64_t seq) { return ring[pos_of(seq)]; }
+  // Scoped windows spread each scope over its own buckets: the bucket index
+  // is XORed with bits of a hash of the scope (per table), so a text that is
+  // kept in many scopes (the same post from K accounts) does not put K cells
+  // in the one bucket every probe of it scans. Exact all the same: a scope's
+  // entries and its probes agree on the mapping, and every candidate is
+  // verified by its full distance and scope.
+  static std::uint64_t scope_mix(ScopeId scope) {
+    std::uint64_t h = scope.value + 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+  }
+  std::uint64_t mix_of(ScopeId scope) const { return options.scoped ? scope_mix(scope) : 0; }
+  std::uint32_t bucket_of(std::size_t t, std::uint64_t fp, std::uint64_t mix) const {
+    const std::uint64_t mask = (std::uint64_t{1} << layout.bucket_bits(t)) - 1;
+    return layout.bucket(t, fp) ^
+           static_cast<std::uint32_t>(std::rotr(mix, static_cast<int>(7 * t)) & mask);
+  }
   bool live_seq(std::uint64_t seq) const { return seq >= head_seq && seq < tail_seq; }
   ScopeId scope_at(std::size_t pos) const {
     return options.scoped ? ScopeId{scopes[pos]} : ScopeId{};
@@ -225,6 +243,7 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
   const auto oldest = static_cast<std::uint32_t>(w.head_seq);
   const auto live = static_cast<std::uint32_t>(w.live());
   const int k = w.k;
+  const std::uint64_t mix = w.mix_of(scope);
   int best_distance = k + 1;
   std::uint64_t best_seq = 0;
   std::optional<Match> best;
@@ -239,7 +258,7 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
   for (std::size_t group = 0; group < w.layout.tables() && !done; group += kGroup) {
     const std::size_t n = std::min(kGroup, w.layout.tables() - group);
     for (std::size_t i = 0; i < n; ++i) {
-      buckets[i] = &w.cells.bucket(group + i, w.layout.bucket(group + i, fp.bits));
+      buckets[i] = &w.cells.bucket(group + i, w.bucket_of(group + i, fp.bits, mix));
       residues[i] = w.layout.residue(group + i, fp.bits);
       w.cells.prefetch_header(*buckets[i]);
     }
@@ -278,17 +297,19 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
   return best;
 }
 
-void Window::prefetch(Fingerprint fp) const {
+void Window::prefetch(Fingerprint fp, ScopeId scope) const {
   Impl& w = *impl_;
+  const std::uint64_t mix = w.mix_of(scope);
   for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    w.cells.prefetch_header(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
+    w.cells.prefetch_header(w.cells.bucket(t, w.bucket_of(t, fp.bits, mix)));
   }
 }
 
-void Window::prefetch_cells(Fingerprint fp) const {
+void Window::prefetch_cells(Fingerprint fp, ScopeId scope) const {
   Impl& w = *impl_;
+  const std::uint64_t mix = w.mix_of(scope);
   for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    w.cells.prefetch_cells(w.cells.bucket(t, w.layout.bucket(t, fp.bits)));
+    w.cells.prefetch_cells(w.cells.bucket(t, w.bucket_of(t, fp.bits, mix)));
   }
 }
 
@@ -331,8 +352,9 @@ std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref, Scop
 
   const auto oldest = static_cast<std::uint32_t>(w.head_seq);
   const auto live = static_cast<std::uint32_t>(w.live());
+  const std::uint64_t mix = w.mix_of(scope);
   for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    CellTables::Bucket& b = w.cells.bucket(t, w.layout.bucket(t, fp.bits));
+    CellTables::Bucket& b = w.cells.bucket(t, w.bucket_of(t, fp.bits, mix));
     w.cells.pop_expired(b, oldest, live);
     w.cells.push(b, w.layout.residue(t, fp.bits), static_cast<std::uint32_t>(seq));
   }

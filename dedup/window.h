@@ -90,10 +90,10 @@ class Window {
   /// on this machine a random memory access costs ~0.5 us, and a probe has two
   /// dependent ones (bucket header, then its cells), so this hides the first.
   /// Changes no state; never required for correctness. O(tables).
-  void prefetch(Fingerprint fp) const;
+  void prefetch(Fingerprint fp, ScopeId scope = {}) const;
   /// The second stage: reads the (by now cached) bucket headers of `fp` and starts
   /// loading their cells. Call it one item ahead, after prefetch() two items ahead.
-  void prefetch_cells(Fingerprint fp) const;
+  void prefetch_cells(Fingerprint fp, ScopeId scope = {}) const;
 
   /// Appends an entry; evicts the oldest when full. O(tables) amortized.
   /// Returns the entry's insertion sequence (consecutive, FIFO order); with

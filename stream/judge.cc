@@ -55,6 +55,7 @@ struct Judge::State {
   std::int64_t committed = -1;    // what the last commit sent, -1 none
   std::string delivery_error;
   std::uint64_t corrupt_logged = 0;
+  bool scope_mismatch_logged = false;
   bool sketch_mismatch_logged = false;
   std::exception_ptr pending_exception;   // thrown inside a rebalance, raised after the poll
   std::uint64_t unconfirmed_entries = 0;  // changelog entries since the last commit
@@ -181,6 +182,17 @@ struct Judge::State {
                 "same configuration");
       }
       for (JudgeRequestEntry& e : request.entries) e.analysis.summary.sketch.shingles = 0;
+    }
+    if (!cfg.dedup.window.scoped && !scope_mismatch_logged) {
+      for (const JudgeRequestEntry& e : request.entries) {
+        if (e.analysis.scope.value == 0) continue;
+        scope_mismatch_logged = true;
+        log(config::LogLevel::warn,
+            "judge: an instance sends scoped messages (dedup.scope other than global) but this "
+            "judge's dedup.scope is global: it judges them across scopes until every instance "
+            "runs the same configuration");
+        break;
+      }
     }
     verdicts.start(request.instance, request.batch);
     const auto started = Clock::now();

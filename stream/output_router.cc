@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <optional>
 #include <utility>
 
+#include "stream/json_out.h"
 #include "stream/process.h"
 
 namespace neardup::stream {
@@ -127,17 +127,6 @@ void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedu
   duplicate(in, ticket, verdict, of);
 }
 
-namespace {
-
-/// The estimated Jaccard with 3 decimals, e.g. "0.812" (as `neardup scan` writes it).
-std::string format_similarity(double similarity) {
-  char text[16];
-  const int n = std::snprintf(text, sizeof text, "%.3f", similarity);
-  return std::string(text, n > 0 ? static_cast<std::size_t>(n) : 0);
-}
-
-}  // namespace
-
 void OutputRouter::forward(const rd_kafka_message_t& in, Ticket ticket) {
   const Source& src = sources_[ticket.source];
   send(cfg_.kafka.output_topic, output_partition(src, cfg_.kafka.output_topic), in,
@@ -153,8 +142,11 @@ void OutputRouter::duplicate(const rd_kafka_message_t& in, Ticket ticket,
     add_header(hdrs, "neardup-of",
                of ? of->locate(ref_offset(verdict.match->of)) : std::string("unknown"));
     add_header(hdrs, "neardup-distance", std::to_string(verdict.match->distance));
-    if (verdict.similarity)
-      add_header(hdrs, "neardup-similarity", format_similarity(*verdict.similarity));
+    if (verdict.similarity) {
+      std::string similarity;
+      append_similarity(similarity, *verdict.similarity);
+      add_header(hdrs, "neardup-similarity", similarity);
+    }
     if (verdict.count > 0) add_header(hdrs, "neardup-count", std::to_string(verdict.count));
   }
   add_header(hdrs, "neardup-fingerprint", verdict.fingerprint.hex());

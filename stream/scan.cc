@@ -13,6 +13,7 @@
 #include <memory>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -62,9 +63,29 @@ class KeptIds {
       }
     }
     bytes_.append(id);
+    ++inserts_;
+  }
+
+  /// A duplicate took kept line `line`'s place in the window (refresh): its id
+  /// stays needed after the newest max_entries kept ids have moved past it.
+  /// Ids renewed longer than max_entries window inserts ago are dropped once
+  /// more than `capacity` are held (the window has evicted those entries).
+  void renew(std::uint64_t line) {
+    if (capacity_ == 0) return;
+    auto it = renewed_.find(line);
+    if (it == renewed_.end()) {
+      const std::string_view id = find(line);
+      if (id.empty()) return;  // named by its line number: nothing to keep
+      it = renewed_.emplace(line, Renewed{std::string(id), 0}).first;
+    }
+    it->second.at = ++inserts_;
+    if (renewed_.size() > capacity_) {
+      std::erase_if(renewed_, [&](const auto& r) { return r.second.at + capacity_ < inserts_; });
+    }
   }
   /// The id of kept line `line`; empty when it had none (the line number is the id).
   std::string_view find(std::uint64_t line) const {
+    if (auto it = renewed_.find(line); it != renewed_.end()) return it->second.id;
     // In kept (increasing) order the ring is [oldest_, size) then [0, oldest_).
     const bool in_newer = oldest_ != 0 && line >= lines_[0];
     const auto split = lines_.begin() + static_cast<std::ptrdiff_t>(oldest_);
@@ -91,6 +112,12 @@ class KeptIds {
   std::string bytes_;       // the ids, in kept order, from offset base_ on
   std::uint64_t base_ = 0;  // the offset of bytes_[0]
   std::size_t oldest_ = 0;  // the ring's oldest slot (0 until full)
+  struct Renewed {
+    std::string id;
+    std::uint64_t at;  // inserts_ when last renewed
+  };
+  std::unordered_map<std::uint64_t, Renewed> renewed_;  // by line (refresh_on_duplicate)
+  std::uint64_t inserts_ = 0;                           // window inserts: kept and renewed
 };
 
 void append_number(std::string& out, std::uint64_t value) {
@@ -118,15 +145,8 @@ class JsonlSink {
       buffer_.append(",\"distance\":");
       append_number(buffer_, static_cast<std::uint64_t>(verdict.match->distance));
       if (verdict.similarity) {
-        // The sketch's estimated Jaccard, in thousandths ("0.875").
-        const auto milli = static_cast<std::uint64_t>(*verdict.similarity * 1000.0 + 0.5);
         buffer_.append(",\"similarity\":");
-        append_number(buffer_, milli / 1000);
-        buffer_.push_back('.');
-        const char digits[3] = {static_cast<char>('0' + milli / 100 % 10),
-                                static_cast<char>('0' + milli / 10 % 10),
-                                static_cast<char>('0' + milli % 10)};
-        buffer_.append(digits, 3);
+        append_similarity(buffer_, *verdict.similarity);  // the sketch's estimate, "0.875"
       }
       buffer_.append(",\"count\":");
       append_number(buffer_, verdict.count);
@@ -281,6 +301,7 @@ class VerdictSink {
         break;
       case dedup::VerdictKind::duplicate:
         ++stats_.duplicate;
+        if (verdict.refreshed) kept_.renew(verdict.match->of.value);
         break;
       case dedup::VerdictKind::invalid:
         ++stats_.invalid;

@@ -170,12 +170,23 @@ for on in false true; do
   grep -q "$want" <<<"$last" || { echo "refresh $on: last line $last, expected $want"; exit 1; }
 done
 grep -q '"count":2' <<<"$last" || { echo "refresh: expected count 2 in $last"; exit 1; }
+# A renewed original is still named by its id after max_entries newer records were kept.
+ids="$dir/ids.jsonl"
+story='the storm closed the northern highway overnight'
+{ printf '{"id":"a","text":"%s"}\n' "$story"; printf '{"id":"a2","text":"%s!"}\n' "$story"
+  printf '{"id":"b","text":"markets rallied as rates fell sharply"}\n'
+  printf '{"id":"c","text":"the council approved the new school budget"}\n'
+  printf '{"id":"a3","text":"%s!!"}\n' "$story"
+  printf '{"id":"d","text":"a cold front brings snow to the hills"}\n'
+  printf '{"id":"a4","text":"THE %s"}\n' "$story"; } >"$ids"
+NEARDUP_WINDOW_MAX_ENTRIES=3 NEARDUP_WINDOW_REFRESH_ON_DUPLICATE=true "$neardup" scan --threads 1 "$ids" >"$out"
+grep -q '"id":"a4","verdict":"duplicate","of":"a",.*"count":3' "$out" || { echo "renewed original's id lost"; cat "$out"; exit 1; }
 
 # scope: key has no meaning for lines of a file, a JSON field none for --format lines: exit 2.
 set +e
 NEARDUP_DEDUP_SCOPE=key "$neardup" scan "$scoped" >"$out" 2>"$dir/err"; status=$?
 [ "$status" -eq 2 ] && grep -q "key does not apply to neardup scan" "$dir/err" || { echo "scope key: exit $status"; cat "$dir/err"; exit 1; }
 NEARDUP_DEDUP_SCOPE=/user "$neardup" scan --format lines "$scoped" >"$out" 2>"$dir/err"; status=$?
-[ "$status" -eq 2 ] && grep -q "needs --format jsonl" "$dir/err" || { echo "scope with lines: exit $status"; cat "$dir/err"; exit 1; }
+[ "$status" -eq 2 ] && grep -q "is a field of a JSON record" "$dir/err" || { echo "scope with lines: exit $status"; cat "$dir/err"; exit 1; }
 set -e
 echo ok

@@ -350,7 +350,12 @@ TEST(ConfigErrors, TheScopeIsGlobalKeyOrAJsonFieldOfAJsonInput) {
   EXPECT_EQ(error_of("dedup:\n  scope: user\n"),
             "t.yaml:2:10: dedup.scope: expected global, key, or a JSON pointer like /user_id, got "
             "'user'");
-  // (input.format is checked where it is used: `neardup scan` sets it from --format.)
+  EXPECT_EQ(error_of("dedup:\n  scope: /user_id\n"),
+            "t.yaml:2:10: dedup.scope: expected global or key, or input.format json (/user_id is "
+            "a field of a JSON record), got '/user_id'");
+  EXPECT_EQ(error_of("dedup: {scope: /user_id}\ninput: {format: text}\n"),
+            "t.yaml:1:16: dedup.scope: expected global or key, or input.format json (/user_id is "
+            "a field of a JSON record), got '/user_id'");
   EXPECT_EQ(error_of("input: {format: json}\ndedup: {scope: /user_id}\n"), "");
   for (const char* scope : {"global", "key", "/channel"}) {
     const config::Config c = config::parse_config(

@@ -180,6 +180,52 @@ TEST(EngineRefresh, ARepostedStoryStaysSuppressedWhileItKeepsComing) {
   }
 }
 
+// A flood of copies: with refresh, at most one entry per half window is
+// retired, so a probe still examines a handful of cells, not one per copy; the
+// same text kept in 2000 scopes is spread over buckets and bands by scope.
+TEST(EngineCosts, AFloodOfCopiesOrOfScopesKeepsProbesShort) {
+  for (bool sketch : {false, true}) {
+    DedupOptions o = options(sketch, false, true);
+    o.window.duration = std::chrono::hours(24);
+    Engine engine(o);
+    Verdict last;
+    for (std::uint64_t i = 1; i <= 2000; ++i)
+      last = run(engine, kPost, static_cast<std::int64_t>(i), i);
+    EXPECT_EQ(last.count, 1999u);
+    EXPECT_LE(last.candidates, 2u) << "sketch " << sketch;
+    EXPECT_EQ(engine.stats().refreshed, 0u) << "no copy reached half the window's age";
+
+    Engine scoped(options(sketch, true, false));
+    for (std::uint64_t i = 1; i <= 2000; ++i)
+      last = run(scoped, kPost, static_cast<std::int64_t>(i), i,
+                 ScopeId{static_cast<std::uint32_t>(i)});
+    EXPECT_EQ(last.kind, VerdictKind::unique);
+    EXPECT_LE(last.candidates, 8u) << "sketch " << sketch;
+    EXPECT_EQ(run(scoped, kEdited, 3000, 9999, ScopeId{1234}).match->of, RecordRef{1234});
+  }
+}
+
+// With max_entries as the bound, a refresh renews an original once it is older
+// than half the window's entries.
+TEST(EngineRefresh, RenewsAnOriginalInTheOlderHalfOfAFullWindow) {
+  DedupOptions o = options(false, false, true);
+  o.window.duration = std::chrono::hours(24);
+  o.window.max_entries = 4;
+  Engine engine(o);
+  EXPECT_EQ(run(engine, kPost, 0, 1).kind, VerdictKind::unique);
+  EXPECT_FALSE(run(engine, kEdited, 1, 2).refreshed) << "the newest entry: not renewed";
+  run(engine, "An unrelated post about baking bread at home today", 2, 3);
+  const Verdict renewed = run(engine, kEdited, 3, 4);
+  EXPECT_TRUE(renewed.refreshed) << "2 of 4 entries newer";
+  EXPECT_EQ(renewed.count, 2u);
+  run(engine, "Weather: a cold front brings snow to the hills on sunday", 4, 5);
+  run(engine, "The museum opens a new wing of modern art next month", 5, 6);
+  run(engine, "Local team wins the cup after extra time in a tense final", 6, 7);
+  const Verdict still = run(engine, kPost, 7, 8);
+  ASSERT_EQ(still.kind, VerdictKind::duplicate) << "renewed: still among the newest 4";
+  EXPECT_EQ(still.match->of, RecordRef{1});
+}
+
 TEST(ScopeOf, IsAFixedHashOfTheBytes) {
   EXPECT_EQ(scope_of("alice"), scope_of(std::string("alice")));
   EXPECT_NE(scope_of("alice"), scope_of("alicf"));
