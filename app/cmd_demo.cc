@@ -1,6 +1,7 @@
 // `neardup demo`: the README's run command. The service on the embedded broker,
 // fed a demo stream (deploy/demo/feed.jsonl: news items and reposts with small
-// edits), with a progress line, metrics, and a summary at the end.
+// edits) at a steady rate for --duration, with a progress line, metrics and the
+// page, and a summary at the end that is the same on every run.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,11 +9,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "app/cli.h"
+#include "config/values.h"
 #include "stream/host.h"
 #include "stream/kafka.h"
 
@@ -24,22 +25,29 @@ namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: neardup demo [--feed FILE] [--rate N] [--action drop|tag|route] [--metrics-listen "
-    "ADDR]\n"
+    "usage: neardup demo [--duration D] [--rate N] [--feed FILE] [--action drop|tag|route]\n"
+    "                    [--metrics-listen ADDR]\n"
     "\n"
-    "Starts the embedded Kafka broker and the service, feeds it a demo stream of\n"
-    "news items and reposts with small edits (JSON Lines with a \"text\" field),\n"
-    "shows a progress line, and prints a summary: in / unique / duplicates /\n"
-    "invalid and example pairs with their Hamming distance. Metrics are served\n"
-    "while it runs.\n"
+    "Starts the embedded Kafka broker and the service and feeds it a demo stream\n"
+    "of news items and reposts with small edits (JSON Lines with a \"text\" field)\n"
+    "at a steady rate for --duration, with a progress line; the page\n"
+    "(http://ADDR/) shows the pairs it finds and /metrics is served meanwhile.\n"
+    "When the feed is done and judged (or on Ctrl-C) it prints a summary: in /\n"
+    "unique / duplicates / invalid and the first example pairs. The feed is\n"
+    "rate x duration records (the file repeats from its top when it runs out:\n"
+    "repeats are exact reposts), on one partition, with event times spaced\n"
+    "1/rate apart: the same flags give the same summary on every run.\n"
     "\n"
+    "  --duration D           how long to feed: 60s (default), 5m, 90 (seconds), ...\n"
+    "  --rate N               records per second (default 5: the feed's 291 lines\n"
+    "                         take about a minute)\n"
     "  --feed FILE            default deploy/demo/feed.jsonl\n"
-    "  --rate N               messages per second fed (default 100)\n"
     "  --action A             drop (default), tag or route\n"
     "  --metrics-listen ADDR  default 127.0.0.1:9464 (\"\" disables)\n"
     "\n"
-    "example:\n"
-    "  neardup demo --rate 500\n";
+    "examples:\n"
+    "  neardup demo                         # then open http://127.0.0.1:9464/\n"
+    "  neardup demo --duration 3 --rate 97  # the feed once, in 3 s\n";
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
@@ -55,11 +63,22 @@ std::vector<std::string> read_lines(const std::string& path) {
 }
 
 int run_demo(std::span<const std::string> raw) {
-  cli::Args args(raw, {"feed", "rate", "action", "metrics-listen"});
+  cli::Args args(raw, {"feed", "rate", "duration", "action", "metrics-listen"});
   if (!args.positionals().empty())
     throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
   const auto feed = read_lines(args.get("feed").value_or("deploy/demo/feed.jsonl"));
-  const long long rate = args.get_int("rate", 1, 1'000'000).value_or(100);
+  const long long rate = args.get_int("rate", 1, 1'000'000).value_or(5);
+  std::chrono::milliseconds duration{60'000};
+  if (auto text = args.get("duration")) {
+    const auto parsed = config::parse_duration(*text);
+    if (!parsed || *parsed < std::chrono::milliseconds(1) || *parsed > std::chrono::hours(24 * 7))
+      throw cli::UsageError("--duration: expected a duration from 1ms to 7d like 60s or 5m, got '" +
+                            *text + "'");
+    duration = *parsed;
+  }
+  // rate x duration records, at least one: fixed by the flags, not by the clock.
+  const std::uint64_t total = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(rate) * static_cast<std::uint64_t>(duration.count()) / 1000);
 
   config::Config cfg;
   cfg.kafka.brokers.reset();  // always the embedded broker
@@ -80,7 +99,10 @@ int run_demo(std::span<const std::string> raw) {
   if (auto listen = args.get("metrics-listen")) cfg.metrics.listen = *listen;
   stream::configure_logging(cfg.log);
 
-  // Texts by source coordinates, to show example pairs at the end.
+  // The first example pairs, for the summary (the page shows the latest ones).
+  // Texts by source coordinates are kept only until the examples are found.
+  constexpr std::size_t kExamples = 5;
+  constexpr std::size_t kMaxTexts = 10'000;
   std::map<std::pair<std::int32_t, std::int64_t>, std::string> texts;
   struct Pair {
     std::string kept, duplicate;
@@ -90,6 +112,7 @@ int run_demo(std::span<const std::string> raw) {
   std::vector<Pair> examples;
 
   std::atomic<bool> stop_feeder{false};
+  std::atomic<std::uint64_t> fed{0};
   std::thread feeder;
   stream::HostOptions host;
   host.force_progress = true;
@@ -100,37 +123,52 @@ int run_demo(std::span<const std::string> raw) {
       stream::kafka::Producer producer(
           stream::default_producer_properties(brokers),
           [&](const rd_kafka_message_t& m) { failed += m.err ? 1 : 0; });
-      auto next = std::chrono::steady_clock::now();
-      const auto gap = std::chrono::nanoseconds(1'000'000'000LL / rate);
-      for (const auto& line : feed) {
-        if (stop_feeder.load()) break;
-        std::this_thread::sleep_until(next);  // pacing the demo feed, not a test wait
-        next += gap;
+      // Event times 1/rate apart from the start, whatever the pacing: the
+      // window's time-based expiry then decides the same on every run.
+      const std::int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+      const auto begin = std::chrono::steady_clock::now();
+      for (std::uint64_t i = 0; i < total; ++i) {
+        // Paced by the schedule (record i at i/rate s), checking for a stop at least every 100 ms.
+        const auto due = begin + std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                     i * 1'000'000'000ULL / static_cast<std::uint64_t>(rate)));
+        while (!stop_feeder.load() && !stream::stop_signalled() &&
+               std::chrono::steady_clock::now() < due) {
+          std::this_thread::sleep_until(
+              std::min(due, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+        }
+        if (stop_feeder.load() || stream::stop_signalled()) break;
         stream::kafka::Producer::Record rec;
         rec.topic = cfg.kafka.input_topics.front();
-        rec.value = line;
+        rec.partition = 0;  // one partition: one order, the same verdicts every run
+        rec.value = feed[i % feed.size()];
+        rec.timestamp_ms =
+            start_ms + static_cast<std::int64_t>(i * 1000 / static_cast<std::uint64_t>(rate));
         producer.produce(rec);
         producer.poll(std::chrono::milliseconds(0));
+        fed.store(i + 1);
       }
-      producer.flush(std::chrono::seconds(10));
-      if (failed.load())
+      const bool stopped = stop_feeder.load() || stream::stop_signalled();
+      producer.flush(stopped ? std::chrono::milliseconds(200) : std::chrono::milliseconds(10'000));
+      if (failed.load() && !stopped)
         stream::log(config::LogLevel::error,
                     "demo feeder: " + std::to_string(failed.load()) + " records not delivered");
     });
   };
   host.on_verdict = [&](const stream::VerdictEvent& e) {
-    texts[{e.partition, e.offset}] = std::string(e.text);
-    if (e.verdict->kind == dedup::VerdictKind::duplicate && e.verdict->match &&
-        examples.size() < 5) {
+    if (examples.size() >= kExamples) return;
+    if (texts.size() < kMaxTexts) texts[{e.partition, e.offset}] = std::string(e.text);
+    if (e.verdict->kind == dedup::VerdictKind::duplicate && e.verdict->match) {
       auto it = texts.find({e.of_partition, e.of_offset});
       if (it != texts.end())
         examples.push_back(
             {it->second, std::string(e.text), e.verdict->match->distance, e.verdict->similarity});
+      if (examples.size() >= kExamples) texts.clear();
     }
   };
-  const std::uint64_t total = feed.size();
-  host.done = [total](const stream::ServiceSnapshot& s) {
-    return s.consumed >= total && s.committed >= total;
+  host.done = [total, &fed](const stream::ServiceSnapshot& s) {
+    return fed.load() >= total && s.consumed >= total && s.committed >= total;
   };
 
   stream::ServiceSnapshot last;
@@ -151,17 +189,26 @@ int run_demo(std::span<const std::string> raw) {
     while (end > 0 && (static_cast<unsigned char>(t[end]) & 0xC0) == 0x80) --end;
     return t.substr(0, end) + "...";
   };
-  std::cout << "\nneardup demo summary (action " << args.get("action").value_or("drop") << ")\n"
-            << "  in:         " << last.consumed << " of " << feed.size() << " fed\n"
+  const bool complete = fed.load() >= total && last.consumed >= total;
+  std::cout << "\nneardup demo summary (action " << args.get("action").value_or("drop") << ", "
+            << total << " records at " << rate << "/s)\n";
+  if (!complete)
+    std::cout << "  stopped early: " << fed.load() << " of " << total
+              << " records fed (the counts below are partial)\n";
+  std::cout << "  in:         " << last.consumed << " of " << total << " fed\n"
             << "  unique:     " << last.unique << "\n"
             << "  duplicates: " << last.duplicate << "\n"
             << "  invalid:    " << last.invalid << " (sent to the dead-letter topic)\n"
             << "  republished and acknowledged: " << last.produced << "\n";
-  const auto reposts = std::count_if(feed.begin(), feed.end(), [](const std::string& line) {
-    return line.find("\"repost_of\"") != std::string::npos;
-  });
+  std::uint64_t reposts = 0;
+  for (std::uint64_t i = 0; i < std::min<std::uint64_t>(total, feed.size()); ++i)
+    reposts += feed[i].find("\"repost_of\"") != std::string::npos ? 1 : 0;
   if (reposts > 0)
-    std::cout << "  (the feed holds " << reposts << " deliberate reposts, marked repost_of)\n";
+    std::cout << "  (the feed holds " << reposts << " deliberate reposts, marked repost_of"
+              << (total > feed.size() ? "; every record after the first " +
+                                            std::to_string(feed.size()) + " is a repeat"
+                                      : std::string())
+              << ")\n";
   if (!examples.empty()) {
     std::cout << "example pairs (SimHash distance in bits of 64; estimated shingle similarity when "
                  "the sketch decided):\n";

@@ -4,9 +4,12 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "metrics/http_server.h"
+#include "metrics/page.h"
+#include "metrics/recent_pairs.h"
 #include "metrics/render.h"
 #include "metrics/thread_annotations.h"
 
@@ -47,10 +50,12 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
 
 // The pipeline thread publishes; civetweb's worker threads answer requests.
 struct Exporter::Impl {
-  BuildInfo build;  // set before the server starts, then only read
+  BuildInfo build;                     // set before the server starts, then only read
+  const RecentPairs* pairs = nullptr;  // likewise (the object itself is thread-safe)
   mutable Mutex mutex;
   std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) =
       std::make_shared<const ServiceStats>();
+  RateMeter rates GUARDED_BY(mutex);
   std::atomic<bool> ready{false};
   std::string why_not GUARDED_BY(mutex);
   std::unique_ptr<HttpServer> server;
@@ -81,21 +86,44 @@ struct Exporter::Impl {
       }
       return {503, "text/plain; charset=utf-8", body + "\n", {}};
     }
-    if (request.path == "/") {
-      return {200,
-              "text/html; charset=utf-8",
-              "<html><body><h1>neardup</h1><ul><li><a href=\"/metrics\">/metrics</a></li>"
-              "<li><a href=\"/healthz\">/healthz</a></li><li><a href=\"/readyz\">/readyz</a></li>"
-              "</ul></body></html>\n",
-              {}};
+    if (request.path == "/" || request.path == "/api/summary") {
+      PageCounts counts = page_counts();
+      std::optional<PairsSnapshot> snapshot;
+      if (pairs) snapshot = pairs->snapshot();
+      const PairsSnapshot* shown = snapshot ? &*snapshot : nullptr;
+      // The page is live data: no cache may keep it. nosniff: the JSON is never taken for HTML.
+      std::map<std::string, std::string> headers{{"Cache-Control", "no-store"},
+                                                 {"X-Content-Type-Options", "nosniff"}};
+      if (request.path == "/")
+        return {200, "text/html; charset=utf-8", render_page(counts, shown), std::move(headers)};
+      return {200, "application/json", render_summary_json(counts, shown), std::move(headers)};
     }
     return {404, "text/plain; charset=utf-8", "not found\n", {}};
   }
+
+  PageCounts page_counts() const EXCLUDES(mutex) {
+    PageCounts counts;
+    std::shared_ptr<const ServiceStats> stats;
+    {
+      MutexLock lock(mutex);
+      stats = last;
+      rates.fill(counts);
+    }
+    counts.unique = stats->unique;
+    counts.duplicate = stats->duplicate;
+    counts.invalid = stats->invalid;
+    counts.window_entries = stats->window_entries;
+    counts.dead_letters = stats->dead_letters;
+    counts.ready = ready.load(std::memory_order_relaxed);
+    counts.version = build.version;
+    return counts;
+  }
 };
 
-Exporter::Exporter(const std::string& listen, const BuildInfo& build)
+Exporter::Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs)
     : impl_(std::make_unique<Impl>()) {
   impl_->build = build;
+  impl_->pairs = pairs;
   Impl* impl = impl_.get();
   impl_->server = std::make_unique<HttpServer>(
       listen, [impl](const HttpRequest& request) { return impl->handle(request); });
@@ -105,8 +133,10 @@ Exporter::~Exporter() = default;
 
 void Exporter::publish(const ServiceStats& stats) {
   auto copy = std::make_shared<const ServiceStats>(stats);  // copied outside the lock
+  const auto now = RateMeter::Clock::now();
   MutexLock lock(impl_->mutex);
   impl_->last.swap(copy);
+  impl_->rates.add(now, stats.unique + stats.duplicate + stats.invalid, stats.duplicate);
 }
 
 void Exporter::set_ready(bool ready, std::string why_not) {

@@ -62,20 +62,25 @@ struct ServiceStats {
   static ServiceStats with_buckets(int max_distance);
 };
 
+class RecentPairs;
+
 struct BuildInfo {
   std::string version;
   std::map<std::string, std::string> labels;  ///< extra labels, e.g. {"k","3"}, {"blocks","4"}
 };
 
-/// Serves /metrics, /healthz (200 while the process is alive) and /readyz
+/// Serves /metrics, /healthz (200 while the process is alive), /readyz
 /// (200 once set_ready(true): partitions assigned, window rebuilt and Kafka
-/// brokers reachable; 503 otherwise, the body saying why).
+/// brokers reachable; 503 otherwise, the body saying why), and the page: "/"
+/// (HTML) and "/api/summary" (JSON), metrics/page.h.
 /// Thread-safe: publish() and set_ready() may be called from any thread.
 class Exporter {
  public:
   /// Binds `listen` ("host:port"; port 0 picks a free one). Throws std::runtime_error
   /// with an actionable message when the address is malformed or cannot be bound.
-  Exporter(const std::string& listen, const BuildInfo& build);
+  /// `pairs` (not owned; may be null: the page then shows counts only) must
+  /// outlive the Exporter: the page's requests read it on the HTTP threads.
+  Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs = nullptr);
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "metrics/progress.h"
+#include "metrics/recent_pairs.h"
 #include "stream/broker_health.h"
 #include "stream/embedded_broker.h"
 #include "stream/process.h"
@@ -25,8 +26,10 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
     if (!host.bootstrap_file.empty()) write_bootstrap_file(host.bootstrap_file, brokers);
   }
 
+  std::unique_ptr<metrics::RecentPairs> pairs;  // before the exporter: its requests read it
   std::unique_ptr<metrics::Exporter> exporter;
   if (!config.metrics.listen.empty()) {
+    pairs = std::make_unique<metrics::RecentPairs>();
     metrics::BuildInfo build;
 #ifdef NEARDUP_VERSION
     build.version = NEARDUP_VERSION;
@@ -35,8 +38,9 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
                     {"action", config.action == config::Action::drop  ? "drop"
                                : config.action == config::Action::tag ? "tag"
                                                                       : "route"}};
-    exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build);
+    exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build, pairs.get());
     log(config::LogLevel::info, "metrics at http://" + exporter->address() + "/metrics");
+    log(config::LogLevel::info, "the page at http://" + exporter->address() + "/");
   }
   metrics::ProgressLine progress(stderr, host.progress_every, host.force_progress);
 
@@ -46,6 +50,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   options.brokers = brokers;
   options.on_verdict = host.on_verdict;
   options.broker_health = &broker_health;
+  options.recent_pairs = pairs.get();
   Service* self = nullptr;
   const int k = config.dedup.index.max_distance;
   options.on_progress = [&](const ServiceSnapshot& snapshot) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "metrics/recent_pairs.h"
+
 namespace neardup::stream {
 
 using namespace service_detail;
@@ -193,11 +195,30 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t in
     options.on_verdict(event);
   }
 
+  if (options.recent_pairs) note_for_page(src, index, in.offset, prepared->text(), verdict, of);
+
   if (changelog_writer && verdict.kind == dedup::VerdictKind::unique) {
     changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint,
                              outcome->kept_sketch, prepared->analysis.scope);
   }
   router->route(in, ticket, verdict, outcome->error, of);
+}
+
+void Service::Impl::note_for_page(const Source& src, std::uint32_t index, std::int64_t offset,
+                                  std::string_view text, const dedup::Verdict& verdict,
+                                  const Source* of) {
+  if (verdict.kind == dedup::VerdictKind::unique) {
+    options.recent_pairs->kept(pack_ref(index, offset).value, text);
+  } else if (of) {  // a duplicate (its original's source is known)
+    metrics::DuplicateSeen seen;
+    seen.original_key = verdict.match->of.value;
+    seen.original = {of->topic, of->partition, ref_offset(verdict.match->of)};
+    seen.duplicate = {src.topic, src.partition, offset};
+    seen.duplicate_text = text;
+    seen.distance = verdict.match->distance;
+    seen.similarity = verdict.similarity;
+    options.recent_pairs->duplicate(seen);
+  }
 }
 
 void Service::Impl::flush_changelog() {

@@ -47,6 +47,10 @@
 #include "stream/process.h"
 #include "stream/service_stats.h"
 
+namespace neardup::metrics {
+class RecentPairs;
+}
+
 namespace neardup::stream {
 
 class BrokerHealth;
@@ -90,6 +94,10 @@ struct ServiceOptions {
   /// Fed by the service's producer and consumer (stream/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
+  /// The page's data (metrics/recent_pairs.h): each kept message's text and
+  /// each duplicate pair, recorded where the verdict is routed (with or
+  /// without a judge). Not owned, must outlive the Service; nullptr: not recorded.
+  metrics::RecentPairs* recent_pairs = nullptr;
 };
 
 /// Owns the consumer, the producer and the Engine. Construct and run() on one

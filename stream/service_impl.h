@@ -203,6 +203,10 @@ struct Service::Impl {
   void route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
                      const Prepared* prepared, const Outcome* outcome, dedup::EventTime time);
 
+  /// The page's record (options.recent_pairs set): a kept message's text, or a duplicate pair.
+  void note_for_page(const Source& src, std::uint32_t index, std::int64_t offset,
+                     std::string_view text, const dedup::Verdict& verdict, const Source* of);
+
   // ---------------------------------------------------------------- changelog
 
   void flush_changelog();

@@ -1,0 +1,526 @@
+#include "metrics/page.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace neardup::metrics {
+
+// ------------------------------------------------------------------ rates
+
+void RateMeter::add(Clock::time_point at, std::uint64_t messages, std::uint64_t duplicates) {
+  samples_.push_back({at, messages, duplicates});
+  // Keep one sample at or before `at - span` (the rates' start), none older.
+  while (samples_.size() > 2 && samples_[1].at <= at - span_) samples_.pop_front();
+}
+
+void RateMeter::fill(PageCounts& counts) const {
+  counts.in_per_second = counts.duplicates_per_second = counts.rate_seconds = 0;
+  if (samples_.size() < 2) return;
+  const Sample& first = samples_.front();
+  const Sample& last = samples_.back();
+  const double seconds = std::chrono::duration<double>(last.at - first.at).count();
+  if (seconds < 0.1) return;
+  const auto delta = [](std::uint64_t a, std::uint64_t b) {
+    return b >= a ? static_cast<double>(b - a) : 0.0;  // a restart of the counters reads as 0
+  };
+  counts.in_per_second = delta(first.messages, last.messages) / seconds;
+  counts.duplicates_per_second = delta(first.duplicates, last.duplicates) / seconds;
+  counts.rate_seconds = seconds;
+}
+
+// ------------------------------------------------------------------ diff
+
+namespace {
+
+struct Token {
+  std::size_t begin, end;  // bytes in the text
+};
+
+/// The code point at `s[i]` and its length (1 for a byte that does not start a
+/// valid sequence: texts here are valid UTF-8, but the diff must not trust that).
+std::pair<std::uint32_t, std::size_t> decode(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return {b0, 1};
+  const std::size_t n = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 1;
+  if (n == 1 || i + n > s.size()) return {0xFFFD, 1};
+  std::uint32_t cp = b0 & (0x7F >> n);
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return {0xFFFD, 1};
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  return {cp, n};
+}
+
+enum class CharClass { space, word, single };
+
+CharClass classify(std::uint32_t cp) {
+  if (cp < 0x80) {
+    if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\f' || cp == '\v')
+      return CharClass::space;
+    if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'))
+      return CharClass::word;
+    return CharClass::single;  // ASCII punctuation, controls
+  }
+  if (cp == 0xA0 || cp == 0x3000 || (cp >= 0x2000 && cp <= 0x200B)) return CharClass::space;
+  if ((cp >= 0xA1 && cp <= 0xBF) || (cp >= 0x2010 && cp <= 0x206F)) return CharClass::single;
+  // CJK, kana, hangul, their punctuation and fullwidth forms: one character each.
+  if (cp >= 0x2E80) return CharClass::single;
+  return CharClass::word;  // Latin, Greek, Cyrillic, ... letters run into words
+}
+
+std::vector<Token> tokenize(std::string_view s) {
+  std::vector<Token> tokens;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto [cp, n] = decode(s, i);
+    const CharClass c = classify(cp);
+    if (c == CharClass::space) {
+      i += n;
+      continue;
+    }
+    const std::size_t begin = i;
+    i += n;
+    if (c == CharClass::word) {
+      while (i < s.size()) {
+        auto [next, m] = decode(s, i);
+        if (classify(next) != CharClass::word) break;
+        i += m;
+      }
+    }
+    tokens.push_back({begin, i});
+  }
+  return tokens;
+}
+
+/// Segments covering all of `s`: each token with its flag; the gaps between
+/// tokens are changed only when both neighbours are (so a changed phrase is one mark).
+std::vector<DiffSegment> segments(std::string_view s, const std::vector<Token>& tokens,
+                                  const std::vector<bool>& changed) {
+  std::vector<DiffSegment> out;
+  auto add = [&out](std::string_view text, bool flag) {
+    if (text.empty()) return;
+    if (!out.empty() && out.back().changed == flag) {
+      out.back().text =
+          std::string_view(out.back().text.data(), out.back().text.size() + text.size());
+    } else {
+      out.push_back({text, flag});
+    }
+  };
+  std::size_t at = 0;
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const bool gap_changed = t > 0 && changed[t - 1] && changed[t];
+    add(s.substr(at, tokens[t].begin - at), gap_changed);
+    add(s.substr(tokens[t].begin, tokens[t].end - tokens[t].begin), changed[t]);
+    at = tokens[t].end;
+  }
+  add(s.substr(at), false);
+  return out;
+}
+
+}  // namespace
+
+WordDiff word_diff(std::string_view a, std::string_view b) {
+  const std::vector<Token> ta = tokenize(a), tb = tokenize(b);
+  auto text = [](std::string_view s, const Token& t) { return s.substr(t.begin, t.end - t.begin); };
+  std::vector<bool> ca(ta.size(), true), cb(tb.size(), true);
+  std::size_t prefix = 0;
+  while (prefix < ta.size() && prefix < tb.size() && text(a, ta[prefix]) == text(b, tb[prefix])) {
+    ca[prefix] = cb[prefix] = false;
+    ++prefix;
+  }
+  std::size_t suffix = 0;
+  while (suffix < ta.size() - prefix && suffix < tb.size() - prefix &&
+         text(a, ta[ta.size() - 1 - suffix]) == text(b, tb[tb.size() - 1 - suffix])) {
+    ca[ta.size() - 1 - suffix] = cb[tb.size() - 1 - suffix] = false;
+    ++suffix;
+  }
+  const std::size_t n = ta.size() - prefix - suffix, m = tb.size() - prefix - suffix;
+  if (n > 0 && m > 0 && n <= kMaxDiffTokens && m <= kMaxDiffTokens) {
+    // lcs[i][j]: the longest common subsequence of the middles' tails from i and j.
+    std::vector<std::uint16_t> lcs((n + 1) * (m + 1), 0);
+    auto at = [&](std::size_t i, std::size_t j) -> std::uint16_t& { return lcs[i * (m + 1) + j]; };
+    for (std::size_t i = n; i-- > 0;) {
+      for (std::size_t j = m; j-- > 0;) {
+        at(i, j) = text(a, ta[prefix + i]) == text(b, tb[prefix + j])
+                       ? static_cast<std::uint16_t>(at(i + 1, j + 1) + 1)
+                       : std::max(at(i + 1, j), at(i, j + 1));
+      }
+    }
+    for (std::size_t i = 0, j = 0; i < n && j < m;) {
+      if (text(a, ta[prefix + i]) == text(b, tb[prefix + j])) {
+        ca[prefix + i] = cb[prefix + j] = false;
+        ++i, ++j;
+      } else if (at(i + 1, j) >= at(i, j + 1)) {
+        ++i;
+      } else {
+        ++j;
+      }
+    }
+  }
+  return {segments(a, ta, ca), segments(b, tb, cb)};
+}
+
+// ------------------------------------------------------------------ escaping
+
+void append_html_escaped(std::string& out, std::string_view text) {
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      default:
+        break;
+    }
+    if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7F) {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else if (c == 0xE2 && i + 2 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+               (static_cast<unsigned char>(text[i + 2]) == 0xA8 ||
+                static_cast<unsigned char>(text[i + 2]) == 0xA9)) {
+      out += static_cast<unsigned char>(text[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+}
+
+// ------------------------------------------------------------------ rendering
+
+namespace {
+
+std::string format(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, std::isfinite(value) ? value : 0.0);
+  return buf;
+}
+
+std::string utc_time(std::int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string locate(const Location& at) {
+  return at.topic + "/" + std::to_string(at.partition) + "/" + std::to_string(at.offset);
+}
+
+double duplicate_share(const PageCounts& c) {
+  const std::uint64_t judged = c.unique + c.duplicate;
+  return judged ? 100.0 * static_cast<double>(c.duplicate) / static_cast<double>(judged) : 0.0;
+}
+
+constexpr std::string_view kStyle = R"(
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
+header{background:#1b1f24;color:#fff;padding:.6em 1.2em;display:flex;gap:1em;align-items:baseline;flex-wrap:wrap}
+header h1{font-size:1.2em;margin:0}header a{color:#9cc3ff}
+.ready{color:#7ee787}.notready{color:#ffa198}
+main{padding:0 1.2em 2em}
+#counts{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}
+.stat{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:.5em .9em;min-width:7em}
+.stat .n{display:block;font-size:1.5em;font-variant-numeric:tabular-nums}.stat .l{color:#57606a}
+.pair{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:.8em 0;padding:.6em .9em}
+.pair .meta{color:#57606a;font-size:.9em}
+.sides{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+.side h3{font-size:.85em;margin:.3em 0;color:#57606a;font-weight:normal}
+.text{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
+mark.del{background:#ffd7d5}mark.add{background:#ccffd8}
+.missing{color:#9a6700;font-style:italic}.cut{color:#57606a}
+table{border-collapse:collapse;background:#fff;width:100%}
+td,th{border:1px solid #d0d7de;padding:.3em .6em;text-align:left;vertical-align:top}
+)";
+
+constexpr std::string_view kScript = R"(
+(function () {
+  var paused = document.getElementById('pause');
+  setInterval(function () {
+    if (paused.checked) return;
+    fetch('/', {cache: 'no-store'}).then(function (r) { return r.text(); }).then(function (t) {
+      var fresh = new DOMParser().parseFromString(t, 'text/html').getElementById('live');
+      if (fresh) document.getElementById('live').replaceWith(fresh);
+    }).catch(function () {});
+  }, 2000);
+})();
+)";
+
+void stat(std::string& out, std::string_view id, const std::string& value, std::string_view label) {
+  out += "<div class=\"stat\"><span class=\"n\" id=\"";
+  out += id;
+  out += "\">";
+  append_html_escaped(out, value);
+  out += "</span><span class=\"l\">";
+  out += label;
+  out += "</span></div>";
+}
+
+void side_html(std::string& out, std::string_view role, const Location& at, const ShownText& text,
+               const std::vector<DiffSegment>* diff, std::string_view mark_class,
+               std::size_t texts) {
+  out += "<div class=\"side ";
+  out += role;
+  out += "\"><h3>";
+  out += role;
+  out += " <span class=\"at\">";
+  append_html_escaped(out, locate(at));
+  out += "</span></h3>";
+  if (!text.held) {
+    out += "<p class=\"text missing\">original no longer held: its text is not among the last ";
+    out += std::to_string(texts);
+    out += " kept texts this instance cached (evicted, or kept by another instance)</p></div>";
+    return;
+  }
+  out += "<p class=\"text\">";
+  if (diff) {
+    for (const DiffSegment& s : *diff) {
+      if (s.changed) {
+        out += "<mark class=\"";
+        out += mark_class;
+        out += "\">";
+        append_html_escaped(out, s.text);
+        out += "</mark>";
+      } else {
+        append_html_escaped(out, s.text);
+      }
+    }
+  } else {
+    append_html_escaped(out, text.text);
+  }
+  if (text.truncated) out += "<span class=\"cut\"> [cut]</span>";
+  out += "</p></div>";
+}
+
+void location_json(std::string& out, const Location& at) {
+  out += "\"topic\":";
+  append_json_string(out, at.topic);
+  out +=
+      ",\"partition\":" + std::to_string(at.partition) + ",\"offset\":" + std::to_string(at.offset);
+}
+
+void side_json(std::string& out, const Location& at, const ShownText& text,
+               const std::vector<DiffSegment>* diff) {
+  out += '{';
+  location_json(out, at);
+  out += ",\"held\":";
+  out += text.held ? "true" : "false";
+  out += ",\"text\":";
+  if (text.held)
+    append_json_string(out, text.text);
+  else
+    out += "null";
+  out += ",\"truncated\":";
+  out += text.truncated ? "true" : "false";
+  if (diff) {
+    out += ",\"segments\":[";
+    for (std::size_t i = 0; i < diff->size(); ++i) {
+      if (i) out += ',';
+      out += "{\"text\":";
+      append_json_string(out, (*diff)[i].text);
+      out += ",\"changed\":";
+      out += (*diff)[i].changed ? "true" : "false";
+      out += '}';
+    }
+    out += ']';
+  }
+  out += '}';
+}
+
+}  // namespace
+
+std::string render_page(const PageCounts& c, const PairsSnapshot* pairs) {
+  std::string out;
+  out.reserve(16384);
+  out +=
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+      "<title>neardup</title><style>";
+  out += kStyle;
+  out += "</style></head><body><header><h1>neardup</h1>";
+  if (!c.version.empty()) {
+    out += "<span>";
+    append_html_escaped(out, c.version);
+    out += "</span>";
+  }
+  out +=
+      "<nav><a href=\"/metrics\">/metrics</a> <a href=\"/healthz\">/healthz</a> "
+      "<a href=\"/readyz\">/readyz</a> <a href=\"/api/summary\">/api/summary</a></nav>"
+      "<label><input type=\"checkbox\" id=\"pause\"> pause</label></header>\n<main id=\"live\">";
+  out += "<section id=\"counts\">";
+  stat(out, "count-in", std::to_string(c.unique + c.duplicate + c.invalid), "in");
+  stat(out, "count-unique", std::to_string(c.unique), "unique");
+  stat(out, "count-duplicate", std::to_string(c.duplicate), "duplicates");
+  stat(out, "count-invalid", std::to_string(c.invalid), "invalid");
+  stat(out, "duplicate-share", format("%.1f%%", duplicate_share(c)), "duplicates of judged");
+  stat(out, "rate-in", format("%.1f", c.in_per_second), "in / s");
+  stat(out, "rate-duplicate", format("%.1f", c.duplicates_per_second), "duplicates / s");
+  stat(out, "window-entries", std::to_string(c.window_entries), "in the window");
+  out += "<div class=\"stat\"><span class=\"n ";
+  out += c.ready ? "ready\" id=\"ready\">ready" : "notready\" id=\"ready\">not ready";
+  out += "</span><span class=\"l\">/readyz</span></div></section>\n";
+
+  out += "<section id=\"pairs\"><h2>Recent duplicate pairs</h2>";
+  if (!pairs) {
+    out += "<p>Pairs are not recorded by this process.</p></section></main>";
+  } else {
+    out += "<p class=\"note\" id=\"pairs-note\">The last " + std::to_string(pairs->pairs.size()) +
+           " of " + std::to_string(pairs->recorded) + " duplicates, newest first (at most " +
+           std::to_string(pairs->ring) +
+           " kept). <mark class=\"del\">Words</mark> only in the original, <mark "
+           "class=\"add\">words</mark> only in the duplicate; texts cut at " +
+           std::to_string(pairs->text_bytes) + " bytes.</p>";
+    for (const RecentPair& p : pairs->pairs) {
+      out += "<article class=\"pair\" data-seq=\"" + std::to_string(p.seq) +
+             "\"><div class=\"meta\">#" + std::to_string(p.seq) + " at " + utc_time(p.at_ms) +
+             " UTC &middot; distance <b class=\"distance\">" + std::to_string(p.distance) +
+             "</b> bits &middot; similarity <b class=\"similarity\">" +
+             (p.similarity ? format("%.3f", *p.similarity) : std::string("-")) +
+             "</b> &middot; duplicate <b class=\"count\">" + std::to_string(p.count) +
+             "</b> of its original</div><div class=\"sides\">";
+      if (p.original_text.held) {
+        const WordDiff diff = word_diff(p.original_text.text, p.duplicate_text.text);
+        side_html(out, "original", p.original, p.original_text, &diff.original, "del",
+                  pairs->texts);
+        side_html(out, "duplicate", p.duplicate, p.duplicate_text, &diff.duplicate, "add",
+                  pairs->texts);
+      } else {
+        side_html(out, "original", p.original, p.original_text, nullptr, "del", pairs->texts);
+        side_html(out, "duplicate", p.duplicate, p.duplicate_text, nullptr, "add", pairs->texts);
+      }
+      out += "</div></article>\n";
+    }
+    out +=
+        "</section>\n<section id=\"top\"><h2>Originals with the most duplicates</h2>"
+        "<p class=\"note\">Among the last " +
+        std::to_string(pairs->originals) + " originals that had a duplicate.</p>";
+    if (pairs->top.empty()) {
+      out += "<p>None yet.</p>";
+    } else {
+      out +=
+          "<table><thead><tr><th>duplicates</th><th>original</th><th>text</th><th>last "
+          "duplicate</th></tr></thead><tbody>";
+      for (const TopOriginal& t : pairs->top) {
+        out += "<tr><td class=\"count\">" + std::to_string(t.duplicates) + "</td><td>";
+        append_html_escaped(out, locate(t.original));
+        out += "</td><td>";
+        if (t.text.held) {
+          append_html_escaped(out, t.text.text);
+          if (t.text.truncated) out += "<span class=\"cut\"> [cut]</span>";
+        } else {
+          out += "<span class=\"missing\">original no longer held</span>";
+        }
+        out += "</td><td>" + utc_time(t.last_ms) + " UTC</td></tr>";
+      }
+      out += "</tbody></table>";
+    }
+    out += "</section></main>";
+  }
+  out += "\n<script>";
+  out += kScript;
+  out += "</script></body></html>\n";
+  return out;
+}
+
+std::string render_summary_json(const PageCounts& c, const PairsSnapshot* pairs) {
+  std::string out;
+  out.reserve(8192);
+  out += "{\"counts\":{\"in\":" + std::to_string(c.unique + c.duplicate + c.invalid) +
+         ",\"unique\":" + std::to_string(c.unique) +
+         ",\"duplicate\":" + std::to_string(c.duplicate) +
+         ",\"invalid\":" + std::to_string(c.invalid) +
+         ",\"window_entries\":" + std::to_string(c.window_entries) +
+         ",\"dead_letters\":" + std::to_string(c.dead_letters) + "}";
+  out += ",\"rates\":{\"in_per_second\":" + format("%.3f", c.in_per_second) +
+         ",\"duplicates_per_second\":" + format("%.3f", c.duplicates_per_second) +
+         ",\"over_seconds\":" + format("%.3f", c.rate_seconds) + "}";
+  out += ",\"ready\":";
+  out += c.ready ? "true" : "false";
+  if (!pairs) {
+    out += ",\"pairs_recorded\":false}\n";
+    return out;
+  }
+  out += ",\"pairs_recorded\":true,\"recorded\":" + std::to_string(pairs->recorded) +
+         ",\"limits\":{\"ring\":" + std::to_string(pairs->ring) +
+         ",\"texts\":" + std::to_string(pairs->texts) +
+         ",\"text_bytes\":" + std::to_string(pairs->text_bytes) +
+         ",\"originals\":" + std::to_string(pairs->originals) + "},\"pairs\":[";
+  for (std::size_t i = 0; i < pairs->pairs.size(); ++i) {
+    const RecentPair& p = pairs->pairs[i];
+    if (i) out += ',';
+    out += "{\"seq\":" + std::to_string(p.seq) + ",\"at_ms\":" + std::to_string(p.at_ms) +
+           ",\"distance\":" + std::to_string(p.distance) + ",\"similarity\":" +
+           (p.similarity && std::isfinite(*p.similarity) ? format("%.4f", *p.similarity)
+                                                         : std::string("null")) +
+           ",\"count\":" + std::to_string(p.count) + ",\"original\":";
+    if (p.original_text.held) {
+      const WordDiff diff = word_diff(p.original_text.text, p.duplicate_text.text);
+      side_json(out, p.original, p.original_text, &diff.original);
+      out += ",\"duplicate\":";
+      side_json(out, p.duplicate, p.duplicate_text, &diff.duplicate);
+    } else {
+      side_json(out, p.original, p.original_text, nullptr);
+      out += ",\"duplicate\":";
+      side_json(out, p.duplicate, p.duplicate_text, nullptr);
+    }
+    out += '}';
+  }
+  out += "],\"top\":[";
+  for (std::size_t i = 0; i < pairs->top.size(); ++i) {
+    const TopOriginal& t = pairs->top[i];
+    if (i) out += ',';
+    out += "{\"duplicates\":" + std::to_string(t.duplicates) +
+           ",\"last_ms\":" + std::to_string(t.last_ms) + ",\"original\":";
+    side_json(out, t.original, t.text, nullptr);
+    out += '}';
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace neardup::metrics

@@ -1,0 +1,158 @@
+#pragma once
+// What the page on the metrics port (metrics/page.h) shows besides the
+// counters: the most recent duplicate pairs with both texts, and the originals
+// with the most duplicates. Bounded memory whatever the stream: a ring of the
+// last `ring` pairs, a cache of the last `texts` kept messages' texts (each cut
+// to `text_bytes`), a table of the last `originals` originals that had a
+// duplicate. An original whose text has left the cache (or was kept by another
+// instance) is recorded as not held; the page says so rather than guessing.
+//
+// Threads: kept() and duplicate() are the pipeline thread's (one writer);
+// snapshot() may be called from any thread (the HTTP workers). The text cache
+// is the writer's alone and is not locked; the ring and the originals table
+// are under one mutex, taken once per duplicate and once per snapshot.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "metrics/thread_annotations.h"
+
+namespace neardup::metrics {
+
+/// Where a message was read: "topic/partition/offset".
+struct MessageAt {
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+/// An owned MessageAt.
+struct Location {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+/// A text as the page shows it: valid UTF-8 (invalid bytes became U+FFFD),
+/// cut at a character boundary to the configured size.
+struct ShownText {
+  bool held = false;  ///< false: the original's text is no longer in the cache
+  std::string text;   ///< empty unless held
+  bool truncated = false;
+};
+
+struct RecentPair {
+  std::uint64_t seq = 0;   ///< 1 for the first duplicate recorded
+  std::int64_t at_ms = 0;  ///< wall clock when recorded, ms since the epoch
+  Location original, duplicate;
+  ShownText original_text, duplicate_text;  ///< duplicate_text is always held
+  int distance = 0;                         ///< SimHash distance in bits
+  std::optional<double> similarity;         ///< sketch estimate, when the sketch decided
+  std::uint32_t count = 0;                  ///< duplicates of this original so far (1: the first)
+};
+
+struct TopOriginal {
+  Location original;
+  ShownText text;  ///< as of its last duplicate
+  std::uint32_t duplicates = 0;
+  std::int64_t last_ms = 0;  ///< when its last duplicate was recorded
+};
+
+struct PairsSnapshot {
+  std::vector<RecentPair> pairs;  ///< newest first, at most Limits::ring
+  std::vector<TopOriginal> top;  ///< most duplicates first (ties: most recent), at most Limits::top
+  std::uint64_t recorded = 0;    ///< duplicates recorded since start
+  std::size_t ring = 0, texts = 0, text_bytes = 0, originals = 0;  ///< the limits in use
+};
+
+/// What the pipeline knows about one duplicate.
+struct DuplicateSeen {
+  std::uint64_t original_key = 0;  ///< the key the original's text was kept() under
+  MessageAt original, duplicate;
+  std::string_view duplicate_text;
+  int distance = 0;
+  std::optional<double> similarity;
+  /// Duplicates of this original so far, as the window counts them; 0: unknown,
+  /// RecentPairs counts them itself (among the originals its table still holds).
+  std::uint32_t count = 0;
+};
+
+class RecentPairs {
+ public:
+  struct Limits {
+    std::size_t ring = 64;         ///< recent pairs kept
+    std::size_t texts = 4096;      ///< kept messages' texts cached
+    std::size_t text_bytes = 480;  ///< bytes of each text kept (cut at a character boundary)
+    std::size_t originals = 256;   ///< originals with duplicates tracked
+    std::size_t top = 10;          ///< originals a snapshot lists
+  };
+
+  /// Limits of 0 are raised to 1. Memory: about texts * (text_bytes + 48) +
+  /// (ring + originals) * 2 * text_bytes, allocated as it fills (2.2 MB at the defaults, full).
+  explicit RecentPairs(Limits limits);
+  RecentPairs() : RecentPairs(Limits{}) {}
+  RecentPairs(const RecentPairs&) = delete;
+  RecentPairs& operator=(const RecentPairs&) = delete;
+
+  /// Pipeline thread only: remembers a kept message's text under `key` (a
+  /// message read again replaces its own entry), dropping the oldest text when
+  /// the cache is full. No lock; no allocation once every slot has been used.
+  /// O(text_bytes) expected.
+  void kept(std::uint64_t key, std::string_view text);
+
+  /// Pipeline thread only: records a duplicate pair (the original's text from
+  /// the cache, if still there). Takes the lock once; O(originals).
+  void duplicate(const DuplicateSeen& seen) EXCLUDES(mutex_);
+
+  /// Any thread: a copy of the pairs and the top originals. O(ring + originals log originals).
+  PairsSnapshot snapshot() const EXCLUDES(mutex_);
+
+  /// Texts in the cache (pipeline thread, tests).
+  std::size_t texts_held() const { return held_; }
+
+ private:
+  struct CachedText {
+    std::uint64_t key = 0;
+    bool used = false;
+    bool truncated = false;
+    std::string text;
+  };
+  struct Original {
+    std::uint64_t key = 0;
+    Location at;
+    ShownText text;
+    std::uint32_t duplicates = 0;
+    std::int64_t last_ms = 0;
+    std::uint64_t last_seq = 0;
+  };
+
+  /// The slot holding `key`'s text, or -1.
+  std::int32_t find_slot(std::uint64_t key) const;
+  std::size_t home(std::uint64_t key) const;
+  void unindex(std::size_t slot);
+
+  Limits limits_;
+  // ---- text cache: the pipeline thread's alone
+  std::vector<CachedText> texts_;  // a ring in insertion order
+  std::size_t next_text_ = 0;
+  std::size_t held_ = 0;
+  std::vector<std::int32_t> index_;  // open addressing (linear probing): slot in texts_, or -1
+  std::size_t index_mask_ = 0;
+  // ---- shared with snapshot()
+  mutable Mutex mutex_;
+  std::vector<RecentPair> ring_ GUARDED_BY(mutex_);
+  std::size_t next_pair_ GUARDED_BY(mutex_) = 0;
+  std::uint64_t recorded_ GUARDED_BY(mutex_) = 0;
+  std::vector<Original> originals_ GUARDED_BY(mutex_);
+};
+
+/// Copies `text` into `out` as valid UTF-8 (each invalid byte becomes U+FFFD),
+/// cut at a character boundary so that `out` holds at most `max_bytes` bytes.
+/// Returns true when something was cut. Reuses out's capacity.
+bool copy_shown_text(std::string_view text, std::size_t max_bytes, std::string& out);
+
+}  // namespace neardup::metrics
