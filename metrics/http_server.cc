@@ -67,14 +67,15 @@ std::string_view reason(int status) {
 /// how many clients can stall at once without delaying a probe. Each holds a
 /// socket: stay within half the descriptors this process may open, so a flood
 /// of idle clients cannot take the Kafka clients' sockets.
-int worker_threads() {
+int worker_threads(int max_workers) {
   rlimit limit{};
   rlim_t open_files = 1024;
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0)
     open_files = limit.rlim_cur;  // RLIM_INFINITY is the largest value
   const rlim_t budget = open_files / 2 > kConnectionQueue ? open_files / 2 - kConnectionQueue : 0;
+  const auto most = static_cast<rlim_t>(std::clamp(max_workers, 1, HttpServer::kMaxWorkers));
   return static_cast<int>(
-      std::clamp<rlim_t>(budget, HttpServer::kMinWorkers, HttpServer::kMaxWorkers));
+      std::clamp<rlim_t>(budget, std::min<rlim_t>(HttpServer::kMinWorkers, most), most));
 }
 
 /// "127.0.0.1" or "::1" for a resolved address; "" when it has no numeric form.
@@ -127,6 +128,7 @@ struct HttpServer::Impl {
   static thread_local Clock::time_point taken_at;
 
   Handler handler;
+  int max_workers = HttpServer::kMaxWorkers;
   mg_context* context = nullptr;
   std::string host;  ///< numeric, without brackets
   int port = 0;
@@ -205,7 +207,7 @@ struct HttpServer::Impl {
   std::string start(const std::string& numeric, const std::string& port_text) {
     const bool v6 = numeric.find(':') != std::string::npos;
     const std::string ports = (v6 ? "[" + numeric + "]" : numeric) + ":" + port_text;
-    const std::string threads = std::to_string(worker_threads());
+    const std::string threads = std::to_string(worker_threads(max_workers));
     const std::string timeout = std::to_string(kRequestTimeout.count());
     const std::string head = std::to_string(HttpServer::kMaxRequestHead);
     const std::string queue = std::to_string(kConnectionQueue);
@@ -292,8 +294,9 @@ struct HttpServer::Impl {
 
 thread_local Clock::time_point HttpServer::Impl::taken_at;
 
-HttpServer::HttpServer(const std::string& listen, Handler handler)
+HttpServer::HttpServer(const std::string& listen, Handler handler, int max_workers)
     : impl_(std::make_unique<Impl>()) {
+  impl_->max_workers = max_workers;
   static const unsigned initialised = mg_init_library(0);  // once per process, before any mg_start
   (void)initialised;
   const ListenAddress parsed = parse_listen_address(listen);

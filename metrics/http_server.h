@@ -68,7 +68,10 @@ class HttpServer {
   /// Throws std::runtime_error ("metrics.listen '...': ...") when the address is
   /// malformed, cannot be resolved or cannot be bound, and for an IPv6 address
   /// when civetweb was built without IPv6 (Debian's 1.15 is).
-  HttpServer(const std::string& listen, Handler handler);
+  /// `max_workers` (1..kMaxWorkers) lowers the worker ceiling: `neardup demo`
+  /// serves one person's browser, and starting and joining 1024 threads took
+  /// about a second of its Ctrl-C under ASan.
+  HttpServer(const std::string& listen, Handler handler, int max_workers = kMaxWorkers);
   /// Stops accepting, lets in-flight requests finish and joins every thread:
   /// returns within about kRequestTimeout.
   ~HttpServer();

@@ -120,13 +120,14 @@ struct Exporter::Impl {
   }
 };
 
-Exporter::Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs)
+Exporter::Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs,
+                   int max_workers)
     : impl_(std::make_unique<Impl>()) {
   impl_->build = build;
   impl_->pairs = pairs;
   Impl* impl = impl_.get();
   impl_->server = std::make_unique<HttpServer>(
-      listen, [impl](const HttpRequest& request) { return impl->handle(request); });
+      listen, [impl](const HttpRequest& request) { return impl->handle(request); }, max_workers);
 }
 
 Exporter::~Exporter() = default;

@@ -80,7 +80,9 @@ class Exporter {
   /// with an actionable message when the address is malformed or cannot be bound.
   /// `pairs` (not owned; may be null: the page then shows counts only) must
   /// outlive the Exporter: the page's requests read it on the HTTP threads.
-  Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs = nullptr);
+  /// `max_workers`: the HTTP server's worker ceiling (metrics/http_server.h).
+  Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs = nullptr,
+           int max_workers = 1024);
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;

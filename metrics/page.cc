@@ -122,9 +122,31 @@ std::vector<DiffSegment> segments(std::string_view s, const std::vector<Token>& 
 
 }  // namespace
 
+namespace {
+
+/// Equal but for ASCII case (the fingerprint folds case too).
+class Folded {
+ public:
+  explicit Folded(std::string_view s) : s_(s) {}
+  bool operator==(const Folded& other) const {
+    if (s_.size() != other.s_.size()) return false;
+    for (std::size_t i = 0; i < s_.size(); ++i)
+      if (lower(s_[i]) != lower(other.s_[i])) return false;
+    return true;
+  }
+
+ private:
+  static char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+  std::string_view s_;
+};
+
+}  // namespace
+
 WordDiff word_diff(std::string_view a, std::string_view b) {
   const std::vector<Token> ta = tokenize(a), tb = tokenize(b);
-  auto text = [](std::string_view s, const Token& t) { return s.substr(t.begin, t.end - t.begin); };
+  auto text = [](std::string_view s, const Token& t) {
+    return Folded(s.substr(t.begin, t.end - t.begin));
+  };
   std::vector<bool> ca(ta.size(), true), cb(tb.size(), true);
   std::size_t prefix = 0;
   while (prefix < ta.size() && prefix < tb.size() && text(a, ta[prefix]) == text(b, tb[prefix])) {

@@ -62,7 +62,8 @@ struct WordDiff {
 
 /// Word-level difference (longest common subsequence of tokens): a token is a
 /// run of letters and digits, one CJK/kana/hangul character, or one
-/// punctuation character; whitespace only separates. Tokens compare exactly.
+/// punctuation character; whitespace only separates. Tokens compare ignoring
+/// ASCII case, as the fingerprint does (so a repost in capitals shows no marks).
 /// The segments view the arguments. O(n * m) in the tokens between the common
 /// prefix and suffix; each side beyond kMaxDiffTokens tokens is marked changed.
 WordDiff word_diff(std::string_view original, std::string_view duplicate);

@@ -38,7 +38,8 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
                     {"action", config.action == config::Action::drop  ? "drop"
                                : config.action == config::Action::tag ? "tag"
                                                                       : "route"}};
-    exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build, pairs.get());
+    exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build, pairs.get(),
+                                                   host.http_workers);
     log(config::LogLevel::info, "metrics at http://" + exporter->address() + "/metrics");
     log(config::LogLevel::info, "the page at http://" + exporter->address() + "/");
   }

@@ -18,6 +18,8 @@ struct HostOptions {
   std::string bootstrap_file;   ///< write the embedded broker's address here
   bool force_progress = false;  ///< show the progress line even when stderr is not a terminal
   std::chrono::milliseconds progress_every{2000};
+  /// The metrics endpoint's worker ceiling (metrics/http_server.h; the demo needs few).
+  int http_workers = 1024;
   /// Called once the brokers are known, before the service runs (the demo starts its feeder here).
   std::function<void(const std::string& brokers)> on_brokers;
   std::function<void(const VerdictEvent&)> on_verdict;

@@ -201,6 +201,12 @@ TEST(WordDiff, AdjacentChangedWordsAreOneMark) {
   EXPECT_THAT(changed(d.original), ::testing::ElementsAre("b"));
 }
 
+TEST(WordDiff, AsciiCaseIsNoDifference) {
+  const WordDiff d = word_diff("Graz: the council", "GRAZ: THE COUNCIL, again");
+  EXPECT_TRUE(changed(d.original).empty());
+  EXPECT_THAT(changed(d.duplicate), ::testing::ElementsAre(", again"));
+}
+
 TEST(WordDiff, ChineseDiffersByCharacter) {
   const WordDiff d = word_diff("南京地铁新线今天开通", "南京地铁新線今天开通");
   EXPECT_THAT(changed(d.original), ::testing::ElementsAre("线"));

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# e2e: the page on the metrics port in a real browser. `neardup demo` feeds the
+# demo feed (291 lines, deterministic verdicts) and stays up; headless Chromium
+# loads http://ADDR/ and its DOM (--dump-dom) must show the known counts, a
+# known pair with the differing words marked (the Quito item, 348 -> 357
+# people), its distance and similarity, and the originals with the most
+# duplicates; /api/summary must carry the same pair. A screenshot is kept for
+# people to look at (build/<preset>/e2e-artifacts/page.png, or
+# $NEARDUP_ARTIFACTS/page.png). Every wait is bounded; every process started
+# here is stopped by the trap.
+set -euo pipefail
+NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=page_test
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+root=${NEARDUP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+artifacts=${NEARDUP_ARTIFACTS:-$(cd "$(dirname "$NEARDUP")/.." && pwd)/e2e-artifacts}
+chromium=$(command -v chromium || command -v chromium-browser || true)
+[ -n "$chromium" ] || { echo "$name: chromium is not installed (deploy/install-deps.sh)"; exit 1; }
+for tool in curl python3; do
+  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
+done
+
+port=$(free_port)
+"$NEARDUP" demo --feed "$root/deploy/demo/feed.jsonl" --rate 97 --duration 120 \
+  --metrics-listen "127.0.0.1:$port" >"$work/demo.out" 2>"$work/run.err" &
+demo_pid=$!
+pids+=($demo_pid)
+url="http://127.0.0.1:$port"
+
+all_judged() {
+  curl -s --max-time 2 "$url/api/summary" >"$work/summary.json" || return 1
+  python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["counts"]["in"] == 291 else 1)' \
+    "$work/summary.json" 2>/dev/null
+}
+wait_for 60 all_judged || fail "the demo did not judge the feed's 291 lines within 60 s"
+pass
+
+# --- the JSON endpoint: counts and the known pair, texts and changed words.
+python3 - "$work/summary.json" <<'PY' || fail "/api/summary is not as expected"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["counts"]
+assert (c["in"], c["unique"], c["duplicate"], c["invalid"]) == (291, 196, 93, 2), c
+assert d["recorded"] == 93 and len(d["pairs"]) == 64, (d["recorded"], len(d["pairs"]))
+assert d["pairs"][0]["seq"] == 93, d["pairs"][0]["seq"]
+[p] = [p for p in d["pairs"] if p["seq"] == 62]
+assert (p["distance"], p["similarity"], p["count"]) == (3, 0.8542, 2), p  # pair 59 was its first
+assert (p["original"]["offset"], p["duplicate"]["offset"]) == (179, 192), p
+assert p["original"]["held"] and p["original"]["text"].startswith(
+    "Quito: the city council rebuilds a second site near the river after months of debate; 348 people"), p
+assert p["duplicate"]["text"].startswith(
+    "Quito: the city council rebuilds a second site near the river after months of debate; 357 people"), p
+changed = lambda side: [s["text"] for s in p[side]["segments"] if s["changed"]]
+assert changed("original") == ["348"] and changed("duplicate") == ["357"], (changed("original"), changed("duplicate"))
+top = d["top"][0]
+assert top["duplicates"] == 3 and top["original"]["text"].startswith("长沙机场增加国际航班"), top
+PY
+pass
+
+# --- what Chromium rendered.
+browse() {  # browse ARGS...: headless Chromium on the page, at most 60 s
+  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+    --no-first-run --user-data-dir="$work/chromium" "$@" "$url/" 2>>"$work/chromium.err"
+}
+browse --dump-dom >"$work/dom.html" || fail "chromium --dump-dom failed: $(tail -5 "$work/chromium.err")"
+python3 - "$work/dom.html" <<'PY' || fail "the rendered page is not as expected"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+def stat(id_):
+    m = re.search(r'<span class="n[^"]*" id="%s">([^<]*)</span>' % id_, dom)
+    assert m, "no #%s in the DOM" % id_
+    return m.group(1)
+assert (stat("count-in"), stat("count-unique"), stat("count-duplicate"), stat("count-invalid")) == \
+    ("291", "196", "93", "2"), "counts"
+assert stat("duplicate-share") == "32.2%", stat("duplicate-share")
+assert stat("ready") == "ready", stat("ready")
+assert dom.count('<article class="pair"') == 64, dom.count('<article class="pair"')
+m = re.search(r'<article class="pair" data-seq="62">(.*?)</article>', dom, re.S)
+assert m, "pair 62 is not on the page"
+pair = m.group(1)
+assert 'distance <b class="distance">3</b>' in pair and 'duplicate <b class="count">2</b>' in pair, pair
+assert 'similarity <b class="similarity">0.854</b>' in pair, pair
+original, duplicate = pair.split('<div class="side duplicate">')
+assert "input/0/179" in original and "input/0/192" in duplicate, pair
+assert "Quito: the city council rebuilds a second site near the river after months of debate; " \
+    '<mark class="del">348</mark> people signed up' in original, original
+assert "Quito: the city council rebuilds a second site near the river after months of debate; " \
+    '<mark class="add">357</mark> people signed up' in duplicate, duplicate
+assert re.findall(r'<mark class="del">([^<]*)</mark>', original) == ["348"], original
+assert re.findall(r'<mark class="add">([^<]*)</mark>', duplicate) == ["357"], duplicate
+m = re.search(r'<section id="top">.*?<tbody><tr><td class="count">(\d+)</td><td>([^<]*)</td><td>([^<]*)</td>', dom, re.S)
+assert m and m.group(1) == "3" and m.group(3).startswith("长沙机场增加国际航班"), m and m.groups()
+PY
+pass
+
+mkdir -p "$artifacts"
+rm -f "$artifacts/page.png"
+browse --screenshot="$artifacts/page.png" --window-size=1280,2400 --hide-scrollbars >/dev/null \
+  || fail "chromium --screenshot failed: $(tail -5 "$work/chromium.err")"
+[ "$(head -c 8 "$artifacts/page.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] \
+  || fail "the screenshot is not a PNG"
+[ "$(stat -c %s "$artifacts/page.png")" -gt 20000 ] || fail "the screenshot is nearly empty"
+echo "$name: screenshot at $artifacts/page.png"
+pass
+
+kill -INT "$demo_pid"
+status=0
+for _ in $(seq 1 100); do kill -0 "$demo_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$demo_pid" 2>/dev/null && fail "the demo still runs 10 s after SIGINT"
+wait "$demo_pid" || status=$?
+[ "$status" -eq 0 ] || fail "the demo exited $status after SIGINT"
+pass
+echo "$name: $passed checks passed"
