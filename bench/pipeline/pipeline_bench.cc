@@ -23,6 +23,10 @@
 // land in a slow or a fast moment; the pairs' spread is printed too.
 // --metrics adds a third run, neardup with its Prometheus exporter on and scraped,
 // and prints metrics_on/metrics_off (issue: counting must not slow the hot path).
+// --page adds --repeat pairs of runs, neardup without and with the page's record
+// (metrics/recent_pairs.h: each kept text cached, each duplicate pair recorded, as
+// `neardup run` does when its metrics endpoint is on), and prints the median
+// page_on/page_off ratio and the process CPU per message of both.
 // (drop, the default action, republishes ~20% fewer records than the
 // passthrough; tag republishes every record, the like-for-like comparison)
 // Last line: passthrough=<msg/s> neardup=<msg/s> ratio=<neardup/passthrough>, then the CPU
@@ -59,6 +63,7 @@
 
 #include "bench/feed.h"
 #include "metrics/metrics.h"
+#include "metrics/recent_pairs.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
 #include "stream/pipeline.h"
@@ -217,7 +222,7 @@ std::size_t scrape(const std::string& address) {
 /// than a typical Prometheus, so the cost of counting and exporting shows.
 Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
                const std::string& name, bool bypass, std::size_t ahead, config::Action action,
-               bool with_metrics = false) {
+               bool with_metrics = false, bool with_page = false) {
   const std::string in = name + "-in", out = name + "-out";
   config::Config cfg =
       base_config();  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
@@ -247,6 +252,11 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   options.bypass_dedup = bypass;
   options.progress_interval = std::chrono::milliseconds(20);
   options.commit_interval = std::chrono::milliseconds(100);
+  std::unique_ptr<metrics::RecentPairs> recent_pairs;
+  if (with_page) {
+    recent_pairs = std::make_unique<metrics::RecentPairs>();
+    options.recent_pairs = recent_pairs.get();
+  }
   std::unique_ptr<metrics::Exporter> exporter;
   if (with_metrics)
     exporter = std::make_unique<metrics::Exporter>("127.0.0.1:0", metrics::BuildInfo{"bench", {}});
@@ -353,6 +363,7 @@ int main(int argc, char** argv) {
   config::Action action = config::Action::drop;
   std::string action_name = "drop";
   bool with_metrics = false;
+  bool with_page = false;
   std::string only;
   int repeat = 1;
   for (int i = 1; i < argc; ++i) {
@@ -372,6 +383,8 @@ int main(int argc, char** argv) {
       ahead = static_cast<std::size_t>(std::max(100LL, value()));
     else if (arg == "--metrics")
       with_metrics = true;
+    else if (arg == "--page")
+      with_page = true;
     else if (arg == "--repeat")
       repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
     else if (arg == "--only" && i + 1 < argc &&
@@ -394,7 +407,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action "
-          "drop|tag|route] [--metrics] [--only passthrough|neardup|contended] [--repeat N]\n");
+          "drop|tag|route] [--metrics] [--page] [--only passthrough|neardup|contended] [--repeat "
+          "N]\n");
       return 2;
     }
   }
@@ -404,7 +418,7 @@ int main(int argc, char** argv) {
   auto run_name = [](const char* side, int r) {
     return r == 0 ? std::string(side) : std::string(side) + "-" + std::to_string(r);
   };
-  for (const char* side : {"passthrough", "neardup", "metrics"}) {
+  for (const char* side : {"passthrough", "neardup", "metrics", "pageoff", "page"}) {
     for (int r = 0; r < (std::string(side) == "metrics" ? 1 : repeat); ++r)
       for (const char* suffix : {"-in", "-out", "-dup", "-dead", "-window"})
         broker.create_topic(run_name(side, r) + suffix, partitions);
@@ -524,6 +538,28 @@ int main(int argc, char** argv) {
         "metrics_off=%.0f metrics_on=%.0f metrics_ratio=%.3f (exporter publishing every tick, "
         "scraped every 100ms)\n",
         dedup.rate, on.rate, on.rate / dedup.rate);
+  }
+  if (with_page) {
+    std::vector<std::pair<double, std::pair<Result, Result>>> runs;  // by page_on/page_off
+    for (int r = 0; r < repeat; ++r) {
+      Result off = run_one(broker.bootstrap(), feed, run_name("pageoff", r), false, ahead, action);
+      Result on =
+          run_one(broker.bootstrap(), feed, run_name("page", r), false, ahead, action, false, true);
+      std::printf(
+          "page pair %d of %d: page_off=%.0f page_on=%.0f ratio=%.3f cpu_us_per_msg "
+          "off=%.2f on=%.2f\n",
+          r + 1, repeat, off.rate, on.rate, on.rate / off.rate, off.process_cpu_us,
+          on.process_cpu_us);
+      runs.push_back({on.rate / off.rate, {std::move(off), std::move(on)}});
+    }
+    std::sort(runs.begin(), runs.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    const auto& [ratio, median_pair] = runs[(runs.size() - 1) / 2];
+    std::printf(
+        "page_off=%.0f page_on=%.0f page_ratio=%.3f (median of %d; min=%.3f max=%.3f) "
+        "cpu_us_per_msg page_off=%.2f page_on=%.2f\n",
+        median_pair.first.rate, median_pair.second.rate, ratio, repeat, runs.front().first,
+        runs.back().first, median_pair.first.process_cpu_us, median_pair.second.process_cpu_us);
   }
   print_threads("passthrough", pass);
   print_threads("neardup", dedup);
