@@ -172,6 +172,11 @@ int run_demo(std::span<const std::string> raw) {
   };
   // Runs for the whole duration (the page and the metrics stay up after the
   // feed), and on until everything fed is judged and committed.
+  // The feeder's producer goes while the embedded broker still answers it.
+  host.on_stopped = [&] {
+    stop_feeder = true;
+    if (feeder.joinable()) feeder.join();
+  };
   host.done = [&, total](const stream::ServiceSnapshot& s) {
     return std::chrono::steady_clock::now() - started >= duration && fed.load() >= total &&
            s.consumed >= total && s.committed >= total;

@@ -5,9 +5,12 @@
 // share of a core they take is publish_time * 2/s + render_time * scrapes/s.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "metrics/metrics.h"
+#include "metrics/recent_pairs.h"
 #include "metrics/render.h"
 
 namespace {
@@ -44,5 +47,50 @@ void BM_MetricsRender(benchmark::State& state) {
   state.counters["exposition_bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_MetricsRender);
+
+// The page's record on the pipeline thread (metrics/recent_pairs.h): a kept
+// message's text into the cache (~200-byte ASCII texts, the cache full and
+// turning over), and a duplicate pair into the ring with its original's text.
+std::string bench_text(std::uint64_t i) {
+  std::string text = "Oslo: the orchestra cancels the old bridge after a record year; ";
+  text += std::to_string(i);
+  text +=
+      " people signed up in the first week. Tickets sell out within hours every year. "
+      "Critics called the decision rushed.";
+  return text;
+}
+
+void BM_RecentPairsKept(benchmark::State& state) {
+  neardup::metrics::RecentPairs pairs;
+  std::vector<std::string> texts;
+  for (std::uint64_t i = 0; i < 8192; ++i) texts.push_back(bench_text(i));
+  std::uint64_t key = 0;
+  for (auto _ : state) {
+    pairs.kept(key, texts[key & 8191]);
+    ++key;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(texts[0].size()));
+}
+BENCHMARK(BM_RecentPairsKept);
+
+void BM_RecentPairsDuplicate(benchmark::State& state) {
+  neardup::metrics::RecentPairs pairs;
+  for (std::uint64_t key = 0; key < 4096; ++key) pairs.kept(key, bench_text(key));
+  const std::string dup = bench_text(1) + " #news";
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    neardup::metrics::DuplicateSeen seen;
+    seen.original_key = (i * 7) & 4095;  // originals beyond the table's 256: it turns over
+    seen.original = {"input", 0, static_cast<std::int64_t>(seen.original_key)};
+    seen.duplicate = {"input", 0, static_cast<std::int64_t>(5000 + i)};
+    seen.duplicate_text = dup;
+    seen.distance = 3;
+    pairs.duplicate(seen);
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RecentPairsDuplicate);
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstring>
 
 namespace neardup::metrics {
 namespace {
@@ -60,6 +61,10 @@ bool copy_shown_text(std::string_view text, std::size_t max_bytes, std::string& 
   while (i < text.size()) {
     // ASCII runs go in one append.
     std::size_t run = i;
+    for (std::uint64_t word; run + 8 <= text.size(); run += 8) {  // 8 bytes at a time
+      std::memcpy(&word, text.data() + run, 8);
+      if (word & 0x8080808080808080ULL) break;
+    }
     while (run < text.size() && static_cast<unsigned char>(text[run]) < 0x80) ++run;
     if (run > i) {
       const std::size_t room = max_bytes - out.size();

@@ -74,6 +74,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
                                   config.kafka.group_id + "'");
   int status = service.run();
   progress.finish();
+  if (host.on_stopped) host.on_stopped();
   ServiceSnapshot last = service.snapshot();
   if (exporter) {
     metrics::ServiceStats m = to_metrics(last, k);

@@ -25,6 +25,9 @@ struct HostOptions {
   std::function<void(const VerdictEvent&)> on_verdict;
   /// Checked on every progress tick; returning true stops the service gracefully.
   std::function<bool(const ServiceSnapshot&)> done;
+  /// Called once the service has stopped, before the metrics endpoint and the
+  /// embedded broker go (the demo stops its feeder here, while the broker still answers).
+  std::function<void()> on_stopped;
 };
 
 /// Runs the service until a signal, `done`, or a fatal error. Returns the exit

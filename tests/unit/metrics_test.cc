@@ -27,6 +27,7 @@
 #include "metrics/log.h"
 #include "metrics/metrics.h"
 #include "metrics/progress.h"
+#include "metrics/recent_pairs.h"
 #include "metrics/render.h"
 
 namespace neardup::metrics {
@@ -262,6 +263,37 @@ TEST(Exporter, ServesPublishedStatsOnMetrics) {
   EXPECT_EQ(m.at("neardup_messages_total{verdict=\"duplicate\"}"), 7);
   EXPECT_EQ(m.at("neardup_consumer_lag{partition=\"0\",topic=\"input\"}"), 12);
   EXPECT_EQ(m.at("neardup_build_info{version=\"1.2.3\"}"), 1);
+}
+
+TEST(Exporter, ServesThePageAndItsJsonFromRecentPairs) {
+  RecentPairs pairs;
+  pairs.kept(1, "Markets rally as rates fall");
+  DuplicateSeen seen;
+  seen.original_key = 1;
+  seen.original = {"input", 0, 4};
+  seen.duplicate = {"input", 1, 9};
+  seen.duplicate_text = "Markets rally as rates <b>drop</b>";
+  seen.distance = 2;
+  pairs.duplicate(seen);
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs);
+  exporter.publish(sample_stats());
+  const auto page = get(exporter.address(), "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_THAT(page.head, HasSubstr("Content-Type: text/html; charset=utf-8"));
+  EXPECT_THAT(page.head, HasSubstr("Cache-Control: no-store"));
+  EXPECT_THAT(page.body, HasSubstr("<span class=\"n\" id=\"count-duplicate\">7</span>"));
+  EXPECT_THAT(page.body, HasSubstr("<mark class=\"del\">fall</mark>"));
+  EXPECT_THAT(page.body,
+              HasSubstr("<mark class=\"add\">&lt;b&gt;drop&lt;/b&gt;</mark>"));  // escaped
+  const auto json = get(exporter.address(), "/api/summary");
+  ASSERT_EQ(json.status, 200);
+  EXPECT_THAT(json.head, HasSubstr("Content-Type: application/json"));
+  EXPECT_THAT(json.body, HasSubstr("\"duplicate\":7"));
+  EXPECT_THAT(json.body, HasSubstr("\"text\":\"Markets rally as rates \\u003cb\\u003edrop"));
+  // Without a record: counts only, and the page says so.
+  Exporter bare("127.0.0.1:0", {"1.2.3", {}});
+  EXPECT_THAT(get(bare.address(), "/").body, HasSubstr("Pairs are not recorded"));
+  EXPECT_THAT(get(bare.address(), "/api/summary").body, HasSubstr("\"pairs_recorded\":false"));
 }
 
 TEST(Exporter, ReadyzIs503UntilSetReady) {
