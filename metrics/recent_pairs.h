@@ -76,8 +76,9 @@ struct DuplicateSeen {
   std::string_view duplicate_text;
   int distance = 0;
   std::optional<double> similarity;
-  /// Duplicates of this original so far, as the window counts them; 0: unknown,
-  /// RecentPairs counts them itself (among the originals its table still holds).
+  /// Duplicates of this original so far, as the window counts them
+  /// (dedup::Verdict::count, this one included); 0: unknown, RecentPairs counts
+  /// them itself (among the originals its table still holds).
   std::uint32_t count = 0;
 };
 

@@ -217,6 +217,7 @@ void Service::Impl::note_for_page(const Source& src, std::uint32_t index, std::i
     seen.duplicate_text = text;
     seen.distance = verdict.match->distance;
     seen.similarity = verdict.similarity;
+    seen.count = verdict.count;  // the window's count (the judge's, when it decided)
     options.recent_pairs->duplicate(seen);
   }
 }

@@ -207,12 +207,15 @@ class BrokerTest : public ::testing::Test {
 
   /// Starts a service with `cfg` on its own thread.
   /// `crash_at`: ServiceOptions::crash_at (tests that simulate a crash).
+  /// `recent_pairs`: ServiceOptions::recent_pairs (the page's record), not owned.
   std::unique_ptr<Running> start_service(const config::Config& cfg,
-                                         std::function<bool(std::string_view)> crash_at = {}) {
+                                         std::function<bool(std::string_view)> crash_at = {},
+                                         metrics::RecentPairs* recent_pairs = nullptr) {
     auto running = std::make_unique<Running>();
     ServiceOptions options;
     options.config = cfg;
     options.crash_at = std::move(crash_at);
+    options.recent_pairs = recent_pairs;
     options.brokers = broker_.bootstrap();
     options.progress_interval = std::chrono::milliseconds(20);
     Running* r = running.get();

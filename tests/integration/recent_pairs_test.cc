@@ -1,0 +1,66 @@
+// The page's record (metrics/recent_pairs.h) fed by the service where it routes
+// verdicts: with the group judge and with each instance's own window, the same
+// pairs, texts and counts.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "metrics/recent_pairs.h"
+#include "tests/integration/broker_fixture.h"
+
+namespace neardup::stream {
+namespace {
+
+using namespace testing;  // neardup::stream::testing: the broker fixture
+
+constexpr const char* kStory = "Storm closes the harbour bridge as rivers rise across the county";
+constexpr const char* kStoryAgain =
+    "STORM closes the harbour bridge, as rivers rise across the county!";
+constexpr const char* kOther = "Council approves the new school budget after a long debate";
+
+class RecentPairsTest : public BrokerTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    BrokerTest::SetUp();
+    if (!GetParam()) cfg_.kafka.judge_topic = "";
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Judge, RecentPairsTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "judge" : "local";
+                         });
+
+TEST_P(RecentPairsTest, DuplicatesArriveWithTheirOriginalsTextAndTheWindowsCount) {
+  metrics::RecentPairs pairs;
+  for (const char* text : {kStory, kOther, kStoryAgain, kStory})
+    produce_to("input", {text}, 0, std::string("k"));
+  auto running = start_service(cfg_, {}, &pairs);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 4; }));
+  ASSERT_EQ(running->stop(), 0);
+
+  const metrics::PairsSnapshot s = pairs.snapshot();
+  EXPECT_EQ(pairs.texts_held(), 2u);  // the two kept messages
+  ASSERT_EQ(s.pairs.size(), 2u);
+  EXPECT_EQ(s.recorded, 2u);
+  const metrics::RecentPair& second = s.pairs[0];  // newest first
+  const metrics::RecentPair& first = s.pairs[1];
+  EXPECT_EQ(first.original.topic, "input");
+  EXPECT_EQ(first.original.offset, 0);
+  EXPECT_EQ(first.duplicate.offset, 2);
+  EXPECT_TRUE(first.original_text.held);
+  EXPECT_EQ(first.original_text.text, kStory);
+  EXPECT_EQ(first.duplicate_text.text, kStoryAgain);
+  EXPECT_EQ(first.count, 1u);
+  ASSERT_TRUE(first.similarity.has_value());
+  EXPECT_EQ(second.original.offset, 0);
+  EXPECT_EQ(second.duplicate.offset, 3);
+  EXPECT_EQ(second.count, 2u);
+  EXPECT_EQ(second.distance, 0);
+  ASSERT_EQ(s.top.size(), 1u);
+  EXPECT_EQ(s.top[0].duplicates, 2u);
+  EXPECT_EQ(s.top[0].text.text, kStory);
+}
+
+}  // namespace
+}  // namespace neardup::stream
