@@ -305,7 +305,7 @@ constexpr std::string_view kScript = R"(
   var paused = document.getElementById('pause');
   setInterval(function () {
     if (paused.checked) return;
-    fetch('/', {cache: 'no-store'}).then(function (r) { return r.text(); }).then(function (t) {
+    fetch(location.href, {cache: 'no-store'}).then(function (r) { return r.text(); }).then(function (t) {
       var fresh = new DOMParser().parseFromString(t, 'text/html').getElementById('live');
       if (fresh) document.getElementById('live').replaceWith(fresh);
     }).catch(function () {});
