@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::uint64_t kShingleSeed = 0x6e64736b65746368ULL;  // "ndsketch"
 constexpr std::uint32_t kRotationStep = 0x9e3779b9U;           // offset per densification step
+constexpr std::uint64_t kDensifySeed = 0x6e6464656e736966ULL;  // "nddensif": the bins' orders
 constexpr std::size_t kPadding = 16;                           // bytes after the buffer
 static_assert(kNormalizedPadding >= 16, "copy_token reads 16 bytes at a time");
 
@@ -297,6 +298,48 @@ Sketch detail::pack(const std::uint32_t* minima, int bits) {
   }
 }
 
+namespace {
+
+// Bin i's densification order for `kBins` bins: a fixed pseudo-random
+// permutation of all bins (Fisher-Yates driven by splitmix64), the same for
+// every text. Row i, then the next row.
+template <int kBins>
+constexpr std::array<std::uint8_t, kBins * kBins> make_densify_orders() {
+  std::array<std::uint8_t, kBins * kBins> orders{};
+  for (int i = 0; i < kBins; ++i) {
+    std::uint8_t* row = orders.data() + i * kBins;
+    for (int k = 0; k < kBins; ++k) row[k] = static_cast<std::uint8_t>(k);
+    std::uint64_t state =
+        kDensifySeed + static_cast<std::uint64_t>(kBins) * 0x10000 + static_cast<std::uint64_t>(i);
+    for (int k = kBins - 1; k > 0; --k) {
+      state = mix64(state + 0x9e3779b97f4a7c15ULL);
+      const auto r = static_cast<int>(state % static_cast<std::uint64_t>(k + 1));
+      std::swap(row[k], row[r]);
+    }
+  }
+  return orders;
+}
+
+constexpr auto kOrders16 = make_densify_orders<16>();
+constexpr auto kOrders32 = make_densify_orders<32>();
+constexpr auto kOrders64 = make_densify_orders<64>();
+constexpr auto kOrders128 = make_densify_orders<128>();
+
+}  // namespace
+
+const std::uint8_t* detail::densify_orders(int bins) {
+  switch (bins) {
+    case 16:
+      return kOrders16.data();
+    case 32:
+      return kOrders32.data();
+    case 64:
+      return kOrders64.data();
+    default:
+      return kOrders128.data();
+  }
+}
+
 void detail::densify(std::uint32_t* minima, int bins) {
   // filled[w] bit k: bin 64w + k holds a minimum. bins is 16, 32, 64 or 128.
   // Each word is gathered in a register: or-ing into filled[i >> 6] in memory
@@ -330,31 +373,19 @@ void detail::densify(std::uint32_t* minima, int bins) {
     return;
   }
   // Sources are filled bins, which are never written: the fills are independent.
-  const int last = bins - 1;  // bins is a power of two
-  if (words == 1) {
-    const std::uint64_t f = filled[0];
-    for (std::uint64_t e = empty[0]; e != 0; e &= e - 1) {
-      const int i = std::countr_zero(e);
-      const std::uint64_t right = i + 1 < 64 ? f >> (i + 1) : 0;  // filled bins after i
-      const int j = right != 0 ? i + 1 + std::countr_zero(right) : bins + std::countr_zero(f);
-      minima[i] = minima[j & last] + static_cast<std::uint32_t>(j - i) * kRotationStep;
-    }
-    return;
-  }
-  // 128 bins in two words: the first filled bin at or after position p, circularly.
-  auto next_filled = [&](int p) {
-    for (;;) {
-      const int at = p & last;
-      const std::uint64_t mask = filled[static_cast<std::size_t>(at >> 6)] >> (at & 63);
-      if (mask != 0) return p + std::countr_zero(mask);
-      p += 64 - (at & 63);  // to the next word (or the wrap)
-    }
-  };
+  const std::uint8_t* orders = densify_orders(bins);
   for (int w = 0; w < words; ++w) {
     for (std::uint64_t e = empty[static_cast<std::size_t>(w)]; e != 0; e &= e - 1) {
       const int i = 64 * w + std::countr_zero(e);
-      const int j = next_filled(i + 1);
-      minima[i] = minima[j & last] + static_cast<std::uint32_t>(j - i) * kRotationStep;
+      const std::uint8_t* order =
+          orders + static_cast<std::size_t>(i) * static_cast<std::size_t>(bins);
+      for (int a = 0;; ++a) {  // ends: some bin is filled, and the order holds every bin
+        const int j = order[a];
+        if ((filled[static_cast<std::size_t>(j >> 6)] >> (j & 63)) & 1) {
+          minima[i] = minima[j] + static_cast<std::uint32_t>(a + 1) * kRotationStep;
+          break;
+        }
+      }
     }
   }
 }

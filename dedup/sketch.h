@@ -10,10 +10,11 @@
 //
 // One-permutation MinHash (Li, Owen, Zhang 2012): every shingle hash falls in
 // one of `bins` bins by its top bits and the bin keeps the smallest low 32 bits;
-// empty bins are filled by rotation (Shrivastava, Li 2014: the next non-empty
-// bin to the right, plus an offset per step). Each bin then keeps `bits` bits
-// (b-bit MinHash, Li, Koenig 2010); bins * bits = 128, so a sketch is 16 bytes
-// whatever the setting. Two bins agree with probability J + (1 - J) 2^-bits.
+// an empty bin is filled from the first filled bin of its own fixed random
+// order of the bins, plus an offset per step (Shrivastava 2017, "optimal
+// densification": the sources of neighbouring empty bins are independent). Each bin then keeps
+// `bits` bits (b-bit MinHash, Li, Koenig 2010); bins * bits = 128, so a sketch is 16 bytes whatever
+// the setting. Two bins agree with probability J + (1 - J) 2^-bits.
 //
 // Band keys: band j hashes the full 32-bit minima of `band_bins` bins spread
 // over the sketch (j, j + bins/band_bins, ...); two texts share band j with
@@ -58,12 +59,20 @@ struct SketchResult {
 namespace detail {
 /// A bin no shingle fell in.
 inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
-/// One-permutation MinHash densification (Shrivastava, Li 2014), in place over
-/// `bins` (16, 32, 64 or 128) minima: every empty bin i (kEmptyBin) takes the
-/// first filled bin j to its right, circularly (distance d = 1 .. bins - 1),
-/// as minima[j] + d * 0x9e3779b9. With no filled bin, bin i becomes
-/// kEmptyBin + (bins - i) * 0x9e3779b9. Exposed for tests.
+/// One-permutation MinHash densification with independent sources
+/// (Shrivastava 2017, "optimal densification"), in place over `bins` (16, 32,
+/// 64 or 128) minima: every empty bin i (kEmptyBin) takes the first filled bin
+/// j of its own order (densify_orders(bins) row i, attempt a = 0, 1, ...), as
+/// minima[j] + (a + 1) * 0x9e3779b9. With no filled bin, bin i becomes
+/// kEmptyBin + (bins - i) * 0x9e3779b9. Two texts with the same filled bins
+/// fill an empty bin alike; unlike the rotation rule (the next filled bin to
+/// the right), neighbouring empty bins rarely share a source, so a short
+/// text's bins, and the LSH bands made of them, stay close to independent.
+/// Exposed for tests.
 void densify(std::uint32_t* minima, int bins);
+/// The densification orders for `bins` (16, 32, 64 or 128): bins * bins bytes,
+/// row i a fixed pseudo-random permutation of 0 .. bins - 1. Exposed for tests.
+const std::uint8_t* densify_orders(int bins);
 /// The sketch of 128 / `bits` minima (bits 1, 2, 4 or 8): bin i at bits
 /// [i*bits, (i+1)*bits) of the 128, holding the top `bits` bits of
 /// minima[i] * 0x2545f491 (a minimum's own top bits lean to 0). Exposed for tests.

@@ -6,6 +6,11 @@ Sources (all installed on the machine, nothing downloaded at run time):
     passages (> 500 characters) made of consecutive paragraphs of one document.
   * Debian `fortunes`: short English records ('%'-separated).
   * Debian `fortunes-zh` (chinese, tang300, song100): Chinese poems and sayings.
+  * very_short: posts of 8-40 characters, half English (fortunes of that
+    length), half Chinese (lines and sentences of the fortunes-zh records),
+    variants with one or two characters or words changed (issue 19); the
+    originals arrive in topic order, so unrelated posts on the same topic
+    (the next line of a poem, a quote from the same file) are their neighbours.
 
 Each stream mixes originals with variants of earlier records produced by
 labelled edit operations (the `edits` field), so a reader can see which edit
@@ -190,6 +195,18 @@ def load_zh(max_len=190, min_len=8):
     return out
 
 
+def load_zh_lines(min_len=8, max_len=40):
+    """Lines and sentences of the Chinese records, 8-40 characters, in topic order."""
+    out = []
+    for text, group in load_zh(max_len=1000):
+        for part in re.split(r"(?<=[。！？；])|\n", text):
+            part = part.strip()
+            if (part and min_len <= len(part) <= max_len and cjk_ratio(part) >= 0.6
+                    and "作者" not in part):
+                out.append((part, group))
+    return out
+
+
 # ---------------------------------------------------------------- edits
 
 def _split_sentences(text):
@@ -358,6 +375,47 @@ ZH_OPS = ("exact", "char_sub", "char_ins", "char_del", "punct", "variant", "hash
           "url", "sentence_swap", "boilerplate", "number_date", "linebreak")
 
 
+VERY_SHORT_EN_OPS = ("exact", "char_sub", "char_ins", "char_del", "word_sub", "word_ins",
+                     "word_del", "punct_case")
+VERY_SHORT_ZH_OPS = ("exact", "char_sub", "char_ins", "char_del", "variant", "punct")
+
+
+def very_short_edit(text, lang, rng, vocab):
+    """One edit of one or two characters or words: the reposts of a very short post."""
+    vocab = vocab[lang]
+    if lang == "zh":
+        op = rng.choice(VERY_SHORT_ZH_OPS)
+        return zh_edit(text, op, rng, vocab), [op]
+    op = rng.choice(VERY_SHORT_EN_OPS)
+    if op.startswith("char_"):
+        chars = list(text)
+        letters = [i for i, c in enumerate(chars) if c.isalpha()]
+        for _ in range(rng.randint(1, 2)):
+            if not letters:
+                break
+            i = rng.choice(letters)
+            if op == "char_sub":
+                chars[i] = rng.choice("abcdefghijklmnopqrstuvwxyz")
+            elif op == "char_ins":
+                chars.insert(i, rng.choice("abcdefghijklmnopqrstuvwxyz"))
+            else:
+                del chars[i]
+            letters = [i for i, c in enumerate(chars) if c.isalpha()]
+        return "".join(chars), [op]
+    if op in ("word_sub", "word_ins", "word_del"):
+        words = text.split(" ")
+        for _ in range(rng.randint(1, 2)):
+            i = rng.randrange(len(words))
+            if op == "word_sub":
+                words[i] = rng.choice(vocab)
+            elif op == "word_ins":
+                words.insert(i, rng.choice(vocab))
+            elif len(words) > 2:
+                del words[i]
+        return " ".join(words), [op]
+    return en_edit(text, op, rng, vocab), [op]
+
+
 def make_variant(text, lang, rng, vocab):
     """1 edit usually, sometimes 2-3 (those may fall into the gray zone or below)."""
     ops_pool = EN_OPS if lang == "en" else ZH_OPS
@@ -370,8 +428,9 @@ def make_variant(text, lang, rng, vocab):
 
 # ---------------------------------------------------------------- streams
 
-def build_stream(name, bases, size, rng, vocab, dup_rate=0.30, recent=400):
-    """bases: [(text, lang, group)] in topic order. Returns records in arrival order."""
+def build_stream(name, bases, size, rng, vocab, dup_rate=0.30, recent=400, edit=None):
+    """bases: [(text, lang, group)] in topic order. Returns records in arrival order.
+    edit(text, lang, rng, vocab) -> (text, ops) makes a variant (default make_variant)."""
     records = []
     emitted = []  # indices (into records) of originals
     it = iter(bases)
@@ -381,7 +440,7 @@ def build_stream(name, bases, size, rng, vocab, dup_rate=0.30, recent=400):
             back = min(len(emitted), recent)
             j = emitted[-1 - min(back - 1, int(rng.expovariate(1 / 60)))]
             src = records[j]
-            text, ops = make_variant(src["text"], src["lang"], rng, vocab)
+            text, ops = (edit or make_variant)(src["text"], src["lang"], rng, vocab)
             records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": src["lang"],
                             "kind": "variant", "src": src["id"], "edits": ops, "group": src["group"]})
         else:
@@ -428,6 +487,8 @@ def main(argv=None):
     long_en = [(t, "en", g) for t, g in brown_passages(load_brown())]
     short_en = [(t, "en", g) for t, g in load_fortunes_en()]
     short_zh = [(t, "zh", g) for t, g in load_zh()]
+    very_short_en = [(t, "en", g) for t, g in load_fortunes_en(max_len=40, min_len=8)]
+    very_short_zh = [(t, "zh", g) for t, g in load_zh_lines()]
     en_words = sorted({w for t, _, _ in long_en[:800] for w in t.split() if w.isalpha()})
     zh_chars = sorted({c for t, _, _ in short_zh for c in t if is_cjk(c)})
     vocab = {"en": en_words, "zh": zh_chars}
@@ -438,6 +499,7 @@ def main(argv=None):
         "short_en": lambda r: _take(short_en, size, r),
         "short_zh": lambda r: _take(short_zh, size, r),
         "mixed": None,
+        "very_short": None,
     }
     for idx, (name, pick) in enumerate(plan.items()):
         rng = random.Random(args.seed * 100 + idx)
@@ -450,9 +512,18 @@ def main(argv=None):
                 for p in parts:
                     bases.extend(p[:10])
                     del p[:10]
+        elif name == "very_short":
+            # English and Chinese in runs of 10, as in mixed
+            parts = [_take(very_short_en, size // 2, rng), _take(very_short_zh, size // 2, rng)]
+            bases = []
+            while any(parts):
+                for p in parts:
+                    bases.extend(p[:10])
+                    del p[:10]
         else:
             bases = pick(rng)
-        recs = build_stream(name, bases, size, rng, vocab)
+        recs = build_stream(name, bases, size, rng, vocab,
+                            edit=very_short_edit if name == "very_short" else None)
         path = os.path.join(args.out, f"{name}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for rec in recs:

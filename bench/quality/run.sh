@@ -28,10 +28,10 @@ done
 
 out="${out:-$here/out${small:+/small}}"
 mkdir -p "$out/streams" "$out/labels"
-if [[ ! -s "$out/streams/mixed.jsonl" ]]; then
+if [[ ! -s "$out/streams/mixed.jsonl" || ! -s "$out/streams/very_short.jsonl" ]]; then
   python3 "$here/make_streams.py" $small --out "$out/streams"
 fi
-for stream in long_en short_en short_zh mixed; do
+for stream in long_en short_en short_zh mixed very_short; do
   if [[ ! -s "$out/labels/$stream.jsonl" || "$out/streams/$stream.jsonl" -nt "$out/labels/$stream.jsonl" ]]; then
     python3 "$here/ground_truth.py" "$out/streams/$stream.jsonl" -o "$out/labels/$stream.jsonl"
   fi

@@ -28,7 +28,7 @@ import time
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STREAMS = ("long_en", "short_en", "short_zh", "mixed")
+STREAMS = ("long_en", "short_en", "short_zh", "mixed", "very_short")
 BUCKETS = (("all", 0, 1 << 60), ("<100", 0, 100), ("100-500", 100, 501), (">500", 501, 1 << 60))
 F1_TARGETS = {"long_en": 0.95, "short_en": 0.90, "short_zh": 0.90}
 PRECISION_TARGET = 0.95
