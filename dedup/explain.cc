@@ -1,0 +1,106 @@
+#include "dedup/explain.h"
+
+#include <bit>
+#include <cstdio>
+#include <string>
+
+#include "dedup/sketch.h"
+
+namespace neardup::dedup {
+
+PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kept,
+                             const TextSummary& incoming, bool kept_invalid,
+                             bool incoming_invalid) {
+  PairExplanation e;
+  e.distance = hamming_distance(kept.fingerprint, incoming.fingerprint);
+  e.within_distance = e.distance <= options.index.max_distance;
+  if (kept_invalid || incoming_invalid) {
+    e.decision = PairDecision::invalid;
+    return e;
+  }
+  const SketchOptions& so = options.sketch;
+  // Engine::decide uses the sketch stage when the incoming text has shingles;
+  // the kept entry then has a sketch only if it had shingles too.
+  const bool stage = so.enabled && incoming.sketch.shingles != 0;
+  e.sketches = stage && kept.sketch.shingles != 0;
+  if (e.sketches) {
+    e.similarity = estimate_jaccard(kept.sketch.sketch, incoming.sketch.sketch, so.bits);
+    for (int band = 0; band < so.bands; ++band) {
+      const auto b = static_cast<std::size_t>(band);
+      if (kept.sketch.band_keys[b] == incoming.sketch.band_keys[b]) e.shared_bands |= 1U << band;
+    }
+  }
+  if (!e.sketches) {
+    e.decision = e.within_distance ? PairDecision::simhash : PairDecision::not_a_candidate;
+    return e;
+  }
+  const bool passes = *e.similarity >= so.threshold;
+  if (e.within_distance)
+    e.decision = passes ? PairDecision::simhash_verified : PairDecision::below_threshold;
+  else if (e.shared_bands != 0)
+    e.decision = passes ? PairDecision::band_verified : PairDecision::below_threshold;
+  else
+    e.decision = PairDecision::not_a_candidate;
+  return e;
+}
+
+std::string describe(const PairExplanation& e, const DedupOptions& options) {
+  const int k = options.index.max_distance;
+  const double threshold = options.sketch.threshold;
+  const int bands = options.sketch.bands;
+  char buffer[256];
+  auto band_list = [&] {
+    std::string list;
+    for (int band = 0; band < bands; ++band)
+      if ((e.shared_bands >> band) & 1)
+        list += (list.empty() ? "" : ", ") + std::to_string(band + 1);
+    return list;
+  };
+  switch (e.decision) {
+    case PairDecision::invalid:
+      return "one of the texts is invalid";
+    case PairDecision::simhash:
+      std::snprintf(buffer, sizeof buffer,
+                    "within k=%d bits (distance %d); no sketch to compare, so the distance decides",
+                    k, e.distance);
+      return buffer;
+    case PairDecision::simhash_verified:
+      std::snprintf(
+          buffer, sizeof buffer,
+          "a SimHash candidate (distance %d <= k=%d) and the sketch estimates %.3f >= %.2f",
+          e.distance, k, *e.similarity, threshold);
+      return buffer;
+    case PairDecision::band_verified:
+      std::snprintf(buffer, sizeof buffer,
+                    "shares LSH band%s %s of %d (distance %d > k=%d) and the sketch estimates "
+                    "%.3f >= %.2f",
+                    std::popcount(e.shared_bands) > 1 ? "s" : "", band_list().c_str(), bands,
+                    e.distance, k, *e.similarity, threshold);
+      return buffer;
+    case PairDecision::below_threshold:
+      if (e.within_distance)
+        std::snprintf(buffer, sizeof buffer,
+                      "a SimHash candidate (distance %d <= k=%d), but the sketch estimates "
+                      "%.3f < %.2f",
+                      e.distance, k, *e.similarity, threshold);
+      else
+        std::snprintf(buffer, sizeof buffer,
+                      "a candidate through LSH band%s %s of %d, but the sketch estimates %.3f < "
+                      "%.2f",
+                      std::popcount(e.shared_bands) > 1 ? "s" : "", band_list().c_str(), bands,
+                      *e.similarity, threshold);
+      return buffer;
+    case PairDecision::not_a_candidate:
+      if (e.sketches)
+        std::snprintf(buffer, sizeof buffer,
+                      "never compared: distance %d > k=%d bits and no shared LSH band (of %d), so "
+                      "the window does not find it (the sketch would estimate %.3f)",
+                      e.distance, k, bands, *e.similarity);
+      else
+        std::snprintf(buffer, sizeof buffer, "distance %d > k=%d bits", e.distance, k);
+      return buffer;
+  }
+  return "unknown";
+}
+
+}  // namespace neardup::dedup
