@@ -32,6 +32,11 @@
 namespace neardup::dedup {
 
 inline constexpr int kSketchBits = 128;
+/// Which definition of the sketch this build computes, for sketches kept
+/// elsewhere (the window changelog): 1 filled empty bins by rotation (the next
+/// filled bin to the right), 2 from each bin's own random order (optimal
+/// densification). Sketches of different schemes must not be compared.
+inline constexpr int kSketchScheme = 2;
 inline constexpr int kMaxSketchBands = 8;
 
 /// 128 bits: `bins` codes of `bits` bits, bin i at bits [i*bits, (i+1)*bits).

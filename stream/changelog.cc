@@ -89,6 +89,8 @@ void append_entry_members(std::string& out, const ChangelogRecord& r, bool with_
     out += std::to_string(r.bits);
     out += ",\"band_bins\":";
     out += std::to_string(r.band_bins);
+    out += ",\"scheme\":";
+    out += std::to_string(r.scheme);
     out += ",\"minhash\":\"";
     append_hex64(out, r.sketch.sketch.words[0]);
     append_hex64(out, r.sketch.sketch.words[1]);
@@ -145,6 +147,14 @@ const char* parse_entry(simdjson::dom::object obj, ChangelogRecord& r) {
     auto band_bins = int_member(sketch, "band_bins", 1, dedup::kSketchBits);
     if (!band_bins) return "\"sketch.band_bins\" is out of range";
     r.band_bins = static_cast<int>(*band_bins);
+    simdjson::dom::element scheme_element;
+    if (sketch["scheme"].get(scheme_element) == simdjson::SUCCESS) {
+      auto scheme = int_member(sketch, "scheme", 1, 255);
+      if (!scheme) return "\"sketch.scheme\" is out of range";
+      r.scheme = static_cast<int>(*scheme);
+    } else {
+      r.scheme = 1;  // written before the member existed: rotation densification
+    }
     auto minhash = string_member(sketch, "minhash");
     if (!minhash || minhash->size() != 32) return "\"sketch.minhash\" is not 32 hex digits";
     auto w0 = parse_hex64(minhash->substr(0, 16)), w1 = parse_hex64(minhash->substr(16));

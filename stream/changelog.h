@@ -11,7 +11,9 @@
 //   value  {"v":2,"instance":"<16 hex>","entries":[<entry>,...]}  (1..N entries)
 //          entry: {"fp":"<16 hex>","t":<event time, ms>,"topic":"<source topic>",
 //                  "partition":<int>,"offset":<int>,"scope":<u32, when not 0>,
-//                  "sketch":{"bits":2,"band_bins":4,"minhash":"<32 hex>","bands":["<16 hex>",...]}}
+//                  "sketch":{"bits":2,"band_bins":4,"scheme":2,"minhash":"<32 hex>",
+//                            "bands":["<16 hex>",...]}}
+//          "scheme" is dedup::kSketchScheme (absent before it existed: read as 1)
 //   timestamp  the newest event time among the entries
 // Format version 1 (read, still written by encode_changelog_value for tests):
 // one record per kept message,
@@ -59,7 +61,8 @@ struct ChangelogRecord {
   bool has_sketch = false;
   int bits = 0;  ///< SketchOptions the sketch was made with
   int band_bins = 0;
-  int bands = 0;               ///< band keys carried (the writer's sketch.bands)
+  int scheme = dedup::kSketchScheme;  ///< the writer's sketch scheme (decoded: 1 when absent)
+  int bands = 0;                      ///< band keys carried (the writer's sketch.bands)
   dedup::SketchResult sketch;  ///< shingles is 1 when has_sketch (the engine indexes it), else 0
   dedup::ScopeId scope;        ///< dedup.scope of the message; "scope" is written only when not 0
 };

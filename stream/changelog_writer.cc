@@ -17,6 +17,7 @@ ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::
     r.has_sketch = true;
     r.bits = options.bits;
     r.band_bins = options.band_bins;
+    r.scheme = dedup::kSketchScheme;
     r.bands = options.bands;
     r.sketch = sketch;
   }

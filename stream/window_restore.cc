@@ -11,12 +11,14 @@ namespace neardup::stream {
 const dedup::SketchResult& SketchCompatibility::usable(const ChangelogRecord& r) {
   static const dedup::SketchResult kNone{};
   if (!r.has_sketch || !options_.enabled) return kNone;
-  if (r.bits != options_.bits || r.band_bins != options_.band_bins || r.bands != options_.bands) {
+  if (r.bits != options_.bits || r.band_bins != options_.band_bins || r.bands != options_.bands ||
+      r.scheme != dedup::kSketchScheme) {
     if (!mismatch_logged_) {
       mismatch_logged_ = true;
       log(config::LogLevel::warn,
           "window changelog: records made with other dedup.sketch options (bits/bands/"
-          "band_bins) are remembered by their fingerprint only");
+          "band_bins) or by a build with another sketch scheme are remembered by their "
+          "fingerprint only");
     }
     return kNone;
   }

@@ -23,8 +23,9 @@
 namespace neardup::stream {
 
 /// Which changelog sketches this engine can use: only those made with the same
-/// dedup.sketch options; others are remembered by their fingerprint alone
-/// (said once in the log).
+/// dedup.sketch options and sketch scheme (dedup::kSketchScheme: a build with
+/// another definition of the sketch); others are remembered by their
+/// fingerprint alone (said once in the log).
 class SketchCompatibility {
  public:
   explicit SketchCompatibility(const dedup::SketchOptions& options) : options_(options) {}

@@ -11,6 +11,7 @@
 
 #include "dedup/engine.h"
 #include "stream/changelog.h"
+#include "stream/window_restore.h"
 
 namespace neardup::stream {
 namespace {
@@ -26,6 +27,7 @@ ChangelogRecord sample_record(std::uint64_t fp, std::int64_t offset, bool with_s
     r.has_sketch = true;
     r.bits = 2;
     r.band_bins = 4;
+    r.scheme = dedup::kSketchScheme;
     r.bands = 3;
     r.sketch.sketch.words = {fp * 3, fp * 5};
     r.sketch.band_keys = {fp, fp + 1, fp + 2};
@@ -121,6 +123,7 @@ TEST(ChangelogFormat, RoundTripsEveryField) {
   r.has_sketch = true;
   r.bits = 2;
   r.band_bins = 4;
+  r.scheme = 7;
   r.bands = 3;
   r.sketch.sketch.words = {0x1111222233334444ULL, 0xaaaabbbbccccddddULL};
   r.sketch.band_keys = {1, 2, 0xffffffffffffffffULL};
@@ -138,6 +141,7 @@ TEST(ChangelogFormat, RoundTripsEveryField) {
   EXPECT_TRUE(back->has_sketch);
   EXPECT_EQ(back->bits, 2);
   EXPECT_EQ(back->band_bins, 4);
+  EXPECT_EQ(back->scheme, 7);
   EXPECT_EQ(back->bands, 3);
   EXPECT_EQ(back->sketch.sketch, r.sketch.sketch);
   EXPECT_EQ(back->sketch.band_keys, r.sketch.band_keys);
@@ -153,6 +157,30 @@ TEST(ChangelogFormat, RoundTripsEveryField) {
   EXPECT_EQ(back->scope, dedup::ScopeId{});
   EXPECT_FALSE(back->has_sketch);
   EXPECT_EQ(back->sketch.shingles, 0u);
+}
+
+// Sketches written before "scheme" existed filled empty bins by rotation: they
+// read as scheme 1, and an engine of another scheme indexes them by their
+// fingerprint alone rather than compare sketches of two definitions.
+TEST(ChangelogFormat, ASketchWithoutASchemeIsOfTheRotationSchemeAndNotUsedByThisBuild) {
+  const ChangelogRecord r = sample_record(0xabc, 42, true);
+  std::string value = encode_changelog_value(r);
+  const std::string member = "\"scheme\":" + std::to_string(dedup::kSketchScheme) + ",";
+  const auto at = value.find(member);
+  ASSERT_NE(at, std::string::npos) << value;
+  const std::string old_value = std::string(value).erase(at, member.size());
+  std::string error;
+  const auto now = decode_changelog_value(value, &error);
+  const auto old = decode_changelog_value(old_value, &error);
+  ASSERT_TRUE(now && old) << error;
+  EXPECT_EQ(now->scheme, dedup::kSketchScheme);
+  EXPECT_EQ(old->scheme, 1);
+
+  const dedup::SketchOptions options;
+  SketchCompatibility compatibility(options);
+  EXPECT_NE(compatibility.usable(*now).shingles, 0u);
+  EXPECT_EQ(compatibility.usable(*old).shingles, 0u);
+  EXPECT_EQ(compatibility.usable(*now).band_keys, r.sketch.band_keys);
 }
 
 TEST(ChangelogFormat, RefusesMalformedValuesWithAReason) {
