@@ -531,11 +531,10 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   result.shingles = shingles;
   if (shingles == 0) return result;
 
-  // Densify: an empty bin takes the next filled bin to its right (circularly),
-  // plus kRotationStep per step, so two texts fill the same empty bins alike.
-  // Most short texts leave a few bins empty: a bit map of the filled ones finds
-  // each empty bin's source with a count of trailing zeros, without branches
-  // on the (unpredictable) filled/empty pattern.
+  // Densify: an empty bin takes the first filled bin of its own fixed order
+  // of the bins, plus kRotationStep per step, so two texts fill the same empty
+  // bins alike and neighbouring empty bins rarely share a source. A bit map of
+  // the filled bins answers each step with one load and a shift.
   detail::densify(minima, bins);
 
   result.sketch = detail::pack(minima, options_.bits);
