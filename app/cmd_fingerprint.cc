@@ -34,7 +34,7 @@ path that decided it: a SimHash candidate (within k bits) or a shared band,
 verified by the sketch threshold, or why the pair is not a near-duplicate (a
 candidate below the threshold, or never compared: more than k bits apart and
 no shared band, whatever the similarity). A and B are texts, not records: the
-input section (fields, input.max_bytes) does not apply.
+input section (fields, input.max_bytes) and dedup.scope do not apply.
 
 example:
   neardup compare "Markets rally as rates fall" "Markets rally as rates fall!!"

@@ -45,7 +45,8 @@ struct PairExplanation {
 };
 
 /// The decision for `incoming` judged against a window holding only `kept`,
-/// both analyzed with `options` (a Fingerprinter made from options.text and
+/// in the same scope (dedup.scope: entries of another scope are never
+/// candidates), both analyzed with `options` (a Fingerprinter made from options.text and
 /// options.sketch). Mirrors Engine::decide; tests check that the two agree.
 /// (One difference, by design of the band index: the engine may also verify an
 /// entry whose band key differs but shares the probe's bucket and tag bits,
