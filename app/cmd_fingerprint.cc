@@ -9,7 +9,7 @@
 #include "dedup/engine.h"
 #include "dedup/explain.h"
 #include "dedup/fingerprinter.h"
-#include "dedup/sketch.h"
+#include "stream/json_out.h"
 
 namespace neardup::app {
 namespace {
@@ -85,8 +85,10 @@ int run_compare(std::span<const std::string> raw_args) {
   std::printf("distance   %d bits (k=%d)\n", why.distance, config.dedup.index.max_distance);
   const auto& sketch = config.dedup.sketch;
   if (why.sketches) {
-    std::printf("similarity %.3f (estimated shingle Jaccard; the threshold is %.2f)\n",
-                *why.similarity, sketch.threshold);
+    std::string similarity;
+    stream::append_similarity(similarity, *why.similarity);  // as scan prints it
+    std::printf("similarity %s (estimated shingle Jaccard; the threshold is %.2f)\n",
+                similarity.c_str(), sketch.threshold);
     std::string shared;
     for (int band = 0; band < sketch.bands; ++band)
       if ((why.shared_bands >> band) & 1)

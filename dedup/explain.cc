@@ -1,6 +1,7 @@
 #include "dedup/explain.h"
 
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -44,7 +45,12 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
   return e;
 }
 
-std::string describe(const PairExplanation& e, const DedupOptions& options) {
+std::string describe(const PairExplanation& explanation, const DedupOptions& options) {
+  // Three decimals rounded half up, as `neardup scan` and the
+  // neardup-similarity header print them (0.8125 -> 0.813, where %.3f alone
+  // rounds to even).
+  PairExplanation e = explanation;
+  if (e.similarity) e.similarity = std::floor(*e.similarity * 1000.0 + 0.5) / 1000.0;
   const int k = options.index.max_distance;
   const double threshold = options.sketch.threshold;
   const int bands = options.sketch.bands;

@@ -56,8 +56,7 @@ for n, (a, b) in enumerate(pairs):
     dup = verdict.startswith("near-duplicate:")
     if dup != (scan[1]["verdict"] == "duplicate"):
         failures.append(f"pair {n}: compare says {verdict!r}, scan says {scan[1]}")
-    # both print 3 decimals (scan rounds halves up, printf to even)
-    if dup and abs(float(fields["similarity"].split()[0]) - scan[1]["similarity"]) > 0.0011:
+    if dup and fields["similarity"].split()[0] != f'{scan[1]["similarity"]:.3f}':
         failures.append(f"pair {n}: similarity {fields['similarity']!r}, scan {scan[1]['similarity']}")
     distance = int(fields["distance"].split()[0])
     shared = fields["bands"] != "none of 3 shared"
