@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "dedup/cpu.h"
+#include "dedup/types.h"
 
 #if NEARDUP_X86_KERNELS
 #include <immintrin.h>
@@ -25,16 +26,6 @@ static_assert(kNormalizedPadding >= 16, "copy_token reads 16 bytes at a time");
 
 constexpr std::uint64_t kMix1 = 0xbf58476d1ce4e5b9ULL;  // splitmix64's multipliers
 constexpr std::uint64_t kMix2 = 0x94d049bb133111ebULL;
-
-constexpr std::uint64_t mix64(std::uint64_t x) {
-  // splitmix64's finalizer: every input bit reaches every output bit.
-  x ^= x >> 30;
-  x *= kMix1;
-  x ^= x >> 27;
-  x *= kMix2;
-  x ^= x >> 31;
-  return x;
-}
 
 // One hash for every shingle, so an ASCII 5-gram hashes the same whether the
 // text around it is ASCII or not. A shingle of up to 8 bytes (every ASCII

@@ -24,12 +24,7 @@ ScopeId scope_of(std::string_view value) {
     h ^= c;
     h *= 0x100000001b3ULL;
   }
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
-  return ScopeId{static_cast<std::uint32_t>(h)};
+  return ScopeId{static_cast<std::uint32_t>(mix64(h))};
 }
 
 std::optional<Fingerprint> Fingerprint::from_hex(std::string_view text) {

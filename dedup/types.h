@@ -23,6 +23,17 @@ struct Fingerprint {
   static std::optional<Fingerprint> from_hex(std::string_view text);
 };
 
+/// splitmix64's finalizer: every input bit reaches every output bit. The one
+/// 64-bit mixer of dedup (shingle hashes, scope values and scope buckets).
+constexpr std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
 /// Number of differing bits, 0..64.
 constexpr int hamming_distance(Fingerprint a, Fingerprint b) {
   return std::popcount(a.bits ^ b.bits);

@@ -137,13 +137,9 @@ struct Window::Impl {
   // in the one bucket every probe of it scans. Exact all the same: a scope's
   // entries and its probes agree on the mapping, and every candidate is
   // verified by its full distance and scope.
-  static std::uint64_t scope_mix(ScopeId scope) {
-    std::uint64_t h = scope.value + 0x9e3779b97f4a7c15ULL;
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
+  std::uint64_t mix_of(ScopeId scope) const {
+    return options.scoped ? mix64(scope.value + 0x9e3779b97f4a7c15ULL) : 0;
   }
-  std::uint64_t mix_of(ScopeId scope) const { return options.scoped ? scope_mix(scope) : 0; }
   std::uint32_t bucket_of(std::size_t t, std::uint64_t fp, std::uint64_t mix) const {
     const std::uint64_t mask = (std::uint64_t{1} << layout.bucket_bits(t)) - 1;
     return layout.bucket(t, fp) ^
