@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 
@@ -24,7 +25,8 @@ std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 // Anonymous mappings are zero pages until written, so heads that no bucket ever
 // touches, and ring slots not reached yet, cost address space only (hence
 // MAP_NORESERVE: the rings are mapped for max_entries from the start).
-SketchIndex::Block::Block(std::size_t bytes, bool huge) : bytes_(std::max<std::size_t>(bytes, 1)) {
+SketchIndex::Block::Block(std::size_t bytes, bool huge, bool populate)
+    : bytes_(std::max<std::size_t>(bytes, 1)) {
   data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                -1, 0);
   if (data_ == MAP_FAILED) {
@@ -35,6 +37,12 @@ SketchIndex::Block::Block(std::size_t bytes, bool huge) : bytes_(std::max<std::s
   if (huge && bytes_ >= kHugePage)
     madvise(data_, bytes_, MADV_HUGEPAGE);  // a hint: failure is harmless
 #endif
+  if (populate) {
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(data_, bytes_, MADV_POPULATE_WRITE) == 0) return;
+#endif
+    std::memset(data_, 0, bytes_);  // (kernels before 5.14)
+  }
 }
 
 SketchIndex::Block::~Block() {
@@ -74,7 +82,7 @@ SketchIndex::SketchIndex(const SketchOptions& options, std::size_t max_entries)
   first_head_bits_ = std::max(kMinHeadBits, full_head_bits_ - std::min(kGrowthSteps, tag_bits));
   head_bits_ = first_head_bits_;
   tag_shift_ = 64 - first_head_bits_ - tag_bits;  // >= 64 - 28 - 31: bit_ceil(2^30) / 4 = 2^28
-  heads_ = Block(heads_per_band() * bands * sizeof(std::uint32_t), true);
+  heads_ = Block(heads_per_band() * bands * sizeof(std::uint32_t), true, true);
 }
 
 SketchIndex::~SketchIndex() = default;
@@ -129,7 +137,7 @@ void SketchIndex::grow(std::uint64_t oldest_live) {
   const auto bands = static_cast<std::size_t>(bands_);
   Block grown;
   try {
-    grown = Block(per_band * bands * sizeof(std::uint32_t), true);
+    grown = Block(per_band * bands * sizeof(std::uint32_t), true, true);
   } catch (const std::bad_alloc&) {
     full_head_bits_ = head_bits_;  // keep this size: longer chains, same results
     return;

@@ -119,7 +119,9 @@ class SketchIndex {
   class Block {
    public:
     Block() = default;
-    Block(std::size_t bytes, bool huge);
+    /// `populate`: every page written now (probes read buckets before any is
+    /// written: a zero page first, then a second fault at the first write).
+    Block(std::size_t bytes, bool huge, bool populate = false);
     ~Block();
     Block(Block&& other) noexcept : data_(other.data_), bytes_(other.bytes_) {
       other.data_ = nullptr, other.bytes_ = 0;

@@ -177,6 +177,39 @@ double isolated_cpu_us(const std::vector<std::string>& feed, const config::Confi
   return seconds * 1e6 / static_cast<double>(feed.size());
 }
 
+/// The same work split as the service splits it with the group judge: every
+/// message analyzed first (the analysis threads), then the decisions back to
+/// back, `ahead` decisions prefetched ahead (cells `cells_ahead`), as
+/// stream/judge.cc does with a request's entries. CPU microseconds per message
+/// of each half, on this thread, with no broker and no service.
+struct Split {
+  double analysis_us = 0, decisions_us = 0;
+};
+Split split_cpu_us(const std::vector<std::string>& feed, const config::Config& config,
+                   std::size_t ahead, std::size_t cells_ahead) {
+  stream::Analyzer analyzer(config);
+  stream::Classifier classifier(config);
+  std::vector<stream::Prepared> prepared(feed.size());
+  Split out;
+  double start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+  for (std::size_t i = 0; i < feed.size(); ++i) analyzer.prepare(feed[i], prepared[i]);
+  out.analysis_us = (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 /
+                    static_cast<double>(feed.size());
+  start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+  const std::size_t n = feed.size();
+  for (std::size_t j = 0; j < std::min(ahead, n); ++j) classifier.prefetch(prepared[j]);
+  for (std::size_t j = 0; j < std::min(cells_ahead, n); ++j) classifier.prefetch_cells(prepared[j]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + ahead < n) classifier.prefetch(prepared[i + ahead]);
+    if (i + cells_ahead < n) classifier.prefetch_cells(prepared[i + cells_ahead]);
+    std::string_view error;
+    classifier.judge(prepared[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
+  }
+  out.decisions_us = (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 /
+                     static_cast<double>(feed.size());
+  return out;
+}
+
 /// The configuration every run uses (a variant through NEARDUP_* variables,
 /// e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false).
 config::Config base_config() {
@@ -389,7 +422,7 @@ int main(int argc, char** argv) {
       repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
     else if (arg == "--only" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup" ||
-              std::string(argv[i + 1]) == "contended"))
+              std::string(argv[i + 1]) == "contended" || std::string(argv[i + 1]) == "split"))
       only = argv[++i];
     else if (arg == "--action" && i + 1 < argc) {
       action_name = argv[++i];
@@ -440,32 +473,69 @@ int main(int argc, char** argv) {
         pass.rate, static_cast<long long>(pass.p50_ms), static_cast<long long>(pass.p99_ms),
         pass.process_cpu_us);
   };
+  if (only == "split") {
+    for (int r = 0; r < repeat; ++r) {
+      const double together = isolated_cpu_us(feed, base_config());
+      for (const auto& [a, c] : {std::pair<std::size_t, std::size_t>{2, 1}, {16, 8}}) {
+        const Split s = split_cpu_us(feed, base_config(), a, c);
+        std::printf(
+            "isolated %.2f us/msg; split (%zu/%zu ahead): analysis %.2f + decisions %.2f = %.2f "
+            "(%.2fx)\n",
+            together, a, c, s.analysis_us, s.decisions_us, s.analysis_us + s.decisions_us,
+            (s.analysis_us + s.decisions_us) / together);
+      }
+    }
+    return 0;
+  }
   if (only == "contended") {
-    const double alone = isolated_cpu_us(feed, base_config());
+    // Each round: the isolated loop, then the split (analysis, then decisions
+    // 16/8 ahead as the judge does them); alone before and after, and beside a passthrough.
+    struct Round {
+      double isolated = 0, analysis = 0, decisions = 0;
+    };
+    auto round = [&] {
+      Round r;
+      r.isolated = isolated_cpu_us(feed, base_config());
+      const Split s = split_cpu_us(feed, base_config(), 16, 8);
+      r.analysis = s.analysis_us;
+      r.decisions = s.decisions_us;
+      return r;
+    };
+    std::vector<Round> alone{round()};
     std::atomic<bool> done{false};
     std::vector<std::string> longer;  // passthrough runs ~5x faster: 5 feeds' worth
     for (int k = 0; k < 5; ++k) longer.insert(longer.end(), feed.begin(), feed.end());
-    std::thread pass([&] {
+    std::thread pass([&] {  // --repeat passthrough runs back to back (fresh topics each)
       pthread_setname_np(pthread_self(), "bench-pass");
-      const Result r = run_one(broker.bootstrap(), longer, "passthrough", true, ahead, action);
-      std::printf("passthrough alongside: %.0f msg/s\n", r.rate);
+      for (int r = 0; r < repeat; ++r) {
+        const Result res =
+            run_one(broker.bootstrap(), longer, run_name("passthrough", r), true, ahead, action);
+        std::printf("passthrough alongside: %.0f msg/s\n", res.rate);
+      }
       done = true;
     });
     std::this_thread::sleep_for(std::chrono::seconds(4));  // past its group join
-    std::vector<double> loaded;
+    std::vector<Round> loaded;
     while (!done && loaded.size() < 50) {
-      const double us = isolated_cpu_us(feed, base_config());
-      if (!done) loaded.push_back(us);  // only loops that ran entirely beside it
+      const Round r = round();
+      if (!done) loaded.push_back(r);  // only rounds that ran entirely beside it
     }
     pass.join();
-    const double after = isolated_cpu_us(feed, base_config());
-    std::sort(loaded.begin(), loaded.end());
-    std::printf(
-        "isolated alone %.2f us/msg (before) %.2f (after); beside a passthrough: %zu runs, "
-        "median %.2f us/msg, min %.2f, max %.2f; median/alone %.2f\n",
-        alone, after, loaded.size(), loaded.empty() ? 0.0 : loaded[loaded.size() / 2],
-        loaded.empty() ? 0.0 : loaded.front(), loaded.empty() ? 0.0 : loaded.back(),
-        loaded.empty() ? 0.0 : loaded[loaded.size() / 2] / std::min(alone, after));
+    alone.push_back(round());
+    auto median = [](const std::vector<Round>& rounds, double Round::*field) {
+      std::vector<double> v;
+      for (const Round& r : rounds) v.push_back(r.*field);
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
+    };
+    std::printf("beside a passthrough: %zu rounds; alone: 2 (before and after); us/msg, medians:\n",
+                loaded.size());
+    for (const auto& [name, field] : {std::pair<const char*, double Round::*>{"isolated loop", &Round::isolated},
+                                      {"split: analysis", &Round::analysis},
+                                      {"split: decisions 16/8 ahead", &Round::decisions}}) {
+      const double a = std::min(alone[0].*field, alone[1].*field), b = median(loaded, field);
+      std::printf("  %-28s alone %.2f, beside %.2f: %.2fx\n", name, a, b, a > 0 ? b / a : 0.0);
+    }
     return 0;
   }
   if (only == "passthrough") {
@@ -495,9 +565,30 @@ int main(int argc, char** argv) {
     std::printf("\n");
   };
   if (!only.empty()) {
-    Result dedup = run_one(broker.bootstrap(), feed, "neardup", false, ahead, action);
-    print_neardup(dedup, isolated_cpu_us(feed, base_config()));
-    print_threads("neardup", dedup);
+    // --repeat N: N runs, each followed by the isolated loop; the median of
+    // the N worker/isolated ratios (each ratio from one run and the loop after it).
+    std::vector<double> ratios, workers, isolateds;
+    for (int r = 0; r < repeat; ++r) {
+      Result dedup = run_one(broker.bootstrap(), feed, run_name("neardup", r), false, ahead, action);
+      const double isolated_us = isolated_cpu_us(feed, base_config());
+      print_neardup(dedup, isolated_us);
+      print_threads("neardup", dedup);
+      ratios.push_back(dedup.worker_cpu_us / isolated_us);
+      workers.push_back(dedup.worker_cpu_us);
+      isolateds.push_back(isolated_us);
+      std::printf("run %d of %d: worker/isolated=%.2f\n", r + 1, repeat, ratios.back());
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[(v.size() - 1) / 2];
+    };
+    std::sort(ratios.begin(), ratios.end());
+    if (repeat > 1)
+      std::printf(
+          "%d runs: worker/isolated min=%.2f median=%.2f max=%.2f; median worker %.2f us/msg, "
+          "median isolated %.2f us/msg, their ratio %.2f\n",
+          repeat, ratios.front(), median(ratios), ratios.back(), median(workers),
+          median(isolateds), median(workers) / median(isolateds));
     return 0;
   }
   struct Pair {
