@@ -7,12 +7,17 @@
 #include <cstring>
 #include <limits>
 
+#include "stream/binary_record.h"
+
 namespace neardup::stream {
 
 namespace {
 
 constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 48) - 1;  // what a RecordRef can carry
 constexpr std::size_t kMaxTopicName = 249;                        // Kafka's own limit
+constexpr std::string_view kBatchMagic = "NDC3";                  // format version 3
+constexpr std::uint8_t kHasSketch = 1, kHasScope = 2;             // entry flags (version 3)
+constexpr std::size_t kMinBinaryEntry = 31;                       // flags..offset, no options
 
 void append_hex64(std::string& out, std::uint64_t value) {
   dedup::Fingerprint{value}.append_hex(out);
@@ -63,8 +68,9 @@ std::string changelog_key(dedup::Fingerprint fingerprint) { return fingerprint.h
 
 namespace {
 
-/// The members of one entry, without braces: "fp":...,"t":...,... ("sketch" last, when present).
-void append_entry_members(std::string& out, const ChangelogRecord& r, bool with_instance) {
+/// The members of a version 1 record, without braces: "fp":...,"t":...,... ("sketch" last, when
+/// present).
+void append_entry_members(std::string& out, const ChangelogRecord& r) {
   out += "\"fp\":\"";
   append_hex64(out, r.fingerprint.bits);
   out += "\",\"t\":";
@@ -79,11 +85,9 @@ void append_entry_members(std::string& out, const ChangelogRecord& r, bool with_
     out += ",\"scope\":";
     out += std::to_string(r.scope.value);
   }
-  if (with_instance) {
-    out += ",\"instance\":\"";
-    append_hex64(out, r.instance);
-    out += '"';
-  }
+  out += ",\"instance\":\"";
+  append_hex64(out, r.instance);
+  out += '"';
   if (r.has_sketch) {
     out += ",\"sketch\":{\"bits\":";
     out += std::to_string(r.bits);
@@ -200,6 +204,73 @@ const char* parse_instance(simdjson::dom::object obj, std::uint64_t& instance) {
   return nullptr;
 }
 
+/// A version 3 batch (binary): appends every entry to `out`, or nothing and the reason.
+const char* decode_binary_batch(std::string_view value, std::vector<ChangelogRecord>& out) {
+  binary::Reader r(value);
+  std::uint64_t instance = 0, batch = 0;
+  std::vector<std::string> topics;
+  std::uint32_t n = 0;
+  std::string error;
+  if (!binary::read_header(r, kBatchMagic, "not a changelog batch", instance, batch, topics, n,
+                           &error))
+    return "truncated header";
+  if (n == 0) return "no entries";
+  if (n > value.size() / kMinBinaryEntry + 1) return "entry count larger than the record";
+  for (const std::string& topic : topics)
+    if (topic.empty() || topic.size() > kMaxTopicName) return "a topic is not a topic name";
+  const std::size_t first = out.size();
+  const char* reason = nullptr;
+  for (std::uint32_t i = 0; i < n && !reason; ++i) {
+    ChangelogRecord e;
+    const auto flags = r.get<std::uint8_t>();
+    e.fingerprint.bits = r.get<std::uint64_t>();
+    e.time.ms = r.get<std::int64_t>();
+    const auto topic = r.get<std::uint16_t>();
+    e.partition = r.get<std::int32_t>();
+    e.offset = r.get<std::int64_t>();
+    if (flags & kHasScope) e.scope.value = r.get<std::uint32_t>();
+    if (flags & kHasSketch) {
+      e.bits = r.get<std::uint8_t>();
+      e.band_bins = r.get<std::uint8_t>();
+      e.scheme = r.get<std::uint8_t>();
+      e.bands = r.get<std::uint8_t>();
+      e.sketch.sketch.words = {r.get<std::uint64_t>(), r.get<std::uint64_t>()};
+      if (e.bands > dedup::kMaxSketchBands) {
+        reason = "a sketch has more than 8 band keys";
+        break;
+      }
+      for (int b = 0; b < e.bands; ++b)
+        e.sketch.band_keys[static_cast<std::size_t>(b)] = r.get<std::uint64_t>();
+      e.has_sketch = true;
+      e.sketch.shingles = 1;
+    }
+    if (!r.ok) {
+      reason = "truncated entry";
+    } else if ((flags & ~(kHasSketch | kHasScope)) != 0) {
+      reason = "an entry has unknown flags";
+    } else if (topic >= topics.size()) {
+      reason = "an entry names no topic of the record";
+    } else if (e.partition < 0) {
+      reason = "an entry's partition is negative";
+    } else if (e.offset < 0 || e.offset > kMaxOffset) {
+      reason = "an entry's offset is out of range";
+    } else if (e.has_sketch && (e.bits != 1 && e.bits != 2 && e.bits != 4 && e.bits != 8)) {
+      reason = "a sketch's bits is not 1, 2, 4 or 8";
+    } else if (e.has_sketch && (e.band_bins < 1 || e.band_bins > dedup::kSketchBits)) {
+      reason = "a sketch's band_bins is out of range";
+    } else if (e.has_sketch && e.scheme < 1) {
+      reason = "a sketch's scheme is out of range";
+    } else {
+      e.topic = topics[topic];
+      e.instance = instance;
+      out.push_back(std::move(e));
+    }
+  }
+  if (!reason && !r.at_end()) reason = "bytes after the last entry";
+  if (reason) out.resize(first);
+  return reason;
+}
+
 }  // namespace
 
 std::string encode_changelog_value(const ChangelogRecord& r) {
@@ -208,7 +279,7 @@ std::string encode_changelog_value(const ChangelogRecord& r) {
   out += "{\"v\":";
   out += std::to_string(kChangelogVersion1);
   out += ',';
-  append_entry_members(out, r, true);
+  append_entry_members(out, r);
   out += '}';
   return out;
 }
@@ -235,6 +306,10 @@ bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
     if (error) *error = reason;
     return false;
   };
+  if (value.substr(0, kBatchMagic.size()) == kBatchMagic) {
+    if (const char* reason = decode_binary_batch(value, out)) return fail(reason);
+    return true;
+  }
   thread_local simdjson::dom::parser parser;
   simdjson::dom::object obj;
   std::int64_t version = 0;
@@ -246,7 +321,7 @@ bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
     out.push_back(std::move(r));
     return true;
   }
-  if (version != kChangelogVersion) return fail("unsupported format version");
+  if (version != kChangelogVersion2) return fail("unsupported format version");
   std::uint64_t instance = 0;
   if (const char* reason = parse_instance(obj, instance)) return fail(reason);
   simdjson::dom::array entries;
@@ -273,24 +348,37 @@ bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
 // ------------------------------------------------------------------ batch
 
 std::string ChangelogBatch::value_prefix(std::uint64_t instance) {
-  std::string out = "{\"v\":" + std::to_string(kChangelogVersion) + ",\"instance\":\"";
-  append_hex64(out, instance);
-  out += '"';
+  std::string out(kBatchMagic);
+  binary::put(out, instance);
   return out;
 }
 
 void ChangelogBatch::add(const ChangelogRecord& record) {
   if (entries_ == 0) {
-    value_.clear();
-    value_ += value_prefix(instance_);
-    value_ += ",\"entries\":[";
+    body_.clear();
+    topics_.clear();
     newest_ = record.time;
-  } else {
-    value_ += ',';
   }
-  value_ += '{';
-  append_entry_members(value_, record, false);
-  value_ += '}';
+  const bool sketch = record.has_sketch;
+  const int bands = sketch ? std::clamp(record.bands, 0, dedup::kMaxSketchBands) : 0;
+  binary::put<std::uint8_t>(body_, static_cast<std::uint8_t>((sketch ? kHasSketch : 0) |
+                                                             (record.scope.value ? kHasScope : 0)));
+  binary::put(body_, record.fingerprint.bits);
+  binary::put(body_, record.time.ms);
+  binary::put(body_, binary::intern(topics_, record.topic));
+  binary::put(body_, record.partition);
+  binary::put(body_, record.offset);
+  if (record.scope.value) binary::put(body_, record.scope.value);
+  if (sketch) {
+    binary::put(body_, static_cast<std::uint8_t>(record.bits));
+    binary::put(body_, static_cast<std::uint8_t>(record.band_bins));
+    binary::put(body_, static_cast<std::uint8_t>(record.scheme));
+    binary::put(body_, static_cast<std::uint8_t>(bands));
+    binary::put(body_, record.sketch.sketch.words[0]);
+    binary::put(body_, record.sketch.sketch.words[1]);
+    for (int b = 0; b < bands; ++b)
+      binary::put(body_, record.sketch.band_keys[static_cast<std::size_t>(b)]);
+  }
   newest_ = std::max(newest_, record.time);
   ++entries_;
 }
@@ -298,16 +386,18 @@ void ChangelogBatch::add(const ChangelogRecord& record) {
 ChangelogBatch::Encoded ChangelogBatch::take() {
   Encoded out;
   if (entries_ == 0) return out;
-  value_ += "]}";
+  const std::uint64_t sequence = sequence_++;
+  binary::assemble(value_, kBatchMagic, instance_, sequence, topics_,
+                   static_cast<std::uint32_t>(entries_), body_);
   key_.clear();
   append_hex64(key_, instance_);
   key_ += '-';
-  append_hex64(key_, sequence_++);
+  append_hex64(key_, sequence);
   out.key = key_;
   out.value = value_;
   out.newest = newest_;
   out.entries = entries_;
-  entries_ = 0;  // value_ keeps its capacity: the next add() starts it over
+  entries_ = 0;  // the buffers keep their capacity: the next add() starts them over
   return out;
 }
 

@@ -1,103 +1,21 @@
 #include "stream/judge_record.h"
 
-#include <bit>
 #include <cstring>
+
+#include "stream/binary_record.h"
 
 namespace neardup::stream {
 namespace {
 
+using binary::assemble;
+using binary::intern;
+using binary::put;
+using binary::Reader;
+
+constexpr const char* kNotThis = "not a neardup judge record of this version";
+
 constexpr std::string_view kRequestMagic = "NDQ2";
 constexpr std::string_view kVerdictMagic = "NDV2";
-
-template <typename T>
-void put(std::string& out, T value) {
-  static_assert(std::endian::native == std::endian::little, "the record format is little-endian");
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
-
-/// Bounds-checked reading; `ok` turns false at the first read past the end.
-class Reader {
- public:
-  explicit Reader(std::string_view data) : data_(data) {}
-  template <typename T>
-  T get() {
-    T value{};
-    if (data_.size() - pos_ < sizeof(T)) {
-      ok = false;
-      pos_ = data_.size();
-      return value;
-    }
-    std::memcpy(&value, data_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return value;
-  }
-  std::string_view bytes(std::size_t n) {
-    if (data_.size() - pos_ < n) {
-      ok = false;
-      pos_ = data_.size();
-      return {};
-    }
-    std::string_view out = data_.substr(pos_, n);
-    pos_ += n;
-    return out;
-  }
-  bool at_end() const { return pos_ == data_.size(); }
-  bool ok = true;
-
- private:
-  std::string_view data_;
-  std::size_t pos_ = 0;
-};
-
-void put_topics(std::string& out, const std::vector<std::string>& topics) {
-  put<std::uint16_t>(out, static_cast<std::uint16_t>(topics.size()));
-  for (const std::string& t : topics) {
-    put<std::uint16_t>(out, static_cast<std::uint16_t>(t.size()));
-    out += t;
-  }
-}
-
-std::uint16_t intern(std::vector<std::string>& topics, std::string_view topic) {
-  for (std::size_t i = 0; i < topics.size(); ++i)
-    if (topics[i] == topic) return static_cast<std::uint16_t>(i);
-  topics.emplace_back(topic);
-  return static_cast<std::uint16_t>(topics.size() - 1);
-}
-
-std::string_view assemble(std::string& value, std::string_view magic, std::uint64_t instance,
-                          std::uint64_t batch, const std::vector<std::string>& topics,
-                          std::uint32_t entries, const std::string& body) {
-  value.clear();
-  value.append(magic);
-  put(value, instance);
-  put(value, batch);
-  put_topics(value, topics);
-  put(value, entries);
-  value += body;
-  return value;
-}
-
-/// The header shared by both records; false (with `*error`) when malformed.
-bool read_header(Reader& r, std::string_view magic, std::uint64_t& instance, std::uint64_t& batch,
-                 std::vector<std::string>& topics, std::uint32_t& entries, std::string* error) {
-  if (r.bytes(magic.size()) != magic) {
-    *error = "not a neardup judge record of this version";
-    return false;
-  }
-  instance = r.get<std::uint64_t>();
-  batch = r.get<std::uint64_t>();
-  const auto n = r.get<std::uint16_t>();
-  topics.clear();
-  for (std::uint16_t i = 0; i < n && r.ok; ++i) {
-    const auto len = r.get<std::uint16_t>();
-    topics.emplace_back(r.bytes(len));
-  }
-  entries = r.get<std::uint32_t>();
-  if (!r.ok) *error = "truncated header";
-  return r.ok;
-}
 
 }  // namespace
 
@@ -158,7 +76,8 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
-  if (!read_header(r, kRequestMagic, out.instance, out.batch, topics, n, error)) return false;
+  if (!binary::read_header(r, kRequestMagic, kNotThis, out.instance, out.batch, topics, n, error))
+    return false;
   out.bits = r.get<std::uint8_t>();
   out.band_bins = r.get<std::uint8_t>();
   out.bands = r.get<std::uint8_t>();
@@ -247,7 +166,8 @@ bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::stri
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
-  if (!read_header(r, kVerdictMagic, out.instance, out.batch, topics, n, error)) return false;
+  if (!binary::read_header(r, kVerdictMagic, kNotThis, out.instance, out.batch, topics, n, error))
+    return false;
   out.entries.clear();
   if (n > value.size() / 18 + 1) {
     *error = "entry count larger than the record";

@@ -193,8 +193,8 @@ Split split_cpu_us(const std::vector<std::string>& feed, const config::Config& c
   Split out;
   double start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   for (std::size_t i = 0; i < feed.size(); ++i) analyzer.prepare(feed[i], prepared[i]);
-  out.analysis_us = (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 /
-                    static_cast<double>(feed.size());
+  out.analysis_us =
+      (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 / static_cast<double>(feed.size());
   start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   const std::size_t n = feed.size();
   for (std::size_t j = 0; j < std::min(ahead, n); ++j) classifier.prefetch(prepared[j]);
@@ -205,8 +205,8 @@ Split split_cpu_us(const std::vector<std::string>& feed, const config::Config& c
     std::string_view error;
     classifier.judge(prepared[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
   }
-  out.decisions_us = (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 /
-                     static_cast<double>(feed.size());
+  out.decisions_us =
+      (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 / static_cast<double>(feed.size());
   return out;
 }
 
@@ -530,9 +530,10 @@ int main(int argc, char** argv) {
     };
     std::printf("beside a passthrough: %zu rounds; alone: 2 (before and after); us/msg, medians:\n",
                 loaded.size());
-    for (const auto& [name, field] : {std::pair<const char*, double Round::*>{"isolated loop", &Round::isolated},
-                                      {"split: analysis", &Round::analysis},
-                                      {"split: decisions 16/8 ahead", &Round::decisions}}) {
+    for (const auto& [name, field] :
+         {std::pair<const char*, double Round::*>{"isolated loop", &Round::isolated},
+          {"split: analysis", &Round::analysis},
+          {"split: decisions 16/8 ahead", &Round::decisions}}) {
       const double a = std::min(alone[0].*field, alone[1].*field), b = median(loaded, field);
       std::printf("  %-28s alone %.2f, beside %.2f: %.2fx\n", name, a, b, a > 0 ? b / a : 0.0);
     }
@@ -569,7 +570,8 @@ int main(int argc, char** argv) {
     // the N worker/isolated ratios (each ratio from one run and the loop after it).
     std::vector<double> ratios, workers, isolateds;
     for (int r = 0; r < repeat; ++r) {
-      Result dedup = run_one(broker.bootstrap(), feed, run_name("neardup", r), false, ahead, action);
+      Result dedup =
+          run_one(broker.bootstrap(), feed, run_name("neardup", r), false, ahead, action);
       const double isolated_us = isolated_cpu_us(feed, base_config());
       print_neardup(dedup, isolated_us);
       print_threads("neardup", dedup);
@@ -587,8 +589,8 @@ int main(int argc, char** argv) {
       std::printf(
           "%d runs: worker/isolated min=%.2f median=%.2f max=%.2f; median worker %.2f us/msg, "
           "median isolated %.2f us/msg, their ratio %.2f\n",
-          repeat, ratios.front(), median(ratios), ratios.back(), median(workers),
-          median(isolateds), median(workers) / median(isolateds));
+          repeat, ratios.front(), median(ratios), ratios.back(), median(workers), median(isolateds),
+          median(workers) / median(isolateds));
     return 0;
   }
   struct Pair {

@@ -1,5 +1,6 @@
-// The window changelog without a broker: the record format (batches, version
-// 1 records, malformed values refused with a reason) round-trips every field,
+// The window changelog without a broker: the record format (binary batches,
+// the JSON batches and version 1 records written before them, malformed values
+// refused with a reason) round-trips every field,
 // and an engine rebuilt from decoded records judges exactly like the original.
 // The changelog against the embedded broker: tests/integration/changelog_test.cc.
 #include <gtest/gtest.h>
@@ -73,6 +74,97 @@ TEST(ChangelogFormat, ABatchRoundTripsEveryEntryWithTheBatchInstance) {
   EXPECT_NE(batch.take().key, key);
 }
 
+TEST(ChangelogFormat, ABatchIsBinaryAndRoundTripsScopesTopicsAndEveryBand) {
+  ChangelogBatch batch(7);
+  std::vector<ChangelogRecord> written;
+  for (int i = 0; i < 6; ++i) {
+    ChangelogRecord r = sample_record(0xf000 + static_cast<std::uint64_t>(i), 1000 + i, i != 3);
+    r.topic = i % 2 ? "news.raw-1" : "posts";  // two topics in one batch
+    r.scope.value = i == 4 ? 0 : 0x80000000u + static_cast<std::uint32_t>(i);
+    if (i == 5) {
+      r.bands = dedup::kMaxSketchBands;
+      for (int b = 0; b < r.bands; ++b)
+        r.sketch.band_keys[static_cast<std::size_t>(b)] = ~static_cast<std::uint64_t>(b);
+      r.scheme = 1;
+      r.bits = 8;
+      r.band_bins = dedup::kSketchBits;
+    }
+    written.push_back(r);
+    batch.add(r);
+  }
+  const auto encoded = batch.take();
+  EXPECT_EQ(encoded.value.substr(0, 4), "NDC3");
+  // 12 + 8 + topics (2 + 2+5 + 2+10) + 4 = 45 header bytes; entries 31 (+4 scope) (+20 + 8 per
+  // band)
+  EXPECT_EQ(encoded.value.size(), 45u + 6 * 31 + 5 * 4 + 5 * 20 + 4 * 3 * 8 + 8 * 8);
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(encoded.value, back, &error)) << error;
+  ASSERT_EQ(back.size(), written.size());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(back[i].fingerprint, written[i].fingerprint);
+    EXPECT_EQ(back[i].time, written[i].time);
+    EXPECT_EQ(back[i].topic, written[i].topic);
+    EXPECT_EQ(back[i].partition, written[i].partition);
+    EXPECT_EQ(back[i].offset, written[i].offset);
+    EXPECT_EQ(back[i].scope, written[i].scope);
+    EXPECT_EQ(back[i].instance, 7u);
+    EXPECT_EQ(back[i].has_sketch, written[i].has_sketch);
+    EXPECT_EQ(back[i].sketch.shingles, written[i].has_sketch ? 1u : 0u);
+    if (!written[i].has_sketch) continue;
+    EXPECT_EQ(back[i].bits, written[i].bits);
+    EXPECT_EQ(back[i].band_bins, written[i].band_bins);
+    EXPECT_EQ(back[i].scheme, written[i].scheme);
+    EXPECT_EQ(back[i].bands, written[i].bands);
+    EXPECT_EQ(back[i].sketch.sketch, written[i].sketch.sketch);
+    EXPECT_EQ(back[i].sketch.band_keys, written[i].sketch.band_keys);
+  }
+}
+
+TEST(ChangelogFormat, ABinaryBatchThatIsNotExactlyItsShapeIsRefusedWhole) {
+  ChangelogBatch batch(1);
+  batch.add(sample_record(1, 0, true));
+  batch.add(sample_record(2, 1, false));
+  const std::string good(batch.take().value);
+  std::vector<ChangelogRecord> out;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(good, out, &error)) << error;
+  ASSERT_EQ(out.size(), 2u);
+  // header: magic 4, instance 8, batch 8, topics 2 + (2 + 6 "in\"put"), entries 4 = 34
+  const std::size_t first_entry = 34;
+  auto with = [&](std::size_t at, std::string_view bytes) {
+    std::string v = good;
+    v.replace(at, bytes.size(), bytes);
+    return v;
+  };
+  const std::pair<std::string, const char*> bad[] = {
+      {good.substr(0, good.size() - 1), "truncated entry"},
+      {good + "x", "bytes after the last entry"},
+      {good.substr(0, 20), "truncated header"},
+      {with(first_entry - 4, std::string("\0\0\0\0", 4)), "no entries"},
+      {with(first_entry - 4, std::string("\x03\0\0\0", 4)), "truncated entry"},
+      {with(first_entry - 4, std::string("\xff\xff\0\0", 4)), "entry count larger than the record"},
+      {with(first_entry, "\x04"), "an entry has unknown flags"},
+      {with(first_entry + 17, std::string("\x01\0", 2)), "an entry names no topic of the record"},
+      {with(first_entry + 19, std::string("\xff\xff\xff\xff", 4)),
+       "an entry's partition is negative"},
+      {with(first_entry + 23 + 7, "\x80"), "an entry's offset is out of range"},
+      {with(first_entry + 31, "\x03"), "a sketch's bits is not 1, 2, 4 or 8"},
+      {with(first_entry + 32, std::string("\0", 1)), "a sketch's band_bins is out of range"},
+      {with(first_entry + 33, std::string("\0", 1)), "a sketch's scheme is out of range"},
+      {with(first_entry + 34, "\x09"), "a sketch has more than 8 band keys"},
+      {good.substr(0, 22) + std::string("\0\0", 2) + good.substr(22 + 2 + 6),
+       "a topic is not a topic name"},  // ("" instead of "in\"put")
+  };
+  for (const auto& [value, reason] : bad) {
+    std::vector<ChangelogRecord> kept(1);  // what was there before stays, nothing is appended
+    EXPECT_FALSE(decode_changelog(value, kept, &error)) << reason;
+    EXPECT_EQ(kept.size(), 1u) << reason;
+    EXPECT_EQ(error, reason);
+  }
+}
+
 TEST(ChangelogFormat, VersionOneRecordsAreStillRead) {
   const ChangelogRecord r = sample_record(0xabc, 42, true);
   std::vector<ChangelogRecord> back;
@@ -84,7 +176,8 @@ TEST(ChangelogFormat, VersionOneRecordsAreStillRead) {
   EXPECT_EQ(back[0].sketch.band_keys, r.sketch.band_keys);
 }
 
-TEST(ChangelogFormat, ABatchWithOneBadEntryIsRefusedWhole) {
+// Version 2 batches (JSON), written before version 3, are still read.
+TEST(ChangelogFormat, AJsonBatchWithOneBadEntryIsRefusedWhole) {
   const std::string good =
       "{\"fp\":\"0000000000000001\",\"t\":1,\"topic\":\"in\",\"partition\":0,\"offset\":0}";
   const std::string instance = "\"instance\":\"0000000000000000\"";
