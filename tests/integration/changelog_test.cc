@@ -212,6 +212,54 @@ TEST_F(ChangelogTest, ReadToEndReadsEverythingWrittenBeforeTheCall) {
   EXPECT_EQ(seen.size(), 3u);
 }
 
+// A topic written by three releases (version 1 records, version 2 JSON
+// batches, version 3 binary batches) is read whole: an upgrade rebuilds the
+// window from what the older release kept.
+TEST_F(ChangelogTest, RecordsOfEveryFormatVersionAreReadFromOneTopic) {
+  ChangelogRecord v1;
+  v1.fingerprint.bits = 0x1001;
+  v1.time.ms = 1001;
+  v1.topic = "input";
+  v1.offset = 1;
+  v1.instance = 0x11;
+  produce(cfg_.kafka.changelog_topic, {encode_changelog_value(v1)}, 0);
+  const std::string v2 =
+      "{\"v\":2,\"instance\":\"0000000000000022\",\"entries\":["
+      "{\"fp\":\"0000000000002001\",\"t\":2001,\"topic\":\"input\",\"partition\":1,"
+      "\"offset\":2},"
+      "{\"fp\":\"0000000000002002\",\"t\":2002,\"topic\":\"input\",\"partition\":1,"
+      "\"offset\":3,\"scope\":9}]}";
+  produce(cfg_.kafka.changelog_topic, {v2}, 1);
+  ChangelogBatch batch(0x33);
+  for (int i = 0; i < 2; ++i) {
+    ChangelogRecord r;
+    r.fingerprint.bits = 0x3001u + static_cast<std::uint64_t>(i);
+    r.time.ms = 3001 + i;
+    r.topic = "input";
+    r.partition = 2;
+    r.offset = 4 + i;
+    batch.add(r);
+  }
+  produce(cfg_.kafka.changelog_topic, {std::string(batch.take().value)}, 0);
+
+  ChangelogReader reader(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id),
+                         cfg_.kafka.changelog_topic, std::chrono::seconds(10));
+  std::map<std::uint64_t, ChangelogRecord> seen;
+  auto visit = [&](const ChangelogRecord& r) { seen[r.fingerprint.bits] = r; };
+  auto corrupt = [](std::int32_t, std::int64_t, const std::string& reason) {
+    ADD_FAILURE() << reason;
+  };
+  ASSERT_TRUE(reader.catch_up(visit, corrupt, [] { return false; }));
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen.at(0x1001).instance, 0x11u);
+  EXPECT_EQ(seen.at(0x2001).instance, 0x22u);
+  EXPECT_EQ(seen.at(0x2002).scope.value, 9u);
+  EXPECT_EQ(seen.at(0x2002).offset, 3);
+  EXPECT_EQ(seen.at(0x3001).instance, 0x33u);
+  EXPECT_EQ(seen.at(0x3002).offset, 5);
+  EXPECT_EQ(seen.at(0x3002).partition, 2);
+}
+
 /// Two brokers: the changelog's partitions led by broker 2, everything else by broker 1,
 /// so the changelog alone can be made unreachable.
 class ChangelogOnItsOwnBrokerTest : public ChangelogTest {
