@@ -165,6 +165,41 @@ TEST(ChangelogFormat, ABinaryBatchThatIsNotExactlyItsShapeIsRefusedWhole) {
   }
 }
 
+// Every truncation and every single-byte change of a batch: decoded whole or
+// refused whole, never read past its end (ASan in the ci preset).
+TEST(ChangelogFormat, EveryTruncationAndByteChangeOfABinaryBatchIsAllOrNothing) {
+  ChangelogBatch batch(5);
+  ChangelogRecord scoped = sample_record(3, 2, true);
+  scoped.scope.value = 77;
+  batch.add(sample_record(1, 0, true));
+  batch.add(sample_record(2, 1, false));
+  batch.add(scoped);
+  const std::string good(batch.take().value);
+  std::string error;
+  int refused = 0, decoded = 0;
+  auto check = [&](const std::string& value) {
+    std::vector<ChangelogRecord> out(1);
+    if (decode_changelog(value, out, &error)) {
+      ++decoded;
+      EXPECT_EQ(out.size(), 4u);
+    } else {
+      ++refused;
+      EXPECT_EQ(out.size(), 1u);
+      EXPECT_FALSE(error.empty());
+    }
+  };
+  for (std::size_t n = 0; n < good.size(); ++n) check(good.substr(0, n));
+  EXPECT_EQ(refused, static_cast<int>(good.size()));  // every truncation is refused
+  for (std::size_t at = 0; at < good.size(); ++at)
+    for (const char to : {'\0', '\x01', '\x7f', '\x80', '\xff'}) {
+      std::string value = good;
+      value[at] = to;
+      check(value);
+    }
+  EXPECT_EQ(refused + decoded, static_cast<int>(good.size() * 6));
+  EXPECT_GT(decoded, 0);  // a fingerprint or a time may be any value
+}
+
 TEST(ChangelogFormat, VersionOneRecordsAreStillRead) {
   const ChangelogRecord r = sample_record(0xabc, 42, true);
   std::vector<ChangelogRecord> back;
