@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -22,9 +23,10 @@ std::size_t words_for_bits(std::size_t bits) { return (bits + 63) / 64; }
 
 }  // namespace
 
-// Anonymous mappings are zero pages until written, so heads that no bucket ever
-// touches, and ring slots not reached yet, cost address space only (hence
-// MAP_NORESERVE: the rings are mapped for max_entries from the start).
+// Anonymous mappings are zero pages until written, so ring slots not reached
+// yet cost address space only (hence MAP_NORESERVE: the rings are mapped for
+// max_entries from the start). The bucket heads are populated at once
+// (`populate`): probes read them before inserts write them.
 SketchIndex::Block::Block(std::size_t bytes, bool huge, bool populate)
     : bytes_(std::max<std::size_t>(bytes, 1)) {
   data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -40,8 +42,11 @@ SketchIndex::Block::Block(std::size_t bytes, bool huge, bool populate)
   if (populate) {
 #ifdef MADV_POPULATE_WRITE
     if (madvise(data_, bytes_, MADV_POPULATE_WRITE) == 0) return;
+    // Only a kernel before 5.14 (EINVAL) gets the pages written by hand; on
+    // ENOMEM (a memory limit) they fault in on first use, as without populate.
+    if (errno != EINVAL) return;
 #endif
-    std::memset(data_, 0, bytes_);  // (kernels before 5.14)
+    std::memset(data_, 0, bytes_);
   }
 }
 

@@ -134,7 +134,7 @@ class ChangelogBatch {
 /// Reads the changelog topic without a consumer group. Not thread-safe: one thread.
 class ChangelogReader {
  public:
-  /// Called once per entry (a version 2 record holds many).
+  /// Called once per entry (a batch, version 2 or 3, holds many).
   using Visit = std::function<void(const ChangelogRecord&)>;
   using Corrupt =
       std::function<void(std::int32_t partition, std::int64_t offset, const std::string& reason)>;
@@ -164,7 +164,7 @@ class ChangelogReader {
   /// then in the changelog (its revoke waited for the acknowledgements).
   bool read_to_end(const Visit& visit, const Corrupt& corrupt, std::chrono::milliseconds limit);
 
-  /// Version 2 records written by `instance` (this process's ChangelogBatch) are
+  /// Batches written by `instance` (this process's ChangelogBatch) are
   /// passed over without parsing from now on: following its own records costs
   /// a prefix comparison each. They still count in records_read().
   void skip_instance(std::uint64_t instance);

@@ -149,12 +149,19 @@ TEST_F(ChangelogTest, UnreadableRecordsAreSkippedCountedAndNotFatal) {
   produce("neardup-window",
           {"not json at all", "{\"v\":99,\"fp\":\"0000000000000001\"}", "{\"v\":1}"}, 0);
   produce("neardup-window", {std::string("\xff\xfe{", 3)}, 1);
+  ChangelogBatch batch(9);  // a binary batch cut short: refused whole
+  ChangelogRecord cut;
+  cut.fingerprint.bits = 0x42;
+  cut.topic = "input";
+  batch.add(cut);
+  const std::string whole(batch.take().value);
+  produce("neardup-window", {whole.substr(0, whole.size() - 3)}, 1);
 
   produce("input", {kNearCopy}, 1);
   auto second = start();
   ASSERT_TRUE(eventually([&] { return second->committed.load() >= 1; }));
   ASSERT_EQ(second->stop(), 0);
-  EXPECT_EQ(second->last.changelog_corrupt, 4u);
+  EXPECT_EQ(second->last.changelog_corrupt, 5u);
   EXPECT_EQ(second->last.changelog_replayed, 1u);
   EXPECT_EQ(second->last.duplicate, 1u);
   EXPECT_TRUE(second->service->fatal_error().empty());
