@@ -36,6 +36,40 @@ ChangelogRecord sample_record(std::uint64_t fp, std::int64_t offset, bool with_s
   return r;
 }
 
+/// `back`, decoded from a batch of `instance`, carries every field `written` had.
+void expect_same_entry(const ChangelogRecord& back, const ChangelogRecord& written,
+                       std::uint64_t instance) {
+  EXPECT_EQ(back.fingerprint, written.fingerprint);
+  EXPECT_EQ(back.time, written.time);
+  EXPECT_EQ(back.topic, written.topic);
+  EXPECT_EQ(back.partition, written.partition);
+  EXPECT_EQ(back.offset, written.offset);
+  EXPECT_EQ(back.scope, written.scope);
+  EXPECT_EQ(back.instance, instance);
+  EXPECT_EQ(back.has_sketch, written.has_sketch);
+  EXPECT_EQ(back.sketch.shingles, written.has_sketch ? 1u : 0u);
+  if (!written.has_sketch) return;
+  EXPECT_EQ(back.bits, written.bits);
+  EXPECT_EQ(back.band_bins, written.band_bins);
+  EXPECT_EQ(back.scheme, written.scheme);
+  EXPECT_EQ(back.bands, written.bands);
+  EXPECT_EQ(back.sketch.sketch, written.sketch.sketch);
+  EXPECT_EQ(back.sketch.band_keys, written.sketch.band_keys);
+}
+
+/// `value`, a batch of `instance`, decodes to exactly the `written` entries.
+void expect_round_trip(std::string_view value, const std::vector<ChangelogRecord>& written,
+                       std::uint64_t instance) {
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(value, back, &error)) << error;
+  ASSERT_EQ(back.size(), written.size());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same_entry(back[i], written[i], instance);
+  }
+}
+
 TEST(ChangelogFormat, ABatchRoundTripsEveryEntryWithTheBatchInstance) {
   ChangelogBatch batch(0x00000000deadbeefULL);
   std::vector<ChangelogRecord> written;
@@ -51,24 +85,7 @@ TEST(ChangelogFormat, ABatchRoundTripsEveryEntryWithTheBatchInstance) {
             ChangelogBatch::value_prefix(0xdeadbeef));  // what a following reader skips as its own
   EXPECT_EQ(encoded.entries, 5u);
   EXPECT_EQ(encoded.newest.ms, written.back().time.ms);
-  std::vector<ChangelogRecord> back;
-  std::string error;
-  ASSERT_TRUE(decode_changelog(encoded.value, back, &error)) << error;
-  ASSERT_EQ(back.size(), written.size());
-  for (std::size_t i = 0; i < back.size(); ++i) {
-    EXPECT_EQ(back[i].fingerprint, written[i].fingerprint);
-    EXPECT_EQ(back[i].time, written[i].time);
-    EXPECT_EQ(back[i].topic, written[i].topic);
-    EXPECT_EQ(back[i].partition, written[i].partition);
-    EXPECT_EQ(back[i].offset, written[i].offset);
-    EXPECT_EQ(back[i].instance, 0x00000000deadbeefULL);
-    EXPECT_EQ(back[i].has_sketch, written[i].has_sketch);
-    if (written[i].has_sketch) {
-      EXPECT_EQ(back[i].sketch.sketch, written[i].sketch.sketch);
-      EXPECT_EQ(back[i].sketch.band_keys, written[i].sketch.band_keys);
-      EXPECT_EQ(back[i].bands, 3);
-    }
-  }
+  expect_round_trip(encoded.value, written, 0x00000000deadbeefULL);
   // The next batch of the same instance has another key (a compacted topic keeps both).
   batch.add(written[0]);
   EXPECT_NE(batch.take().key, key);
@@ -97,29 +114,7 @@ TEST(ChangelogFormat, ABatchIsBinaryAndRoundTripsScopesTopicsAndEveryBand) {
   // 12 + 8 + topics (2 + 2+5 + 2+10) + 4 = 45 header bytes; entries 31 (+4 scope) (+20 + 8 per
   // band)
   EXPECT_EQ(encoded.value.size(), 45u + 6 * 31 + 5 * 4 + 5 * 20 + 4 * 3 * 8 + 8 * 8);
-  std::vector<ChangelogRecord> back;
-  std::string error;
-  ASSERT_TRUE(decode_changelog(encoded.value, back, &error)) << error;
-  ASSERT_EQ(back.size(), written.size());
-  for (std::size_t i = 0; i < back.size(); ++i) {
-    SCOPED_TRACE(i);
-    EXPECT_EQ(back[i].fingerprint, written[i].fingerprint);
-    EXPECT_EQ(back[i].time, written[i].time);
-    EXPECT_EQ(back[i].topic, written[i].topic);
-    EXPECT_EQ(back[i].partition, written[i].partition);
-    EXPECT_EQ(back[i].offset, written[i].offset);
-    EXPECT_EQ(back[i].scope, written[i].scope);
-    EXPECT_EQ(back[i].instance, 7u);
-    EXPECT_EQ(back[i].has_sketch, written[i].has_sketch);
-    EXPECT_EQ(back[i].sketch.shingles, written[i].has_sketch ? 1u : 0u);
-    if (!written[i].has_sketch) continue;
-    EXPECT_EQ(back[i].bits, written[i].bits);
-    EXPECT_EQ(back[i].band_bins, written[i].band_bins);
-    EXPECT_EQ(back[i].scheme, written[i].scheme);
-    EXPECT_EQ(back[i].bands, written[i].bands);
-    EXPECT_EQ(back[i].sketch.sketch, written[i].sketch.sketch);
-    EXPECT_EQ(back[i].sketch.band_keys, written[i].sketch.band_keys);
-  }
+  expect_round_trip(encoded.value, written, 7);
 }
 
 TEST(ChangelogFormat, ABinaryBatchThatIsNotExactlyItsShapeIsRefusedWhole) {
