@@ -50,4 +50,13 @@ kcat -b "$brokers" -C -t dead-letters -e -q -f '%k|%h\n' 2>/dev/null | grep -q '
 
 # SIGTERM: flush, commit, exit 0 within 10 s.
 stop_gracefully "$run_pid"
-echo "kcat_test: 8 passed, 0 failed"
+
+# The window changelog (binary batches) as JSON lines: the 4 kept stories, at their offsets.
+timeout 60 "$NEARDUP" changelog --brokers "$brokers" --timeout 30 >"$work/changelog.jsonl" 2>"$work/changelog.err" ||
+  fail "neardup changelog failed: $(cat "$work/changelog.err")"
+[ "$(wc -l <"$work/changelog.jsonl")" -eq 4 ] || fail "expected 4 changelog entries: $(cat "$work/changelog.jsonl")"
+offsets=$(grep -o '"offset":[0-9]*' "$work/changelog.jsonl" | sort | tr '\n' ' ')
+[ "$offsets" = '"offset":0 "offset":1 "offset":3 "offset":5 ' ] || fail "changelog offsets: $offsets"
+[ "$(grep -c '"topic":"input","partition":0' "$work/changelog.jsonl")" -eq 4 ] || fail "changelog topics: $(cat "$work/changelog.jsonl")"
+grep -q '4 entries, 0 unreadable records' "$work/changelog.err" || fail "changelog summary: $(cat "$work/changelog.err")"
+echo "kcat_test: 9 passed, 0 failed"

@@ -1,0 +1,86 @@
+// `neardup changelog`: every entry of the window changelog, one JSON line each
+// (its records are binary since format version 3: docs/KAFKA.md).
+#include <chrono>
+#include <iostream>
+
+#include "app/cli.h"
+#include "config/config.h"
+#include "config/values.h"
+#include "stream/changelog.h"
+#include "stream/client_properties.h"
+#include "stream/process.h"
+
+namespace neardup::app {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: neardup changelog [--config FILE] [--brokers HOST:PORT,...] [--topic T]\n"
+    "                         [--timeout SECONDS]\n"
+    "\n"
+    "Reads every partition of the window changelog (kafka.changelog_topic) from its\n"
+    "beginning to its end as of the start and prints each entry on stdout as one\n"
+    "JSON object: the members of a version 1 record (\"fp\", \"t\", \"topic\",\n"
+    "\"partition\", \"offset\", \"scope\" when not 0, \"instance\", \"sketch\" when\n"
+    "present; docs/KAFKA.md \"The window changelog\"). Records it cannot read are\n"
+    "reported on stderr and counted; they do not stop it. Joins no consumer group\n"
+    "and commits nothing.\n"
+    "\n"
+    "  --config FILE        YAML configuration (kafka.brokers, kafka.changelog_topic,\n"
+    "                       kafka.consumer properties such as security settings)\n"
+    "  --brokers LIST       bootstrap servers; overrides kafka.brokers\n"
+    "  --topic T            the changelog topic; overrides kafka.changelog_topic\n"
+    "  --timeout SECONDS    give up reading after this long (default 60; exit 1)\n"
+    "\n"
+    "exit status: 0 read to the end; 1 broker unreachable, topic missing or timeout;\n"
+    "2 usage or configuration error.\n"
+    "\n"
+    "example:\n"
+    "  neardup changelog --brokers kafka-1:9092 | jq -c 'select(.scope == 7)'\n";
+
+int run_changelog(std::span<const std::string> raw) {
+  cli::Args args(raw, {"config", "brokers", "topic", "timeout"});
+  if (!args.positionals().empty())
+    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  config::Config cfg =
+      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
+  config::apply_env_overrides(cfg);
+  if (auto brokers = args.get("brokers")) {
+    if (!config::is_broker_list(*brokers))
+      throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" +
+                            *brokers + "'");
+    cfg.kafka.brokers = *brokers;
+  }
+  if (!cfg.kafka.brokers)
+    throw cli::UsageError("no brokers: give --brokers or kafka.brokers in --config");
+  if (auto topic = args.get("topic")) cfg.kafka.changelog_topic = *topic;
+  if (cfg.kafka.changelog_topic.empty())
+    throw cli::UsageError("no changelog topic: kafka.changelog_topic is \"\" (give --topic)");
+  const auto timeout = std::chrono::seconds(args.get_int("timeout", 1, 86400).value_or(60));
+  stream::configure_logging(cfg.log);
+
+  auto props = stream::default_consumer_properties(*cfg.kafka.brokers, cfg.kafka.group_id);
+  for (const auto& [k, v] : cfg.kafka.consumer) props[k] = v;
+  stream::ChangelogReader reader(props, cfg.kafka.changelog_topic,
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+  std::uint64_t entries = 0, unreadable = 0;
+  auto visit = [&](const stream::ChangelogRecord& r) {
+    std::cout << stream::encode_changelog_value(r) << '\n';
+    ++entries;
+  };
+  auto corrupt = [&](std::int32_t partition, std::int64_t offset, const std::string& reason) {
+    ++unreadable;
+    std::cerr << "neardup changelog: " << cfg.kafka.changelog_topic << '/' << partition << '/'
+              << offset << " skipped: " << reason << '\n';
+  };
+  const bool complete = reader.read_to_end(visit, corrupt, timeout);
+  std::cout.flush();
+  std::cerr << "neardup changelog: " << entries << " entries, " << unreadable
+            << " unreadable records" << (complete ? "" : " (timed out before the end)") << '\n';
+  return complete ? 0 : 1;
+}
+
+const cli::Registrar kChangelog{
+    {"changelog", "print the window changelog's entries as JSON lines", kHelp, run_changelog}};
+
+}  // namespace
+}  // namespace neardup::app
