@@ -259,7 +259,7 @@ struct Judge::State {
 
   /// sources.intern(), remembering the last answer: a request's entries come
   /// partition by partition (an instance's poll batch), and interning builds a
-  /// key string and hashes it (~5% of the judge's CPU, perf).
+  /// key string and hashes it for every entry.
   std::uint32_t source_of(const SourceName& name) {
     if (last_source && name.partition == last_source_partition && name.topic == last_source_topic)
       return *last_source;
