@@ -58,6 +58,7 @@ struct Judge::State {
   std::int64_t committed = -1;    // what the last commit sent, -1 none
   std::string delivery_error;
   std::uint64_t corrupt_logged = 0;
+  std::uint64_t corrupt_changelog = 0;  // unreadable changelog records at takeovers
   bool scope_mismatch_logged = false;
   bool sketch_mismatch_logged = false;
   std::exception_ptr pending_exception;   // thrown inside a rebalance, raised after the poll
@@ -107,7 +108,17 @@ struct Judge::State {
                              std::chrono::seconds(10));
       RestoreHooks hooks;
       hooks.stopped = [this] { return judge.stop_.load(std::memory_order_relaxed); };
-      hooks.corrupt = [](std::int32_t, std::int64_t, const std::string&) {};
+      hooks.corrupt = [this](std::int32_t partition, std::int64_t offset,
+                             const std::string& reason) {
+        // As the instances' own rebuild does: the first few one by one, a total after.
+        if (++corrupt_changelog <= 10) {
+          log(config::LogLevel::warn, "judge: window changelog '" + cfg.kafka.changelog_topic +
+                                          "' partition " + std::to_string(partition) + " offset " +
+                                          std::to_string(offset) + ": unreadable record skipped (" +
+                                          reason + ")");
+        }
+        add_stats([](JudgeStats& s) { ++s.changelog_corrupt; });
+      };
       const auto n = restore_window(reader, *engine, cfg, sources, sketches, hooks);
       if (!n) return;  // stopping
       restored = *n;
@@ -121,9 +132,13 @@ struct Judge::State {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f",
                   std::chrono::duration<double>(Clock::now() - started).count());
-    log(config::LogLevel::info, "judge: this instance now judges for group '" + cfg.kafka.group_id +
-                                    "' (window rebuilt: " + std::to_string(restored) +
-                                    " entries in " + seconds + " s)");
+    const std::uint64_t corrupt = judge.stats().changelog_corrupt;
+    log(config::LogLevel::info,
+        "judge: this instance now judges for group '" + cfg.kafka.group_id +
+            "' (window rebuilt: " + std::to_string(restored) + " entries in " + seconds + " s" +
+            (corrupt ? "; " + std::to_string(corrupt) + " unreadable changelog record(s) skipped"
+                     : std::string()) +
+            ")");
     add_stats([&](JudgeStats& s) {
       ++s.takeovers;
       s.restored = restored;
@@ -139,7 +154,8 @@ struct Judge::State {
     if (producer) producer->flush(std::chrono::seconds(5));
     producer.reset();
     engine.reset();
-    log(config::LogLevel::info, "judge: handed over (another instance judges now)");
+    log(config::LogLevel::info,
+        "judge: no longer judging (stopping, or another instance of the group takes over)");
     add_stats([](JudgeStats& s) {
       s.active = false;
       s.engine = {};

@@ -61,7 +61,8 @@ struct JudgeStats {
   std::uint64_t takeovers = 0;  ///< times this process became the active judge
   std::uint64_t restored = 0;   ///< window entries rebuilt at the last takeover
   std::uint64_t written = 0;    ///< changelog entries acknowledged (at-least-once) or committed
-  std::uint64_t decide_ns = 0;  ///< time spent deciding (engine only)
+  std::uint64_t changelog_corrupt = 0;  ///< changelog records skipped as unreadable at takeovers
+  std::uint64_t decide_ns = 0;          ///< time spent deciding (engine only)
   bool active = false;
   dedup::EngineStats engine;  ///< the window's, while active
 };

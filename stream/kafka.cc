@@ -66,7 +66,12 @@ namespace {
 
 // Called on librdkafka's own threads (log.queue is false): metrics::log is thread-safe.
 void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
-  const metrics::LogLevel ours = log_level_of(level);
+  metrics::LogLevel ours = log_level_of(level);
+  // A connection that failed (facility FAIL) is retried by librdkafka and an
+  // outage of every broker is told in neardup's own words (BrokerHealth):
+  // a warning, not an error that pages someone.
+  if (ours == metrics::LogLevel::error && facility && std::strcmp(facility, "FAIL") == 0)
+    ours = metrics::LogLevel::warn;
   if (!metrics::log_enabled(ours)) return;
   metrics::log(
       ours, text ? text : "",

@@ -280,6 +280,7 @@ void Service::Impl::publish() {
     stats.judge_awaiting = awaiting_messages;
     stats.changelog_written = j.written;  // (the judge writes this group's changelog)
     stats.changelog_replayed = j.restored;
+    stats.changelog_corrupt = j.changelog_corrupt;
     engine_stats = j.engine;  // the group's window, when this process judges (else empty)
   }
   if (!options.on_progress) return;

@@ -143,7 +143,7 @@ TEST_F(ChangelogTest, AnEmptyTopicNameTurnsTheChangelogOff) {
   EXPECT_TRUE(log.empty());
 }
 
-TEST_F(ChangelogTest, UnreadableRecordsAreSkippedCountedAndNotFatal) {
+TEST_P(ChangelogModesTest, UnreadableRecordsAreSkippedCountedAndNotFatal) {
   produce("input", {kOriginal}, 0, now_ms() - 60'000);
   run_until_committed(cfg_, 1);
   produce("neardup-window",
