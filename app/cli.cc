@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "config/values.h"
+
 namespace neardup::app::cli {
 
 namespace {
@@ -85,6 +87,19 @@ std::optional<long long> Args::get_int(const std::string& flag, long long min,
                      std::to_string(max) + ", got '" + *text + "'");
   }
   return value;
+}
+
+config::Config kafka_command_config(const Args& args) {
+  config::Config cfg =
+      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
+  config::apply_env_overrides(cfg);
+  if (auto brokers = args.get("brokers")) {
+    if (!config::is_broker_list(*brokers))
+      throw UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" +
+                       *brokers + "'");
+    cfg.kafka.brokers = *brokers;
+  }
+  return cfg;
 }
 
 }  // namespace neardup::app::cli

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/config.h"
+
 namespace neardup::app::cli {
 
 /// A usage error: printed with the subcommand's usage line, exit status 2.
@@ -56,5 +58,10 @@ class Args {
   std::vector<std::string> positionals_;
   bool help_ = false;
 };
+
+/// The configuration of a command that talks to Kafka: `--config FILE` (else
+/// the defaults), then the NEARDUP_* variables, then `--brokers`. Throws
+/// UsageError for a malformed `--brokers`, config::ConfigError for the rest.
+config::Config kafka_command_config(const Args& args);
 
 }  // namespace neardup::app::cli

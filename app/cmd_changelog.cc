@@ -5,7 +5,6 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "config/values.h"
 #include "stream/changelog.h"
 #include "stream/client_properties.h"
 #include "stream/process.h"
@@ -41,15 +40,7 @@ int run_changelog(std::span<const std::string> raw) {
   cli::Args args(raw, {"config", "brokers", "topic", "timeout"});
   if (!args.positionals().empty())
     throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
-  config::Config cfg =
-      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
-  config::apply_env_overrides(cfg);
-  if (auto brokers = args.get("brokers")) {
-    if (!config::is_broker_list(*brokers))
-      throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" +
-                            *brokers + "'");
-    cfg.kafka.brokers = *brokers;
-  }
+  config::Config cfg = cli::kafka_command_config(args);
   if (!cfg.kafka.brokers)
     throw cli::UsageError("no brokers: give --brokers or kafka.brokers in --config");
   if (auto topic = args.get("topic")) cfg.kafka.changelog_topic = *topic;

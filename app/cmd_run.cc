@@ -3,7 +3,6 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "config/values.h"
 #include "stream/host.h"
 
 namespace neardup::app {
@@ -38,15 +37,7 @@ int run_run(std::span<const std::string> raw) {
   cli::Args args(raw, {"config", "brokers", "bootstrap-file"});
   if (!args.positionals().empty())
     throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
-  config::Config cfg =
-      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
-  config::apply_env_overrides(cfg);
-  if (auto brokers = args.get("brokers")) {
-    if (!config::is_broker_list(*brokers))
-      throw cli::UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" +
-                            *brokers + "'");
-    cfg.kafka.brokers = *brokers;
-  }
+  config::Config cfg = cli::kafka_command_config(args);
   stream::configure_logging(cfg.log);
   stream::HostOptions host;
   host.bootstrap_file = args.get("bootstrap-file").value_or("");
