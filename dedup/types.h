@@ -23,8 +23,10 @@ struct Fingerprint {
   static std::optional<Fingerprint> from_hex(std::string_view text);
 };
 
-/// splitmix64's finalizer: every input bit reaches every output bit. The one
-/// 64-bit mixer of dedup (shingle hashes, scope values and scope buckets).
+/// splitmix64's finalizer: every input bit reaches every output bit (shingle
+/// hashes, scope values and scope buckets). The pigeonhole index's bucket hash
+/// (CellTables mix in index.h) is murmur3's finalizer; it stays as it is, since
+/// its constants place every stored key and the window tests count cells.
 constexpr std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
