@@ -95,6 +95,12 @@ void Engine::prefetch(const Analysis& analysis) const {
     sketches_->prefetch(keyed(summary.sketch, analysis.scope, buffer));
 }
 
+void Engine::prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope) const {
+  window_.prefetch(fp, scope);
+  SketchResult buffer;
+  if (sketches_ && sketch.shingles != 0) sketches_->prefetch(keyed(sketch, scope, buffer));
+}
+
 void Engine::prefetch_cells(const Analysis& analysis) const {
   const TextSummary& summary = analysis.summary;
   SketchResult buffer;

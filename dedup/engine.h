@@ -105,6 +105,16 @@ class Engine {
   /// decide(), this one record before. No state change. O(bands).
   void prefetch_cells(const Analysis& analysis) const;
 
+  /// Sizes the window for `entries` entries at once (Window::reserve): call it
+  /// before remembering that many (a changelog replay). The sketch index is
+  /// sized for max_entries from the start.
+  void reserve(std::size_t entries) { window_.reserve(entries); }
+
+  /// prefetch() for a remember() to come (a replay knows its next entries):
+  /// starts loading the window buckets and band heads it will write. Call it
+  /// about 8 entries ahead. No state change. O(tables + bands).
+  void prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope = {}) const;
+
   /// Inserts a fingerprint that was kept elsewhere (window changelog replay).
   void remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope = {});
 

@@ -187,6 +187,12 @@ struct Window::Impl {
   void grow_ring() {
     std::size_t cap = ring_cap + ring_cap / 2;
     if (cap < 1024) cap = 1024;
+    resize_ring(cap);
+  }
+
+  // Moves the live entries into a ring of `cap` (capped at max_entries, at
+  // least live()) and re-sizes the bucket slots for it.
+  void resize_ring(std::size_t cap) {
     if (cap > options.max_entries) cap = options.max_entries;
     HugeArray<Entry> next(cap);
     HugeArray<std::uint32_t> next_scopes(options.scoped ? cap : 0);
@@ -323,6 +329,12 @@ std::uint32_t Window::count_duplicate(std::uint64_t sequence) {
   if (count == kRetired) return 0;
   if (count < kMaxCount) e.set_count(count + 1);
   return e.count();
+}
+
+void Window::reserve(std::size_t entries) {
+  Impl& w = *impl_;
+  const std::size_t cap = std::min(entries, w.options.max_entries);
+  if (cap > w.ring_cap) w.resize_ring(cap);
 }
 
 void Window::retire(std::uint64_t sequence) {

@@ -104,6 +104,13 @@ class Window {
   std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope = {},
                        std::uint32_t duplicates = 0);
 
+  /// Sizes the ring and the bucket slots for `entries` (at most max_entries) at
+  /// once, where inserts would grow them by half again and again, each time
+  /// moving every entry and cell into fresh memory: for callers that know how
+  /// many entries come (a window rebuilt from its changelog). Never shrinks;
+  /// changes no answer. Throws std::bad_alloc. O(live entries + buckets).
+  void reserve(std::size_t entries);
+
   /// The live entry inserted with `sequence` (distance 0), or nullopt once it
   /// was evicted or retired. Lets a second index over the same entries (e.g. a
   /// sketch index) resolve and age its candidates. O(1).

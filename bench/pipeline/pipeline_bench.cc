@@ -94,6 +94,7 @@ double cpu_seconds(clockid_t clock) {
 struct ThreadCpu {
   std::string name;
   double seconds = 0;
+  double slices = 0;  ///< times scheduled onto a CPU (schedstat's third field; 0 without it)
 };
 std::map<long, ThreadCpu> sample_threads() {
   std::map<long, ThreadCpu> threads;
@@ -104,9 +105,10 @@ std::map<long, ThreadCpu> sample_threads() {
     std::ifstream comm(dir + "/comm");
     if (!std::getline(comm, thread.name)) continue;  // ended meanwhile
     std::ifstream schedstat(dir + "/schedstat");
-    double nanoseconds = 0;
+    double nanoseconds = 0, waited = 0;
     if (schedstat >> nanoseconds) {
       thread.seconds = nanoseconds * 1e-9;
+      schedstat >> waited >> thread.slices;
     } else {
       std::ifstream stat_file(dir + "/stat");
       std::string stat;
@@ -130,12 +132,12 @@ std::map<long, ThreadCpu> sample_threads() {
 /// CPU seconds per thread name between two samples (a thread absent from
 /// `before` started after it and counts from zero).
 std::map<std::string, double> cpu_by_name(const std::map<long, ThreadCpu>& before,
-                                          const std::map<long, ThreadCpu>& after) {
+                                          const std::map<long, ThreadCpu>& after,
+                                          double ThreadCpu::*field = &ThreadCpu::seconds) {
   std::map<std::string, double> by_name;
   for (const auto& [tid, thread] : after) {
     const auto earlier = before.find(tid);
-    by_name[thread.name] +=
-        thread.seconds - (earlier == before.end() ? 0 : earlier->second.seconds);
+    by_name[thread.name] += thread.*field - (earlier == before.end() ? 0 : earlier->second.*field);
   }
   return by_name;
 }
@@ -153,6 +155,9 @@ struct Result {
   double process_cpu_us = 0;  ///< CPU of the whole process per message, from start to finish
   double worker_cpu_us = 0;   ///< CPU of the neardup-* threads per message
   std::map<std::string, double> thread_cpu_us;  ///< per message, by thread name
+  /// Times each thread was put on a CPU, per 1000 messages, by thread name: a
+  /// thread that sleeps and wakes often starts often with cold caches.
+  std::map<std::string, double> thread_slices;
 };
 
 /// The dedup worker's work without the service around it: decode, analysis and
@@ -390,6 +395,10 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
     r.thread_cpu_us[thread] = cpu * per_message;
     if (is_dedup_worker(thread)) r.worker_cpu_us += cpu * per_message;
   }
+  for (const auto& [thread, slices] :
+       cpu_by_name(before_threads, after_threads, &ThreadCpu::slices)) {
+    r.thread_slices[thread] = slices * 1000 / static_cast<double>(feed.size());
+  }
   return r;
 }
 
@@ -569,6 +578,12 @@ int main(int argc, char** argv) {
     std::sort(busiest.rbegin(), busiest.rend());
     std::printf("%s threads, CPU us/msg:", side);
     for (const auto& [us, name] : busiest) std::printf(" %s=%.2f", name.c_str(), us);
+    std::printf("\n%s threads, times on a CPU per 1000 msg:", side);
+    for (const auto& [us, name] : busiest) {
+      const auto slices = result.thread_slices.find(name);
+      if (slices != result.thread_slices.end())
+        std::printf(" %s=%.1f", name.c_str(), slices->second);
+    }
     std::printf("\n");
   };
   if (!only.empty()) {

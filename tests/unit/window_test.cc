@@ -377,6 +377,48 @@ TEST(Window, MatchesBruteForceWhileItsBucketSlotsGrowAndSpill) {
   }
 }
 
+TEST(Window, ReserveChangesNoAnswerWhetherEmptyOrHoldingEntries) {
+  // Three windows against the oracle on one stream: sized at once before the
+  // first insert (a changelog rebuild), sized in the middle with live and
+  // spilled cells in them, and left to grow.
+  WindowOptions options = small_window(5000, std::chrono::hours(1));
+  Window at_start(IndexOptions{3, 4}, options), midway(IndexOptions{3, 4}, options),
+      growing(IndexOptions{3, 4}, options);
+  at_start.reserve(5000);
+  OracleWindow oracle(3, options);
+  const PigeonholeLayout layout(4, 3, options.max_entries);
+  Generator gen(7, layout);
+  for (std::uint64_t i = 1; i <= 9000; ++i) {
+    if (i == 1500) midway.reserve(4000);
+    const Fingerprint fp = gen.next(static_cast<int>(gen() % 4));
+    const EventTime at{static_cast<std::int64_t>(i)};
+    const auto want = oracle.probe(fp, at, RecordRef{i});
+    for (Window* w : {&at_start, &midway, &growing}) {
+      expect_same(w->probe(fp, at, RecordRef{i}), want, "op " + std::to_string(i));
+      w->insert(fp, at, RecordRef{i});
+    }
+    if (HasFailure()) return;
+    oracle.insert(fp, at, RecordRef{i});
+  }
+  for (Window* w : {&at_start, &midway, &growing}) {
+    EXPECT_EQ(w->stats().entries, 5000U);
+    EXPECT_EQ(w->stats().evictions, 4000U);
+  }
+}
+
+TEST(Window, ReserveStopsAtMaxEntriesAndNeverShrinks) {
+  const WindowOptions options = small_window(5000, std::chrono::hours(1));
+  Window exact(IndexOptions{3, 0}, options), beyond(IndexOptions{3, 0}, options);
+  const std::size_t empty_bytes = exact.stats().bytes;
+  exact.reserve(5000);
+  beyond.reserve(1'000'000'000);
+  EXPECT_GT(exact.stats().bytes, empty_bytes);
+  EXPECT_EQ(beyond.stats().bytes, exact.stats().bytes);
+  const std::size_t reserved = exact.stats().bytes;
+  exact.reserve(100);
+  EXPECT_EQ(exact.stats().bytes, reserved);
+}
+
 TEST(Window, RejectsUnsupportedLayouts) {
   const WindowOptions options = small_window(100, std::chrono::hours(1));
   EXPECT_THROW(Window(IndexOptions{9, 0}, options), std::invalid_argument);
