@@ -73,6 +73,7 @@ std::string_view JudgeRequestWriter::finish() {
 }
 
 bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error) {
+  out.entries.clear();  // all or nothing, also when the header is refused
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
@@ -81,7 +82,6 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
   out.bits = r.get<std::uint8_t>();
   out.band_bins = r.get<std::uint8_t>();
   out.bands = r.get<std::uint8_t>();
-  out.entries.clear();
   if (!r.ok || out.bands > dedup::kMaxSketchBands) {
     *error = "truncated header or more bands than a sketch has";
     return false;
@@ -163,12 +163,12 @@ std::string_view JudgeVerdictWriter::finish() {
 }
 
 bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::string* error) {
+  out.entries.clear();  // all or nothing, also when the header is refused
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
   if (!binary::read_header(r, kVerdictMagic, kNotThis, out.instance, out.batch, topics, n, error))
     return false;
-  out.entries.clear();
   if (n > value.size() / 18 + 1) {
     *error = "entry count larger than the record";
     return false;

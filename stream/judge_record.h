@@ -123,7 +123,8 @@ struct JudgeVerdicts {
   std::vector<JudgeVerdictEntry> entries;
 };
 
-/// Parse a record value; on anything malformed return false and set `*error`.
+/// Parse a record value into `out` (reused: its entries are replaced); on
+/// anything malformed return false with no entries in `out` and set `*error`.
 /// Never throws except std::bad_alloc. O(size).
 bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error);
 bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::string* error);

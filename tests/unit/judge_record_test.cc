@@ -134,15 +134,23 @@ TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
   JudgeRequest r;
   JudgeVerdicts v;
   std::string error;
+  // The outputs are reused, as the judge and the instances reuse theirs: each
+  // refusal leaves no entry of the record decoded before it.
   for (std::size_t n = 0; n < request.size(); ++n) {
     error.clear();
+    ASSERT_TRUE(decode_judge_request(request, r, &error)) << error;
+    ASSERT_EQ(r.entries.size(), 1u);
     EXPECT_FALSE(decode_judge_request(request.substr(0, n), r, &error)) << n;
     EXPECT_FALSE(error.empty()) << n;
+    EXPECT_EQ(r.entries.size(), 0u) << n;
   }
   for (std::size_t n = 0; n < verdict.size(); ++n) {
     error.clear();
+    ASSERT_TRUE(decode_judge_verdicts(verdict, v, &error)) << error;
+    ASSERT_EQ(v.entries.size(), 1u);
     EXPECT_FALSE(decode_judge_verdicts(verdict.substr(0, n), v, &error)) << n;
     EXPECT_FALSE(error.empty()) << n;
+    EXPECT_EQ(v.entries.size(), 0u) << n;
   }
   EXPECT_FALSE(decode_judge_request(request + "x", r, &error));
   EXPECT_EQ(error, "bytes after the last entry");
