@@ -129,9 +129,9 @@ struct Judge::State {
     }
     active = true;
     next_offset = committed = -1;
+    const auto took = Clock::now() - started;
     char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.2f",
-                  std::chrono::duration<double>(Clock::now() - started).count());
+    std::snprintf(seconds, sizeof seconds, "%.2f", std::chrono::duration<double>(took).count());
     const std::uint64_t corrupt = judge.stats().changelog_corrupt;
     log(config::LogLevel::info,
         "judge: this instance now judges for group '" + cfg.kafka.group_id +
@@ -142,6 +142,8 @@ struct Judge::State {
     add_stats([&](JudgeStats& s) {
       ++s.takeovers;
       s.restored = restored;
+      s.takeover_ns = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
       s.active = true;
     });
   }

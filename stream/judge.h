@@ -60,7 +60,10 @@ struct JudgeStats {
   std::uint64_t corrupt = 0;    ///< request records refused (not this format)
   std::uint64_t takeovers = 0;  ///< times this process became the active judge
   std::uint64_t restored = 0;   ///< window entries rebuilt at the last takeover
-  std::uint64_t written = 0;    ///< changelog entries acknowledged (at-least-once) or committed
+  /// The last takeover, from the partition's assignment to the first decision
+  /// possible: reading the changelog, rebuilding the window, starting a transaction.
+  std::uint64_t takeover_ns = 0;
+  std::uint64_t written = 0;  ///< changelog entries acknowledged (at-least-once) or committed
   std::uint64_t changelog_corrupt = 0;  ///< changelog records skipped as unreadable at takeovers
   std::uint64_t decide_ns = 0;          ///< time spent deciding (engine only)
   bool active = false;

@@ -29,20 +29,30 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
                                           const config::Config& cfg, Sources& sources,
                                           SketchCompatibility& sketches,
                                           const RestoreHooks& hooks) {
+  // Compact entries (40 bytes), sorted and moved as the vector grows; the
+  // sketches (88 bytes) stay where they were appended. At 300,000 entries the
+  // takeover went from 0.71 to ~0.5 s (neardup_judge_bench --only takeover).
   struct Replayed {
     dedup::EventTime time;
     dedup::RecordRef ref;
     dedup::Fingerprint fingerprint;
-    dedup::SketchResult sketch;
     dedup::ScopeId scope;
+    std::size_t sketch = 0;  ///< 1 + its index in `sketch_store`, 0 for none
   };
   using Clock = std::chrono::steady_clock;
   std::vector<Replayed> entries;
+  std::vector<dedup::SketchResult> sketch_store;
   auto last_progress = Clock::now(), last_log = Clock::now();
   const bool complete = reader.catch_up(
       [&](const ChangelogRecord& r) {
+        const dedup::SketchResult& sketch = sketches.usable(r);
+        std::size_t sketch_ref = 0;
+        if (sketch.shingles != 0) {
+          sketch_store.push_back(sketch);
+          sketch_ref = sketch_store.size();
+        }
         entries.push_back(Replayed{r.time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
-                                   r.fingerprint, sketches.usable(r), r.scope});
+                                   r.fingerprint, r.scope, sketch_ref});
         if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
           last_progress = Clock::now();
           if (hooks.progress) hooks.progress();
@@ -79,14 +89,18 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   // entry and cell so far), and its buckets loaded 8 entries ahead: together
   // 2-3x faster at 0.1-10M entries (window_bench BM_WindowRebuild).
   engine.reserve(entries.size() - first);
+  static const dedup::SketchResult kNone{};
+  auto sketch_of = [&](const Replayed& e) -> const dedup::SketchResult& {
+    return e.sketch == 0 ? kNone : sketch_store[e.sketch - 1];
+  };
   constexpr std::size_t kAhead = 8;
   for (std::size_t i = first; i < entries.size(); ++i) {
     if (i + kAhead < entries.size()) {
       const Replayed& next = entries[i + kAhead];
-      engine.prefetch_remember(next.fingerprint, next.sketch, next.scope);
+      engine.prefetch_remember(next.fingerprint, sketch_of(next), next.scope);
     }
     const Replayed& e = entries[i];
-    engine.remember(e.fingerprint, e.time, e.ref, e.sketch, e.scope);
+    engine.remember(e.fingerprint, e.time, e.ref, sketch_of(e), e.scope);
   }
   return entries.size() - first;
 }

@@ -11,8 +11,14 @@
 //    the group judge (the default): end-to-end latency p50/p99 (message
 //    timestamp -> output acknowledged) and the judge round trip p50/p99
 //    (request produced -> its verdicts read).
+// 3. Takeover: a judge starts on a changelog of --takeover entries (batches of
+//    1000 over 16 partitions, as instances write them; the mock broker keeps a
+//    few MB per partition; every other entry with a sketch, as short texts) and reports how long it
+//    took from its partition's assignment to its first possible decision (reading the changelog,
+//    rebuilding the window), and the time to being active with the group join.
 //
 // usage: neardup_judge_bench [--messages N] [--batch B] [--rate R] [--seconds S]
+//                            [--takeover ENTRIES] [--only ceiling|latency|takeover]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "bench/feed.h"
+#include "stream/changelog.h"
 #include "stream/embedded_broker.h"
 #include "stream/judge.h"
 #include "stream/judge_record.h"
@@ -123,6 +130,73 @@ void ceiling(stream::EmbeddedBroker& broker, const std::vector<std::string>& fee
       static_cast<double>(bytes) / static_cast<double>(feed.size()), records, batch);
 }
 
+// ------------------------------------------------------------------ 3. takeover
+
+void takeover(stream::EmbeddedBroker& broker, std::size_t entries) {
+  config::Config cfg = base_config("takeover");
+  constexpr int kPartitions = 16;
+  create_topics(broker, cfg, kPartitions);
+  {
+    stream::kafka::Producer producer(stream::default_producer_properties(broker.bootstrap()),
+                                     [](const rd_kafka_message_t& m) {
+                                       if (m.err) std::fprintf(stderr, "produce failed\n");
+                                     });
+    stream::ChangelogBatch batch(42);
+    std::uint64_t rng = 7;
+    const std::int64_t t0 = wall_ms() - static_cast<std::int64_t>(entries);
+    std::size_t records = 0;
+    for (std::size_t i = 0; i < entries; ++i) {
+      stream::ChangelogRecord r;
+      r.fingerprint.bits = bench::splitmix64(rng);
+      r.time.ms = t0 + static_cast<std::int64_t>(i);
+      r.topic = cfg.kafka.input_topics[0];
+      r.partition = static_cast<std::int32_t>(i % kPartitions);
+      r.offset = static_cast<std::int64_t>(i / kPartitions);
+      if (i % 2 == 0 && cfg.dedup.sketch.enabled) {  // half of them short texts, with a sketch
+        r.has_sketch = true;
+        r.bits = cfg.dedup.sketch.bits;
+        r.band_bins = cfg.dedup.sketch.band_bins;
+        r.bands = cfg.dedup.sketch.bands;
+        r.sketch.shingles = 1;
+        r.sketch.sketch.words = {bench::splitmix64(rng), bench::splitmix64(rng)};
+        for (int b = 0; b < r.bands; ++b)
+          r.sketch.band_keys[static_cast<std::size_t>(b)] = bench::splitmix64(rng);
+      }
+      batch.add(r);
+      if (batch.entries() == 1000 || i + 1 == entries) {
+        const auto encoded = batch.take();
+        stream::kafka::Producer::Record rec;
+        rec.topic = cfg.kafka.changelog_topic;
+        rec.partition = static_cast<std::int32_t>(records++ % kPartitions);
+        rec.key = encoded.key;
+        rec.has_key = true;
+        rec.value = encoded.value;
+        producer.produce(rec);
+        producer.poll(std::chrono::milliseconds(0));
+      }
+    }
+    producer.flush(std::chrono::seconds(60));
+  }
+  stream::JudgeOptions options;
+  options.config = cfg;
+  options.consumer_properties = stream::default_consumer_properties(broker.bootstrap(), "unused");
+  options.consumer_properties["session.timeout.ms"] = "6000";
+  options.producer_properties = stream::default_producer_properties(broker.bootstrap());
+  const auto started = Clock::now();
+  stream::Judge judge(std::move(options));
+  const auto deadline = started + std::chrono::minutes(5);
+  while (!judge.stats().active && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double to_active = std::chrono::duration<double>(Clock::now() - started).count();
+  const stream::JudgeStats s = judge.stats();
+  judge.stop();
+  std::printf(
+      "takeover: %llu of %zu changelog entries rebuilt; assignment to first decision %.2f s; "
+      "start to active %.2f s (with the group join)\n",
+      static_cast<unsigned long long>(s.restored), entries,
+      static_cast<double>(s.takeover_ns) * 1e-9, to_active);
+}
+
 // ------------------------------------------------------------------ 2. latency
 
 struct Instance {
@@ -215,8 +289,9 @@ void latency(stream::EmbeddedBroker& broker, const std::vector<std::string>& fee
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t messages = 30'000, batch = 500;
+  std::size_t messages = 30'000, batch = 500, takeover_entries = 300'000;
   int rate = 2000, seconds = 5;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> long {
@@ -232,10 +307,16 @@ int main(int argc, char** argv) {
       rate = static_cast<int>(value);
     } else if (arg == "--seconds" && (value = next()) > 0) {
       seconds = static_cast<int>(value);
+    } else if (arg == "--takeover" && (value = next()) > 0) {
+      takeover_entries = static_cast<std::size_t>(value);
+    } else if (arg == "--only" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "ceiling" || std::string(argv[i + 1]) == "latency" ||
+                std::string(argv[i + 1]) == "takeover")) {
+      only = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: neardup_judge_bench [--messages N] [--batch B] [--rate R] "
-                   "[--seconds S]\n");
+                   "[--seconds S] [--takeover ENTRIES] [--only ceiling|latency|takeover]\n");
       return 2;
     }
   }
@@ -244,9 +325,12 @@ int main(int argc, char** argv) {
   stream::configure_logging(quiet);
   stream::EmbeddedBroker broker;
   const auto feed = bench::FeedGenerator().feed(messages, 190);
-  ceiling(broker, feed, batch);
-  for (int instances : {1, 2}) {
-    for (bool judged : {false, true}) latency(broker, feed, instances, judged, rate, seconds);
+  if (only.empty() || only == "ceiling") ceiling(broker, feed, batch);
+  if (only.empty() || only == "latency") {
+    for (int instances : {1, 2}) {
+      for (bool judged : {false, true}) latency(broker, feed, instances, judged, rate, seconds);
+    }
   }
+  if (only.empty() || only == "takeover") takeover(broker, takeover_entries);
   return 0;
 }

@@ -105,8 +105,9 @@ bool same_request(const stream::JudgeRequest& a, const stream::JudgeRequest& b) 
     if (x.source.topic != y.source.topic || x.source.partition != y.source.partition ||
         x.source.offset != y.source.offset || x.time.ms != y.time.ms ||
         x.analysis.scope.value != y.analysis.scope.value ||
-        x.analysis.text_bytes != y.analysis.text_bytes || s.fingerprint.bits != t.fingerprint.bits ||
-        s.features != t.features || s.chars != t.chars || s.invalid_bytes != t.invalid_bytes ||
+        x.analysis.text_bytes != y.analysis.text_bytes ||
+        s.fingerprint.bits != t.fingerprint.bits || s.features != t.features ||
+        s.chars != t.chars || s.invalid_bytes != t.invalid_bytes ||
         s.sketch.shingles != t.sketch.shingles || s.sketch.sketch.words != t.sketch.sketch.words ||
         s.sketch.band_keys != t.sketch.band_keys)
       return false;
