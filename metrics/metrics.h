@@ -54,6 +54,7 @@ struct ServiceStats {
   bool judge_active = false;           ///< neardup_judge_active
   std::uint64_t judge_decisions = 0;   ///< neardup_judge_decisions_total
   std::uint64_t judge_takeovers = 0;   ///< neardup_judge_takeovers_total
+  double judge_takeover_seconds = 0;   ///< neardup_judge_takeover_seconds
   std::uint64_t judge_awaiting = 0;    ///< neardup_judge_awaiting_messages
   std::uint64_t judge_resends = 0;     ///< neardup_judge_resends_total
   Histogram judge_round_trip_seconds;  ///< request produced -> its verdicts read

@@ -158,6 +158,11 @@ class SnapshotCollectable final : public prometheus::Collectable {
       out.push_back(scalar("neardup_judge_takeovers_total",
                            "Times this process became its group's judge.", MetricType::Counter,
                            static_cast<double>(s.judge_takeovers)));
+      out.push_back(scalar("neardup_judge_takeover_seconds",
+                           "Seconds this process's last takeover as judge took, from the judge "
+                           "partition's assignment to its first possible decision (the window "
+                           "rebuilt from the changelog); 0 before any.",
+                           MetricType::Gauge, s.judge_takeover_seconds));
       out.push_back(scalar("neardup_judge_awaiting_messages",
                            "Messages of this instance waiting for the judge's verdicts.",
                            MetricType::Gauge, static_cast<double>(s.judge_awaiting)));

@@ -276,6 +276,7 @@ void Service::Impl::publish() {
     const JudgeStats j = judge->stats();
     stats.judge_decisions = j.decisions;
     stats.judge_takeovers = j.takeovers;
+    stats.judge_takeover_seconds = static_cast<double>(j.takeover_ns) * 1e-9;
     stats.judge_active = j.active;
     stats.judge_awaiting = awaiting_messages;
     stats.changelog_written = j.written;  // (the judge writes this group's changelog)

@@ -69,7 +69,8 @@ struct ServiceSnapshot {
   LatencyHistogram judge_round_trip;        ///< a request produced -> its verdicts read
   std::uint64_t judge_decisions = 0;        ///< decided by this process's judge
   std::uint64_t judge_takeovers = 0;        ///< times this process became the judge
-  bool judge_active = false;                ///< this process's judge holds the judge topic
+  double judge_takeover_seconds = 0;  ///< the last takeover: assignment to first decision possible
+  bool judge_active = false;          ///< this process's judge holds the judge topic
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;
 };
 

@@ -210,6 +210,7 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   stats.judge_active = true;
   stats.judge_decisions = 1234;
   stats.judge_takeovers = 2;
+  stats.judge_takeover_seconds = 0.75;
   stats.judge_awaiting = 17;
   stats.judge_resends = 1;
   stats.judge_round_trip_seconds.counts[3] = 5;  // le 0.01
@@ -219,6 +220,8 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   EXPECT_EQ(on.at("neardup_judge_active"), 1);
   EXPECT_EQ(on.at("neardup_judge_decisions_total"), 1234);
   EXPECT_EQ(on.at("neardup_judge_takeovers_total"), 2);
+  EXPECT_EQ(on.at("neardup_judge_takeover_seconds"), 0.75);
+  EXPECT_EQ(off.count("neardup_judge_takeover_seconds"), 0u);
   EXPECT_EQ(on.at("neardup_judge_awaiting_messages"), 17);
   EXPECT_EQ(on.at("neardup_judge_resends_total"), 1);
   EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_bucket{le=\"0.005\"}"), 0);
