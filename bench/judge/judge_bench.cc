@@ -72,6 +72,24 @@ void create_topics(stream::EmbeddedBroker& broker, const config::Config& cfg, in
   for (const auto& t : stream::judge_topics(cfg.kafka)) broker.create_topic(t, 1);
 }
 
+/// A producer that fills topics before a measurement (a failed delivery is printed).
+std::unique_ptr<stream::kafka::Producer> feeder(stream::EmbeddedBroker& broker) {
+  return std::make_unique<stream::kafka::Producer>(
+      stream::default_producer_properties(broker.bootstrap()), [](const rd_kafka_message_t& m) {
+        if (m.err) std::fprintf(stderr, "produce failed\n");
+      });
+}
+
+/// A judge of `cfg`'s group on the embedded broker, as `neardup run` starts one.
+stream::JudgeOptions judge_options(stream::EmbeddedBroker& broker, const config::Config& cfg) {
+  stream::JudgeOptions options;
+  options.config = cfg;
+  options.consumer_properties = stream::default_consumer_properties(broker.bootstrap(), "unused");
+  options.consumer_properties["session.timeout.ms"] = "6000";
+  options.producer_properties = stream::default_producer_properties(broker.bootstrap());
+  return options;
+}
+
 // ------------------------------------------------------------------ 1. ceiling
 
 void ceiling(stream::EmbeddedBroker& broker, const std::vector<std::string>& feed,
@@ -83,10 +101,8 @@ void ceiling(stream::EmbeddedBroker& broker, const std::vector<std::string>& fee
   stream::JudgeRequestWriter writer(cfg.dedup.sketch);
   std::size_t bytes = 0, records = 0;
   {
-    stream::kafka::Producer producer(stream::default_producer_properties(broker.bootstrap()),
-                                     [](const rd_kafka_message_t& m) {
-                                       if (m.err) std::fprintf(stderr, "produce failed\n");
-                                     });
+    const auto producer_owner = feeder(broker);
+    stream::kafka::Producer& producer = *producer_owner;
     const std::int64_t t0 = wall_ms();
     for (std::size_t first = 0; first < feed.size(); first += batch) {
       writer.start(1, records);
@@ -105,12 +121,7 @@ void ceiling(stream::EmbeddedBroker& broker, const std::vector<std::string>& fee
     }
     producer.flush(std::chrono::seconds(60));
   }
-  stream::JudgeOptions options;
-  options.config = cfg;
-  options.consumer_properties = stream::default_consumer_properties(broker.bootstrap(), "unused");
-  options.consumer_properties["session.timeout.ms"] = "6000";
-  options.producer_properties = stream::default_producer_properties(broker.bootstrap());
-  stream::Judge judge(std::move(options));
+  stream::Judge judge(judge_options(broker, cfg));
   while (!judge.stats().active) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const auto started = Clock::now();
   const auto deadline = started + std::chrono::minutes(5);
@@ -137,10 +148,8 @@ void takeover(stream::EmbeddedBroker& broker, std::size_t entries) {
   constexpr int kPartitions = 16;
   create_topics(broker, cfg, kPartitions);
   {
-    stream::kafka::Producer producer(stream::default_producer_properties(broker.bootstrap()),
-                                     [](const rd_kafka_message_t& m) {
-                                       if (m.err) std::fprintf(stderr, "produce failed\n");
-                                     });
+    const auto producer_owner = feeder(broker);
+    stream::kafka::Producer& producer = *producer_owner;
     stream::ChangelogBatch batch(42);
     std::uint64_t rng = 7;
     const std::int64_t t0 = wall_ms() - static_cast<std::int64_t>(entries);
@@ -177,13 +186,8 @@ void takeover(stream::EmbeddedBroker& broker, std::size_t entries) {
     }
     producer.flush(std::chrono::seconds(60));
   }
-  stream::JudgeOptions options;
-  options.config = cfg;
-  options.consumer_properties = stream::default_consumer_properties(broker.bootstrap(), "unused");
-  options.consumer_properties["session.timeout.ms"] = "6000";
-  options.producer_properties = stream::default_producer_properties(broker.bootstrap());
   const auto started = Clock::now();
-  stream::Judge judge(std::move(options));
+  stream::Judge judge(judge_options(broker, cfg));
   const auto deadline = started + std::chrono::minutes(5);
   while (!judge.stats().active && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

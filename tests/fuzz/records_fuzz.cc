@@ -115,21 +115,6 @@ bool same_request(const stream::JudgeRequest& a, const stream::JudgeRequest& b) 
   return true;
 }
 
-void request(std::string_view value) {
-  static const std::string previous = some_request();
-  stream::JudgeRequest fresh, reused;
-  std::string error, reused_error;
-  require(stream::decode_judge_request(previous, reused, &reused_error));
-  const bool ok = stream::decode_judge_request(value, fresh, &error);
-  require(ok == error.empty());
-  if (!ok) require(fresh.entries.empty());
-  reused_error.clear();
-  require(stream::decode_judge_request(value, reused, &reused_error) == ok);
-  require(reused_error == error);
-  if (ok) require(same_request(fresh, reused));
-  if (!ok) require(reused.entries.empty());
-}
-
 bool same_verdicts(const stream::JudgeVerdicts& a, const stream::JudgeVerdicts& b) {
   if (a.instance != b.instance || a.batch != b.batch || a.entries.size() != b.entries.size())
     return false;
@@ -152,19 +137,20 @@ bool same_verdicts(const stream::JudgeVerdicts& a, const stream::JudgeVerdicts& 
   return true;
 }
 
-void verdicts(std::string_view value) {
-  static const std::string previous = some_verdicts();
-  stream::JudgeVerdicts fresh, reused;
+/// Decodes `value` into a fresh output and into one that just held `previous`:
+/// the same answer, the same reason, and no entry when refused.
+template <class Out, class Decode, class Same>
+void reused_output(std::string_view value, const std::string& previous, Decode decode, Same same) {
+  Out fresh, reused;
   std::string error, reused_error;
-  require(stream::decode_judge_verdicts(previous, reused, &reused_error));
-  const bool ok = stream::decode_judge_verdicts(value, fresh, &error);
+  require(decode(previous, reused, &reused_error));
+  const bool ok = decode(value, fresh, &error);
   require(ok == error.empty());
-  if (!ok) require(fresh.entries.empty());
   reused_error.clear();
-  require(stream::decode_judge_verdicts(value, reused, &reused_error) == ok);
+  require(decode(value, reused, &reused_error) == ok);
   require(reused_error == error);
-  if (ok) require(same_verdicts(fresh, reused));
-  if (!ok) require(reused.entries.empty());
+  if (ok) require(same(fresh, reused));
+  if (!ok) require(fresh.entries.empty() && reused.entries.empty());
 }
 
 }  // namespace
@@ -176,12 +162,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 0:
       changelog(value);
       break;
-    case 1:
-      request(value);
+    case 1: {
+      static const std::string previous = some_request();
+      reused_output<stream::JudgeRequest>(value, previous, stream::decode_judge_request,
+                                          same_request);
       break;
-    default:
-      verdicts(value);
+    }
+    default: {
+      static const std::string previous = some_verdicts();
+      reused_output<stream::JudgeVerdicts>(value, previous, stream::decode_judge_verdicts,
+                                           same_verdicts);
       break;
+    }
   }
   return 0;
 }
