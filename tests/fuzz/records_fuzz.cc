@@ -2,7 +2,8 @@
 // changelog values (every format version), judge requests and judge verdicts.
 // The first byte picks the decoder (mod 3), the rest is the record value.
 // Properties checked on every input:
-// - no decoder crashes, throws or reads out of bounds (ASan/UBSan in the fuzzer);
+// - no decoder crashes or throws (and, in builds with ASan/UBSan such as the
+//   ci preset's replay, reads out of bounds or overflows);
 // - all or nothing: a refused value sets a non-empty reason and adds no entry
 //   (decode_changelog appends: the entry already in its output stays alone);
 // - a reused output holds nothing of the previous value (the judge and the

@@ -378,31 +378,36 @@ TEST(Window, MatchesBruteForceWhileItsBucketSlotsGrowAndSpill) {
 }
 
 TEST(Window, ReserveChangesNoAnswerWhetherEmptyOrHoldingEntries) {
-  // Three windows against the oracle on one stream: sized at once before the
-  // first insert (a changelog rebuild), sized in the middle with live and
-  // spilled cells in them, and left to grow.
-  WindowOptions options = small_window(5000, std::chrono::hours(1));
-  Window at_start(IndexOptions{3, 4}, options), midway(IndexOptions{3, 4}, options),
-      growing(IndexOptions{3, 4}, options);
+  // Four windows against the oracle on one stream: sized at once before the
+  // first insert (a changelog rebuild), sized early with live and spilled
+  // cells in them, sized late (entries expired by time, so its ring has
+  // wrapped), and left to grow.
+  const WindowOptions options = small_window(5000, milliseconds(2500));
+  Window at_start(IndexOptions{3, 4}, options), early(IndexOptions{3, 4}, options),
+      late(IndexOptions{3, 4}, options), growing(IndexOptions{3, 4}, options);
   at_start.reserve(5000);
   OracleWindow oracle(3, options);
   const PigeonholeLayout layout(4, 3, options.max_entries);
   Generator gen(7, layout);
   for (std::uint64_t i = 1; i <= 9000; ++i) {
-    if (i == 1500) midway.reserve(4000);
+    if (i == 1500) early.reserve(4000);
+    if (i == 7000) {
+      ASSERT_GT(oracle.evictions(), 0u);
+      late.reserve(5000);
+    }
     const Fingerprint fp = gen.next(static_cast<int>(gen() % 4));
     const EventTime at{static_cast<std::int64_t>(i)};
     const auto want = oracle.probe(fp, at, RecordRef{i});
-    for (Window* w : {&at_start, &midway, &growing}) {
+    for (Window* w : {&at_start, &early, &late, &growing}) {
       expect_same(w->probe(fp, at, RecordRef{i}), want, "op " + std::to_string(i));
       w->insert(fp, at, RecordRef{i});
     }
     if (HasFailure()) return;
     oracle.insert(fp, at, RecordRef{i});
   }
-  for (Window* w : {&at_start, &midway, &growing}) {
-    EXPECT_EQ(w->stats().entries, 5000U);
-    EXPECT_EQ(w->stats().evictions, 4000U);
+  for (Window* w : {&at_start, &early, &late, &growing}) {
+    EXPECT_EQ(w->stats().entries, 2501U);  // times 6500..9000: the boundary is inclusive
+    EXPECT_EQ(w->stats().evictions, 6499U);
   }
 }
 
