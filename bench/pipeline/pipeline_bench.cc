@@ -11,13 +11,17 @@
 //
 // usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action
 // drop|tag|route] [--metrics]
-//                               [--only passthrough|neardup|contended|split] [--repeat N]
+//                               [--only passthrough|neardup|contended|split|parallel]
+//                               [--repeat N]
 // --only runs one of the two (for profiling one side; no ratio is printed).
 // --only neardup --repeat N: N runs, each followed by the isolated loop, and
 // the median of the N worker/isolated ratios (this VM's CPU times drift ~30%).
 // --only split: with no broker, the analysis of every message first and then
 // the decisions back to back, 2/1 and 16/8 ahead (as the judge takes them),
 // each half timed, beside the isolated loop; --repeat rounds.
+// --only parallel: each split half alone, then again while the other half runs in
+// a loop on a second thread (the two cores at once, as the analysis threads and
+// the judge run); --repeat rounds and the medians of the ratios.
 // --only contended: the isolated loop and the split halves on this thread,
 // alone (before and after) and again and again while --repeat passthrough
 // runs go on in the same process (the broker and client threads that share
@@ -217,6 +221,75 @@ Split split_cpu_us(const std::vector<std::string>& feed, const config::Config& c
   }
   out.decisions_us =
       (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 / static_cast<double>(feed.size());
+  return out;
+}
+
+/// The lower median (v not empty).
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+/// The two halves of the split as the service runs them: at the same time, on
+/// the two cores. Each half is timed alone, then again while the other half
+/// runs in a loop on a second thread (as the judge decides while the analysis
+/// threads analyze). CPU microseconds per message on the timed thread.
+struct Parallel {
+  double analysis_alone = 0, analysis_beside = 0, decisions_alone = 0, decisions_beside = 0;
+};
+Parallel parallel_cpu_us(const std::vector<std::string>& feed, const config::Config& config) {
+  const double per_message = 1e6 / static_cast<double>(feed.size());
+  std::vector<stream::Prepared> prepared(feed.size());
+  auto analyze_all = [&](stream::Analyzer& analyzer, std::vector<stream::Prepared>& into) {
+    const double start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+    for (std::size_t i = 0; i < feed.size(); ++i) analyzer.prepare(feed[i], into[i]);
+    return (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * per_message;
+  };
+  auto decide_all = [&](const std::vector<stream::Prepared>& from) {  // 16/8 ahead, as the judge
+    stream::Classifier classifier(config);
+    const double start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+    const std::size_t n = from.size();
+    for (std::size_t j = 0; j < std::min<std::size_t>(16, n); ++j) classifier.prefetch(from[j]);
+    for (std::size_t j = 0; j < std::min<std::size_t>(8, n); ++j)
+      classifier.prefetch_cells(from[j]);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + 16 < n) classifier.prefetch(from[i + 16]);
+      if (i + 8 < n) classifier.prefetch_cells(from[i + 8]);
+      std::string_view error;
+      classifier.judge(from[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
+    }
+    return (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * per_message;
+  };
+  Parallel out;
+  {
+    stream::Analyzer analyzer(config);
+    out.analysis_alone = analyze_all(analyzer, prepared);
+  }
+  out.decisions_alone = decide_all(prepared);
+  std::atomic<bool> stop{false};
+  {  // the decisions, while another thread analyzes the feed again and again
+    std::thread other([&] {
+      stream::Analyzer analyzer(config);
+      std::vector<stream::Prepared> scratch(feed.size());
+      while (!stop.load())
+        for (std::size_t i = 0; i < feed.size() && !stop.load(); ++i)
+          analyzer.prepare(feed[i], scratch[i]);
+    });
+    out.decisions_beside = decide_all(prepared);
+    stop = true;
+    other.join();
+  }
+  stop = false;
+  {  // the analysis, while another thread decides the feed again and again (a fresh window each)
+    std::thread other([&] {
+      while (!stop.load()) decide_all(prepared);
+    });
+    stream::Analyzer analyzer(config);
+    std::vector<stream::Prepared> scratch(feed.size());
+    out.analysis_beside = analyze_all(analyzer, scratch);
+    stop = true;
+    other.join();
+  }
   return out;
 }
 
@@ -436,7 +509,8 @@ int main(int argc, char** argv) {
       repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
     else if (arg == "--only" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "passthrough" || std::string(argv[i + 1]) == "neardup" ||
-              std::string(argv[i + 1]) == "contended" || std::string(argv[i + 1]) == "split"))
+              std::string(argv[i + 1]) == "contended" || std::string(argv[i + 1]) == "split" ||
+              std::string(argv[i + 1]) == "parallel"))
       only = argv[++i];
     else if (arg == "--action" && i + 1 < argc) {
       action_name = argv[++i];
@@ -454,7 +528,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: neardup_pipeline_bench [--messages N] [--partitions P] [--ahead A] [--action "
-          "drop|tag|route] [--metrics] [--page] [--only passthrough|neardup|contended|split] "
+          "drop|tag|route] [--metrics] [--page] [--only "
+          "passthrough|neardup|contended|split|parallel] "
           "[--repeat "
           "N]\n");
       return 2;
@@ -500,6 +575,23 @@ int main(int argc, char** argv) {
             (s.analysis_us + s.decisions_us) / together);
       }
     }
+    return 0;
+  }
+  if (only == "parallel") {
+    std::vector<double> a_ratio, d_ratio;
+    for (int r = 0; r < repeat; ++r) {
+      const Parallel p = parallel_cpu_us(feed, base_config());
+      std::printf(
+          "parallel round %d: analysis alone %.2f, beside decisions %.2f (%.2fx); decisions alone "
+          "%.2f, beside analysis %.2f (%.2fx) us/msg\n",
+          r + 1, p.analysis_alone, p.analysis_beside, p.analysis_beside / p.analysis_alone,
+          p.decisions_alone, p.decisions_beside, p.decisions_beside / p.decisions_alone);
+      a_ratio.push_back(p.analysis_beside / p.analysis_alone);
+      d_ratio.push_back(p.decisions_beside / p.decisions_alone);
+    }
+    std::printf(
+        "%d rounds, medians: analysis beside decisions %.2fx, decisions beside analysis %.2fx\n",
+        repeat, median_of(a_ratio), median_of(d_ratio));
     return 0;
   }
   if (only == "contended") {
@@ -601,10 +693,7 @@ int main(int argc, char** argv) {
       isolateds.push_back(isolated_us);
       std::printf("run %d of %d: worker/isolated=%.2f\n", r + 1, repeat, ratios.back());
     }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[(v.size() - 1) / 2];
-    };
+    const auto median = median_of;
     std::sort(ratios.begin(), ratios.end());
     if (repeat > 1)
       std::printf(
