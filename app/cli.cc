@@ -89,6 +89,10 @@ std::optional<long long> Args::get_int(const std::string& flag, long long min,
   return value;
 }
 
+void Args::expect_no_positionals() const {
+  if (!positionals_.empty()) throw UsageError("unexpected argument '" + positionals_[0] + "'");
+}
+
 config::Config kafka_command_config(const Args& args) {
   config::Config cfg =
       args.get("config") ? config::load_config(*args.get("config")) : config::Config{};

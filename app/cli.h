@@ -50,6 +50,8 @@ class Args {
   std::optional<std::string> get(const std::string& flag) const;
   std::vector<std::string> all(const std::string& flag) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
+  /// For commands that take none: throws UsageError naming the first positional.
+  void expect_no_positionals() const;
   /// An integer flag within [min, max]; throws UsageError naming the flag otherwise.
   std::optional<long long> get_int(const std::string& flag, long long min, long long max) const;
 

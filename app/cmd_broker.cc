@@ -34,8 +34,7 @@ constexpr const char* kHelp =
 
 int run_broker(std::span<const std::string> raw) {
   cli::Args args(raw, {"port", "partitions", "topics", "bootstrap-file"});
-  if (!args.positionals().empty())
-    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  args.expect_no_positionals();
   const int port = static_cast<int>(args.get_int("port", 1, 65535).value_or(0));
   const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
   std::vector<std::string> topics;

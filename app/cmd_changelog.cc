@@ -38,8 +38,7 @@ constexpr const char* kHelp =
 
 int run_changelog(std::span<const std::string> raw) {
   cli::Args args(raw, {"config", "brokers", "topic", "timeout"});
-  if (!args.positionals().empty())
-    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  args.expect_no_positionals();
   config::Config cfg = cli::kafka_command_config(args);
   if (!cfg.kafka.brokers)
     throw cli::UsageError("no brokers: give --brokers or kafka.brokers in --config");
@@ -49,9 +48,8 @@ int run_changelog(std::span<const std::string> raw) {
   const auto timeout = std::chrono::seconds(args.get_int("timeout", 1, 86400).value_or(60));
   stream::configure_logging(cfg.log);
 
-  auto props = stream::default_consumer_properties(*cfg.kafka.brokers, cfg.kafka.group_id);
-  for (const auto& [k, v] : cfg.kafka.consumer) props[k] = v;
-  stream::ChangelogReader reader(props, cfg.kafka.changelog_topic,
+  stream::ChangelogReader reader(stream::consumer_properties(*cfg.kafka.brokers, cfg.kafka),
+                                 cfg.kafka.changelog_topic,
                                  std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
   std::uint64_t entries = 0, unreadable = 0;
   auto visit = [&](const stream::ChangelogRecord& r) {

@@ -63,8 +63,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 int run_demo(std::span<const std::string> raw) {
   cli::Args args(raw, {"feed", "rate", "duration", "action", "metrics-listen"});
-  if (!args.positionals().empty())
-    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  args.expect_no_positionals();
   const auto feed = read_lines(args.get("feed").value_or("deploy/demo/feed.jsonl"));
   const long long rate = args.get_int("rate", 1, 1'000'000).value_or(5);
   std::chrono::milliseconds duration{60'000};

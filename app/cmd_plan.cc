@@ -34,8 +34,7 @@ constexpr const char* kHelp =
 
 int run_plan(std::span<const std::string> raw) {
   cli::Args args(raw, {"window", "k", "blocks"});
-  if (!args.positionals().empty())
-    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  args.expect_no_positionals();
   const auto window = static_cast<std::size_t>(
       args.get_int("window", 1, 1LL << 30)
           .value_or(static_cast<long long>(dedup::WindowOptions{}.max_entries)));

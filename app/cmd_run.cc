@@ -35,8 +35,7 @@ constexpr const char* kHelp =
 
 int run_run(std::span<const std::string> raw) {
   cli::Args args(raw, {"config", "brokers", "bootstrap-file"});
-  if (!args.positionals().empty())
-    throw cli::UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  args.expect_no_positionals();
   config::Config cfg = cli::kafka_command_config(args);
   stream::configure_logging(cfg.log);
   stream::HostOptions host;

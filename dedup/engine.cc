@@ -89,10 +89,7 @@ Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
 void Engine::prefetch(const Analysis& analysis) const {
   const TextSummary& summary = analysis.summary;
   if (summary.features == 0) return;
-  window_.prefetch(summary.fingerprint, analysis.scope);
-  SketchResult buffer;
-  if (sketches_ && summary.sketch.shingles != 0)
-    sketches_->prefetch(keyed(summary.sketch, analysis.scope, buffer));
+  prefetch_remember(summary.fingerprint, summary.sketch, analysis.scope);
 }
 
 void Engine::prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope) const {

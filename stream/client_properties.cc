@@ -39,4 +39,11 @@ std::map<std::string, std::string> default_producer_properties(const std::string
   };
 }
 
+std::map<std::string, std::string> consumer_properties(const std::string& brokers,
+                                                       const config::KafkaOptions& kafka) {
+  auto props = default_consumer_properties(brokers, kafka.group_id);
+  for (const auto& [k, v] : kafka.consumer) props[k] = v;
+  return props;
+}
+
 }  // namespace neardup::stream

@@ -13,5 +13,8 @@ namespace neardup::stream {
 std::map<std::string, std::string> default_consumer_properties(const std::string& brokers,
                                                                const std::string& group);
 std::map<std::string, std::string> default_producer_properties(const std::string& brokers);
+/// The defaults, then the user's kafka.consumer map over them.
+std::map<std::string, std::string> consumer_properties(const std::string& brokers,
+                                                       const config::KafkaOptions& kafka);
 
 }  // namespace neardup::stream

@@ -58,7 +58,8 @@ struct Judge::State {
   std::int64_t committed = -1;    // what the last commit sent, -1 none
   std::string delivery_error;
   std::uint64_t corrupt_logged = 0;
-  std::uint64_t corrupt_changelog = 0;  // unreadable changelog records at takeovers
+  std::uint64_t corrupt_changelog_logged =
+      0;  // unreadable changelog records (warn_unreadable_record)
   bool scope_mismatch_logged = false;
   bool sketch_mismatch_logged = false;
   std::exception_ptr pending_exception;   // thrown inside a rebalance, raised after the poll
@@ -110,13 +111,8 @@ struct Judge::State {
       hooks.stopped = [this] { return judge.stop_.load(std::memory_order_relaxed); };
       hooks.corrupt = [this](std::int32_t partition, std::int64_t offset,
                              const std::string& reason) {
-        // As the instances' own rebuild does: the first few one by one, a total after.
-        if (++corrupt_changelog <= 10) {
-          log(config::LogLevel::warn, "judge: window changelog '" + cfg.kafka.changelog_topic +
-                                          "' partition " + std::to_string(partition) + " offset " +
-                                          std::to_string(offset) + ": unreadable record skipped (" +
-                                          reason + ")");
-        }
+        warn_unreadable_record("judge: ", cfg.kafka.changelog_topic, partition, offset, reason,
+                               corrupt_changelog_logged);
         add_stats([](JudgeStats& s) { ++s.changelog_corrupt; });
       };
       const auto n = restore_window(reader, *engine, cfg, sources, sketches, hooks);

@@ -25,8 +25,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   stats.match_distance.assign(static_cast<std::size_t>(cfg.dedup.index.max_distance) + 1, 0);
   auto producer_props = default_producer_properties(options.brokers);
   for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
-  auto consumer_props = default_consumer_properties(options.brokers, cfg.kafka.group_id);
-  for (const auto& [k, v] : cfg.kafka.consumer) consumer_props[k] = v;
+  auto consumer_props = stream::consumer_properties(options.brokers, cfg.kafka);
   exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
   if (exactly_once) {
     producer_props["transactional.id"] = cfg.kafka.transactional_id.empty()

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "config/config.h"
 #include "dedup/engine.h"
@@ -43,6 +45,13 @@ struct RestoreHooks {
   ChangelogReader::Corrupt corrupt;  ///< an unreadable record
   std::function<bool()> stopped;     ///< a stop was requested
 };
+
+/// Logs an unreadable changelog record as a warning, `prefix` first ("" or
+/// "judge: "): the first 10 counted in `logged` one by one; the caller's
+/// summary line gives the total.
+void warn_unreadable_record(std::string_view prefix, const std::string& topic,
+                            std::int32_t partition, std::int64_t offset, const std::string& reason,
+                            std::uint64_t& logged);
 
 /// Reads the whole changelog and remembers in `engine` what the window would
 /// still hold (the newest window.max_entries within window.duration), in event
