@@ -401,6 +401,9 @@ int Service::Impl::run() {
     if (judge) judge->stop();  // hands the judging over (what it judged is committed)
     publish();
     return 0;
+  } catch (const TopicLayoutError& e) {
+    stop_after_fatal(e.what());
+    return Service::kTopicLayoutError;
   } catch (const KafkaError& e) {
     return stop_after_fatal(e.what());
   } catch (const SimulatedCrash&) {

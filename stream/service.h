@@ -106,6 +106,10 @@ struct ServiceOptions {
 class Service {
  public:
   static constexpr int kSimulatedCrash = 137;
+  /// run()'s status when the cluster's topics do not fit the configuration
+  /// (a judge or verdict topic with more than one partition): restarting
+  /// cannot help, as with a configuration error (`neardup run` exits 2).
+  static constexpr int kTopicLayoutError = 2;
   /// Throws config::ConfigError / kafka::KafkaError / std::invalid_argument for
   /// an unusable configuration (bad property, bad dedup options).
   explicit Service(ServiceOptions options);
@@ -115,7 +119,7 @@ class Service {
 
   /// Runs until request_stop() or a stop signal (then: stop fetching, flush, commit; returns 0)
   /// or a fatal Kafka error (logged clearly; returns 1, offsets of undelivered
-  /// messages are not committed).
+  /// messages are not committed), or kTopicLayoutError (logged as clearly).
   int run();
   void request_stop() { stop_.store(true, std::memory_order_relaxed); }
   /// The last error that stopped run() with status 1 ("" if none).

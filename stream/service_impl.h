@@ -44,6 +44,13 @@ using Clock = std::chrono::steady_clock;
 /// Thrown at a crash point a test chose (ServiceOptions::crash_at).
 struct SimulatedCrash {};
 
+/// A topic the cluster has, but not in the shape the configuration needs
+/// (Service::kTopicLayoutError).
+struct TopicLayoutError : kafka::KafkaError {
+  explicit TopicLayoutError(const std::string& what)
+      : KafkaError(what, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal) {}
+};
+
 inline std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -24,15 +24,17 @@ void Service::Impl::start_verdicts() {
   const std::chrono::milliseconds timeout(10000);
   for (const std::string* topic : {&cfg.kafka.judge_topic, &cfg.kafka.verdict_topic}) {
     const int n = kafka::partition_count(producer->handle(), *topic, timeout);
-    if (n != 1) {
-      throw KafkaError(
-          (n == 0 ? "topic '" + *topic + "' does not exist"
-                  : "topic '" + *topic + "' has " + std::to_string(n) + " partitions") +
-              ": the judge and verdict topics (kafka.judge_topic, kafka.verdict_topic) need "
-              "exactly one partition each (docs/KAFKA.md \"Several instances\"); or set "
-              "kafka.judge_topic: \"\" to let every instance judge its own messages",
-          RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
-    }
+    if (n == 1) continue;
+    const std::string why =
+        ": the judge and verdict topics (kafka.judge_topic, kafka.verdict_topic) need "
+        "exactly one partition each (docs/KAFKA.md \"Several instances\"); or set "
+        "kafka.judge_topic: \"\" to let every instance judge its own messages";
+    // Missing: it may be being created (a restart may find it). More than one
+    // partition: only a person can fix that (exit 2, as a configuration error).
+    if (n == 0)
+      throw KafkaError("topic '" + *topic + "' does not exist" + why, RD_KAFKA_RESP_ERR__FAIL,
+                       kafka::Severity::fatal);
+    throw TopicLayoutError("topic '" + *topic + "' has " + std::to_string(n) + " partitions" + why);
   }
   kafka::Properties props = consumer_properties;
   props["group.id"] = cfg.kafka.group_id + ".verdicts";  // never joined nor committed

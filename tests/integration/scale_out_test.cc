@@ -2,6 +2,7 @@
 // the same near-duplicates as one instance, whatever the gap between original
 // and copy and whichever instances read them, and a crash of the judging
 // instance loses nothing and judges nothing differently.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -314,6 +315,37 @@ TEST_F(ScaleOutTest, KillingTheJudgingInstanceMidStreamLosesNothingAndJudgesTheS
   std::size_t records = 0;
   for (const auto& [value, list] : verdicts) records += list.size();
   EXPECT_GE(records, all.size() * 2);  // (the crash may repeat what it had not committed)
+}
+
+TEST_F(ScaleOutTest, AJudgeOrVerdictTopicOfTwoPartitionsStopsTheServiceAsAConfigurationError) {
+  // Two partitions would split the one order the judge decides in: the
+  // service refuses to start on them, with the reason and exit status 2 (a
+  // restart cannot help). (A missing topic stops it with status 1, as it may
+  // be being created; the mock cluster creates a topic it is asked about.)
+  struct Case {
+    std::string judge, verdicts;
+    int status;
+    std::string reason;
+  };
+  broker_.create_topic("judge-two", 2);
+  broker_.create_topic("verdicts-two", 2);
+  broker_.create_topic("judge-one", 1);
+  broker_.create_topic("verdicts-one", 1);
+  for (const Case& c :
+       {Case{"judge-two", "verdicts-one", 2, "topic 'judge-two' has 2 partitions"},
+        Case{"judge-one", "verdicts-two", 2, "topic 'verdicts-two' has 2 partitions"}}) {
+    config::Config cfg = cfg_;
+    cfg.kafka.judge_topic = c.judge;
+    cfg.kafka.verdict_topic = c.verdicts;
+    auto running = start_service(cfg);
+    ASSERT_TRUE(eventually([&] { return running->status.load() != -1; }, std::chrono::seconds(60)))
+        << c.judge << " / " << c.verdicts << ": the service did not stop";
+    EXPECT_EQ(running->stop(), c.status) << c.judge << " / " << c.verdicts;
+    EXPECT_THAT(running->service->fatal_error(), ::testing::HasSubstr(c.reason));
+    EXPECT_THAT(running->service->fatal_error(),
+                ::testing::HasSubstr("exactly one partition each"));
+    EXPECT_EQ(running->last.consumed, 0u);
+  }
 }
 
 TEST_F(ScaleOutTest, AnalysisOnThreeWorkersGivesEveryMessageTheVerdictOfOne) {
