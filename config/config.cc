@@ -372,6 +372,21 @@ const std::vector<Key>& keys() {
     k.push_back(integer_key(
         "window.max_entries", 1, kMaxWindowEntries,
         [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
+    {
+      Key future;
+      future.path = "window.max_future";
+      future.expected = "a duration like 1m, 90s or 0s (at most 365d)";
+      future.set = [](Config& config, const std::optional<std::string>& text) {
+        auto value = text ? parse_duration(*text) : std::nullopt;
+        if (!value || value->count() < 0 || value->count() > kMaxWindowMs) return false;
+        config.dedup.window.max_future = *value;
+        return true;
+      };
+      future.show = [](const Config& config) {
+        return format_duration(config.dedup.window.max_future);
+      };
+      k.push_back(std::move(future));
+    }
     k.push_back(bool_key(
         "window.refresh_on_duplicate",
         [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));

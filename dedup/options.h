@@ -36,7 +36,10 @@ struct IndexOptions {
 
 struct WindowOptions {
   std::chrono::milliseconds duration = std::chrono::hours(24);  ///< event-time horizon
-  std::size_t max_entries = 10'000'000;                         ///< memory bound
+  /// How far past the wall clock a message's timestamp may be (stream/event_time.h):
+  /// a later one counts as the wall clock plus this (window.max_future).
+  std::chrono::milliseconds max_future = std::chrono::minutes(1);
+  std::size_t max_entries = 10'000'000;  ///< memory bound
   /// Entries carry a ScopeId (4 bytes each) and probes match only their own
   /// scope (dedup.scope other than global). Off: every entry has the zero scope.
   bool scoped = false;

@@ -101,6 +101,7 @@ void Service::Impl::wait_worker(const Slot& slot) {
 void Service::Impl::submit(Slot& slot) {
   const std::size_t n = slot.messages.size();
   slot.jobs.resize(n);
+  const std::int64_t now = wall_ms();
   for (std::size_t i = 0; i < n; ++i) {
     const rd_kafka_message_t& m = *slot.messages[i];
     Job& job = slot.jobs[i];
@@ -109,7 +110,16 @@ void Service::Impl::submit(Slot& slot) {
     job.source = sources.intern(rd_kafka_topic_name(m.rkt), m.partition);
     job.judge = sources[job.source].assigned;
     const std::int64_t ts = timestamp_of(m);
-    job.time = dedup::EventTime{ts >= 0 ? ts : wall_ms()};
+    bool clamped = false;
+    job.time = event_time_of(ts, now, cfg.dedup.window.max_future, &clamped);
+    if (clamped && future_timestamps++ < 10) {
+      log(config::LogLevel::warn,
+          std::string(rd_kafka_topic_name(m.rkt)) + "/" + std::to_string(m.partition) + "@" +
+              std::to_string(m.offset) + ": timestamp " + std::to_string(ts) +
+              " is later than the clock plus window.max_future; judged at " +
+              std::to_string(job.time.ms) + " (a clock far ahead would empty the window)" +
+              (future_timestamps == 10 ? "; further ones are not logged" : ""));
+    }
   }
   slot.remember.swap(followed);
   followed.clear();

@@ -27,6 +27,7 @@
 #include "stream/changelog_writer.h"
 #include "stream/client_properties.h"
 #include "stream/dedup_worker.h"
+#include "stream/event_time.h"
 #include "stream/judge.h"
 #include "stream/judge_record.h"
 #include "stream/kafka.h"
@@ -50,12 +51,6 @@ struct TopicLayoutError : kafka::KafkaError {
   explicit TopicLayoutError(const std::string& what)
       : KafkaError(what, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal) {}
 };
-
-inline std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 inline std::int64_t timestamp_of(const rd_kafka_message_t& m) {
   rd_kafka_timestamp_type_t type;
@@ -128,6 +123,9 @@ struct Service::Impl {
   JudgeVerdicts verdicts_buffer;
   std::vector<kafka::MessagePtr> verdicts_polled;
   std::uint64_t verdicts_corrupt_logged = 0;
+  /// Messages stamped later than the wall clock plus window.max_future
+  /// (stream/event_time.h), judged at that time instead; the first few are logged.
+  std::uint64_t future_timestamps = 0;
 
   // How long a revoke waits for the output of the partitions it takes away: a
   // rebalance can afford it; the shutdown's revoke comes after its own flush.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "stream/event_time.h"
 #include "stream/process.h"
 
 namespace neardup::stream {
@@ -44,6 +45,11 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   std::vector<Replayed> entries;
   std::vector<dedup::SketchResult> sketch_store;
   auto last_progress = Clock::now(), last_log = Clock::now();
+  // Entries stamped far ahead of this clock (written before window.max_future
+  // existed) count as this clock plus max_future: one of them would
+  // otherwise leave only itself in the rebuilt window.
+  const std::int64_t now = wall_ms();
+  std::uint64_t future = 0;
   const bool complete = reader.catch_up(
       [&](const ChangelogRecord& r) {
         const dedup::SketchResult& sketch = sketches.usable(r);
@@ -52,7 +58,11 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
           sketch_store.push_back(sketch);
           sketch_ref = sketch_store.size();
         }
-        entries.push_back(Replayed{r.time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
+        bool clamped = false;
+        const dedup::EventTime time =
+            event_time_of(r.time.ms, now, cfg.dedup.window.max_future, &clamped);
+        future += clamped ? 1 : 0;
+        entries.push_back(Replayed{time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
                                    r.fingerprint, r.scope, sketch_ref});
         if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
           last_progress = Clock::now();
@@ -67,6 +77,11 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
       },
       hooks.corrupt, hooks.stopped);
   if (!complete) return std::nullopt;
+  if (future != 0) {
+    log(config::LogLevel::warn,
+        std::to_string(future) + " changelog entr" + (future == 1 ? "y is" : "ies are") +
+            " stamped later than the clock plus window.max_future; rebuilt at that time");
+  }
   // Event-time order; the same message written twice (reprocessed after a
   // crash) is remembered once.
   std::stable_sort(entries.begin(), entries.end(), [](const Replayed& a, const Replayed& b) {
@@ -156,7 +171,10 @@ void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
 
 void ChangelogFollower::remember(const ChangelogRecord& r, std::vector<Remembered>& out) {
   if (r.instance == instance_) return;
-  out.push_back(Remembered{r.fingerprint, r.time,
+  bool clamped = false;  // (an instance of an earlier version may have written it)
+  const dedup::EventTime time =
+      event_time_of(r.time.ms, wall_ms(), cfg_.dedup.window.max_future, &clamped);
+  out.push_back(Remembered{r.fingerprint, time,
                            pack_ref(sources_.intern(r.topic, r.partition), r.offset),
                            sketches_.usable(r), r.scope});
   ++stats_.changelog_followed;

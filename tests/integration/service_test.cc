@@ -128,6 +128,70 @@ TEST_F(ServiceTest, TagRepublishesDuplicatesWithProvenanceHeaders) {
   EXPECT_EQ(kept.headers.count("neardup-verdict"), 0u);
 }
 
+/// Outputs by key (each key produced once).
+std::map<std::string, Record> by_key(std::vector<Record> records) {
+  std::map<std::string, Record> out;
+  for (auto& r : records) out[r.key.value_or("")] = std::move(r);
+  return out;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr std::int64_t kMonthMs = 30LL * 24 * 3600 * 1000;
+
+TEST_F(ServiceTest, AMessageStampedAMonthAheadDoesNotEmptyTheWindow) {
+  // Without window.max_future, the window's clock would jump a month ahead
+  // and evict the original: its copy would pass as unique.
+  const std::int64_t now = now_ms();
+  produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
+          {}, now);
+  produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead", {},
+          now + kMonthMs);
+  produce({"STORM closes the harbour bridge, as rivers rise across the county tonight!"}, 0, "copy",
+          {}, now + 1000);
+  auto running = start(config::Action::tag);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
+  ASSERT_EQ(running->stop(), 0);
+  auto out = by_key(read_all("output"));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out["copy"].headers["neardup-verdict"], "duplicate");
+  EXPECT_EQ(out["copy"].headers["neardup-of"], "input/0/" + std::to_string(out["orig"].offset));
+  EXPECT_EQ(out["ahead"].headers.count("neardup-verdict"), 0u);
+  EXPECT_EQ(out["ahead"].timestamp, now + kMonthMs);  // republished intact
+}
+
+TEST_F(ServiceTest, AChangelogEntryStampedAMonthAheadDoesNotEmptyARebuiltWindow) {
+  // A first run that lets a timestamp a month ahead through (as versions
+  // before window.max_future did) writes it to the changelog; the next run
+  // rebuilds its window from that changelog and must keep the original.
+  const std::int64_t now = now_ms();
+  produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
+          {}, now);
+  produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead", {},
+          now + kMonthMs);
+  {
+    config::Config cfg = cfg_;
+    cfg.action = config::Action::tag;
+    cfg.dedup.window.max_future = std::chrono::milliseconds(2 * kMonthMs);
+    auto first = start_service(cfg);
+    ASSERT_TRUE(eventually([&] { return first->written.load() >= 2; }));
+    ASSERT_EQ(first->stop(), 0);
+  }
+  produce({"STORM closes the harbour bridge, as rivers rise across the county tonight!"}, 0, "copy",
+          {}, now + 1000);
+  auto second = start(config::Action::tag);
+  ASSERT_TRUE(eventually([&] { return second->committed.load() >= 1; }));  // (this run's)
+  ASSERT_EQ(second->stop(), 0);
+  auto out = by_key(read_all("output"));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out["copy"].headers["neardup-verdict"], "duplicate");
+  EXPECT_EQ(out["copy"].headers["neardup-of"], "input/0/" + std::to_string(out["orig"].offset));
+}
+
 TEST_F(ServiceTest, RouteSendsDuplicatesToTheDuplicatesTopic) {
   produce({"Railway strike halts trains into the city for a second day running",
            "railway strike halts trains into the city, for a second day running!",

@@ -161,6 +161,15 @@ TEST(Config, NullOrEmptyBrokersMeanEmbedded) {
       "SASL_SSL://b-1.example.com:9096");
 }
 
+TEST(Config, WindowMaxFutureIsADurationFromZeroAndAMinuteByDefault) {
+  EXPECT_EQ(parse_config("", "t.yaml").dedup.window.max_future, 1min);
+  EXPECT_EQ(parse_config("window: {max_future: 0s}", "t.yaml").dedup.window.max_future, 0s);
+  EXPECT_EQ(parse_config("window: {max_future: 2h}", "t.yaml").dedup.window.max_future, 2h);
+  EXPECT_EQ(error_of("window: {max_future: soon}"),
+            "t.yaml:1:22: window.max_future: expected a duration like 1m, 90s or 0s (at most "
+            "365d), got 'soon'");
+}
+
 TEST(Config, IntegerWindowDurationMeansSeconds) {
   EXPECT_EQ(parse_config("window: {duration: 90}", "t.yaml").dedup.window.duration, 90s);
 }
@@ -205,7 +214,7 @@ TEST(ConfigErrors, MappingWhereAScalarIsExpected) {
 TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
   EXPECT_EQ(error_of("window: 5\n"),
             "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, "
-            "refresh_on_duplicate, got '5'");
+            "max_future, refresh_on_duplicate, got '5'");
 }
 
 TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {

@@ -1,0 +1,34 @@
+#pragma once
+// The event time a message is judged at (the window runs in event time,
+// docs/KAFKA.md): its Kafka timestamp, or the wall clock when it has none,
+// and never later than the wall clock plus window.max_future. The window's
+// clock only moves forward, so one message stamped years ahead would
+// otherwise evict every entry, and through the changelog every rebuild after it.
+
+#include <chrono>
+#include <cstdint>
+
+#include "dedup/types.h"
+
+namespace neardup::stream {
+
+/// The wall clock, in milliseconds since the epoch.
+inline std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// `timestamp_ms` < 0: no timestamp. Sets `*clamped` when the timestamp was
+/// later than `now_ms + max_future`. O(1).
+inline dedup::EventTime event_time_of(std::int64_t timestamp_ms, std::int64_t now_ms,
+                                      std::chrono::milliseconds max_future, bool* clamped) {
+  *clamped = false;
+  if (timestamp_ms < 0) return dedup::EventTime{now_ms};
+  const std::int64_t latest = now_ms + max_future.count();
+  if (timestamp_ms <= latest) return dedup::EventTime{timestamp_ms};
+  *clamped = true;
+  return dedup::EventTime{latest};
+}
+
+}  // namespace neardup::stream
