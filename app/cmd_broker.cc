@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "app/cli.h"
+#include "config/config.h"
+#include "config/values.h"
 #include "stream/embedded_broker.h"
 #include "stream/process.h"
 
@@ -12,7 +14,8 @@ namespace neardup::app {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: neardup broker [--port N] [--partitions N] [--topics a,b,...] [--bootstrap-file F]\n"
+    "usage: neardup broker [--port N] [--partitions N] [--topics a,b,...] [--groups g,...]\n"
+    "                      [--bootstrap-file F]\n"
     "\n"
     "Runs librdkafka's in-process Kafka-protocol mock cluster on 127.0.0.1 until\n"
     "SIGTERM/SIGINT and prints its bootstrap address on stdout, so kcat or a\n"
@@ -26,6 +29,10 @@ constexpr const char* kHelp =
     "  --topics a,b         topics to create (default input,output,duplicates,dead-letters,\n"
     "                       neardup-window: the service's topics; plus neardup-judge and\n"
     "                       neardup-verdicts with one partition each)\n"
+    "  --groups g,h         also create the own topics of these kafka.group_id values:\n"
+    "                       <group>-window, and <group>-judge and <group>-verdicts with\n"
+    "                       one partition each (the broker would create a topic it is\n"
+    "                       asked about with 4 partitions, which a judge topic must not have)\n"
     "  --bootstrap-file F   also write the address to F (written atomically)\n"
     "\n"
     "example:\n"
@@ -33,10 +40,23 @@ constexpr const char* kHelp =
     "  kcat -b $(cat /tmp/bootstrap) -L\n";
 
 int run_broker(std::span<const std::string> raw) {
-  cli::Args args(raw, {"port", "partitions", "topics", "bootstrap-file"});
+  cli::Args args(raw, {"port", "partitions", "topics", "groups", "bootstrap-file"});
   args.expect_no_positionals();
   const int port = static_cast<int>(args.get_int("port", 1, 65535).value_or(0));
   const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
+  std::vector<std::string> groups;
+  if (auto list = args.get("groups")) {
+    std::stringstream in(*list);
+    for (std::string g; std::getline(in, g, ',');) {
+      if (g.empty()) continue;
+      if (!config::is_topic_name(g + "-verdicts"))
+        throw cli::UsageError("--groups: '" + g +
+                              "' makes no topic name (a group id of [a-zA-Z0-9._-])");
+      groups.push_back(g);
+    }
+    if (groups.empty())
+      throw cli::UsageError("--groups: expected a comma-separated list of group ids");
+  }
   std::vector<std::string> topics;
   if (auto list = args.get("topics")) {
     std::stringstream in(*list);
@@ -53,6 +73,13 @@ int run_broker(std::span<const std::string> raw) {
   for (const auto& t : topics) broker.create_topic(t, partitions);
   if (!args.get("topics")) {
     for (const auto& t : stream::judge_topics(config::KafkaOptions{})) broker.create_topic(t, 1);
+  }
+  for (const std::string& g : groups) {
+    config::KafkaOptions own;
+    own.group_id = g;
+    config::derive_group_topics(own);
+    broker.create_topic(own.changelog_topic, partitions);
+    for (const auto& t : stream::judge_topics(own)) broker.create_topic(t, 1);
   }
   const std::string address = broker.bootstrap();
   if (auto file = args.get("bootstrap-file")) stream::write_bootstrap_file(*file, address);

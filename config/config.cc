@@ -165,6 +165,18 @@ Key topic_key(std::string path, bool optional, std::string KafkaOptions::*member
       [member](auto& config) -> auto& { return config.kafka.*member; });
 }
 
+/// A topic of the group's own state: once named, it no longer follows group_id.
+Key group_topic_key(std::string path, bool optional, std::string KafkaOptions::*member,
+                    bool KafkaOptions::*named) {
+  Key key = topic_key(std::move(path), optional, member);
+  key.set = [set = key.set, named](Config& config, const std::optional<std::string>& text) {
+    if (!set(config, text)) return false;
+    config.kafka.*named = true;
+    return true;
+  };
+  return key;
+}
+
 template <class Get>
 Key pointer_list_key(std::string path, Get get) {
   Key key;
@@ -227,9 +239,12 @@ const std::vector<Key>& keys() {
     k.push_back(topic_key("kafka.output_topic", false, &KafkaOptions::output_topic));
     k.push_back(topic_key("kafka.duplicates_topic", false, &KafkaOptions::duplicates_topic));
     k.push_back(topic_key("kafka.dead_letter_topic", false, &KafkaOptions::dead_letter_topic));
-    k.push_back(topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic));
-    k.push_back(topic_key("kafka.judge_topic", true, &KafkaOptions::judge_topic));
-    k.push_back(topic_key("kafka.verdict_topic", false, &KafkaOptions::verdict_topic));
+    k.push_back(group_topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic,
+                                &KafkaOptions::changelog_topic_named));
+    k.push_back(group_topic_key("kafka.judge_topic", true, &KafkaOptions::judge_topic,
+                                &KafkaOptions::judge_topic_named));
+    k.push_back(group_topic_key("kafka.verdict_topic", false, &KafkaOptions::verdict_topic,
+                                &KafkaOptions::verdict_topic_named));
     k.push_back(integer_key(
         "kafka.embedded_partitions", 1, 64,
         [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
@@ -564,6 +579,16 @@ void check_cross(const Config& config, const Locator& locator) {
     fail_expected(locator.where(path), expected, got);
   }
   const auto& kafka = config.kafka;
+  for (const auto& [named, topic] : {std::pair{kafka.changelog_topic_named, &kafka.changelog_topic},
+                                     std::pair{kafka.judge_topic_named, &kafka.judge_topic},
+                                     std::pair{kafka.verdict_topic_named, &kafka.verdict_topic}}) {
+    if (named || is_topic_name(*topic)) continue;
+    fail_expected(locator.where("kafka.group_id"),
+                  "a group id that makes topic names (" + quoted(*topic) +
+                      " is not: [a-zA-Z0-9._-], at most 249), or kafka.changelog_topic, "
+                      "judge_topic and verdict_topic named",
+                  quoted(kafka.group_id));
+  }
   const std::pair<const char*, const std::string*> outputs[] = {
       {"kafka.output_topic", &kafka.output_topic},
       {"kafka.duplicates_topic", &kafka.duplicates_topic},
@@ -636,6 +661,7 @@ class YamlReader final : public Locator {
                         kind_of(root));
     }
     read_map(root, "");
+    derive_group_topics(config_.kafka);
     check_cross(config_, *this);
   }
 
@@ -872,6 +898,12 @@ Config parse_config(const std::string& yaml_text, const std::string& origin) {
   return config;
 }
 
+void derive_group_topics(KafkaOptions& kafka) {
+  if (!kafka.changelog_topic_named) kafka.changelog_topic = kafka.group_id + "-window";
+  if (!kafka.judge_topic_named) kafka.judge_topic = kafka.group_id + "-judge";
+  if (!kafka.verdict_topic_named) kafka.verdict_topic = kafka.group_id + "-verdicts";
+}
+
 Config load_config(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw ConfigError(path + ": cannot open: " + std::strerror(errno));
@@ -911,6 +943,7 @@ void apply_env_overrides(Config& config, const EnvLookup& lookup) {
       fail_expected(where, key.list_expected + " (comma-separated)", quoted(*value));
     }
   }
+  derive_group_topics(updated.kafka);
   check_cross(updated, locator);
   config = std::move(updated);
 }

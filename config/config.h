@@ -28,16 +28,23 @@ struct KafkaOptions {
   std::string output_topic = "output";
   std::string duplicates_topic = "duplicates";
   std::string dead_letter_topic = "dead-letters";
-  std::string changelog_topic = "neardup-window";  ///< window changelog ("" = off)
+  /// The window changelog ("" = off). This and the judge and verdict topics are
+  /// the group's own: "<group_id>-window" etc. unless named (derive_group_topics).
+  std::string changelog_topic = "neardup-window";
   /// Consistent scale-out (docs/KAFKA.md "Several instances"): every window
   /// decision of the group is taken in the order of this one-partition topic by
   /// one judge, whichever instance read the message. "" = each instance judges
   /// its own messages (eventually consistent between instances).
   std::string judge_topic = "neardup-judge";
   std::string verdict_topic = "neardup-verdicts";  ///< the judge's answers (one partition)
-  int embedded_partitions = 8;                     ///< topics the embedded broker creates
-  std::map<std::string, std::string> consumer;     ///< librdkafka consumer properties, passed as is
-  std::map<std::string, std::string> producer;     ///< librdkafka producer properties, passed as is
+  /// Which of changelog_topic, judge_topic and verdict_topic a file or the
+  /// environment named; the others follow group_id (derive_group_topics).
+  bool changelog_topic_named = false;
+  bool judge_topic_named = false;
+  bool verdict_topic_named = false;
+  int embedded_partitions = 8;                  ///< topics the embedded broker creates
+  std::map<std::string, std::string> consumer;  ///< librdkafka consumer properties, passed as is
+  std::map<std::string, std::string> producer;  ///< librdkafka producer properties, passed as is
   /// at-least-once: offsets commit after the outputs are acknowledged (a crash
   /// re-emits what was in flight). exactly-once: outputs, changelog entries and
   /// input offsets commit in one Kafka transaction (docs/KAFKA.md).
@@ -106,6 +113,13 @@ class ConfigError : public std::runtime_error {
 /// Unknown keys are rejected with the nearest valid key suggested.
 /// Throws ConfigError.
 Config parse_config(const std::string& yaml_text, const std::string& origin);
+
+/// Sets the group's own topics that no file or variable named to
+/// "<group_id>-window", "<group_id>-judge" and "<group_id>-verdicts" (the
+/// defaults are those of group "neardup"): two groups sharing a judge topic
+/// would judge each other's messages, and sharing a changelog, rebuild each
+/// other's windows. parse_config and apply_env_overrides call it.
+void derive_group_topics(KafkaOptions& kafka);
 
 /// Reads and parses a file. Throws ConfigError (unreadable file included).
 Config load_config(const std::string& path);

@@ -412,7 +412,7 @@ int Service::Impl::run() {
     publish();
     return 0;
   } catch (const TopicLayoutError& e) {
-    stop_after_fatal(e.what());
+    stop_after_fatal(e.what(), "cannot start");
     return Service::kTopicLayoutError;
   } catch (const KafkaError& e) {
     return stop_after_fatal(e.what());
@@ -441,10 +441,9 @@ int Service::Impl::crash() {
   return Service::kSimulatedCrash;
 }
 
-int Service::Impl::stop_after_fatal(const std::string& what) {
+int Service::Impl::stop_after_fatal(const std::string& what, std::string_view headline) {
   fatal_error = what;
-  log(config::LogLevel::error,
-      "fatal Kafka error, stopping (offsets of undelivered messages are not committed): " + what);
+  log(config::LogLevel::error, std::string(headline) + ": " + what);
   try {
     // The worker's batch is dropped (its offsets are not committed); wait
     // for it only so that its counters are final.

@@ -270,7 +270,10 @@ struct Service::Impl {
   /// A crash as a test simulates it: nothing more reaches the broker.
   int crash();
 
-  int stop_after_fatal(const std::string& what);
+  /// Logs `headline: what`, then stops as after a fatal Kafka error; returns 1.
+  int stop_after_fatal(const std::string& what, std::string_view headline =
+                                                    "fatal Kafka error, stopping (offsets of "
+                                                    "undelivered messages are not committed)");
 };
 
 }  // namespace neardup::stream

@@ -9,12 +9,17 @@ name=kcat_test
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v kcat >/dev/null || { echo "kcat_test: kcat is not installed (deploy/install-deps.sh)"; exit 1; }
 
-"$NEARDUP" broker --partitions 1 --bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>"$work/broker.err" &
+# The group "news" has its own changelog, judge and verdict topics (news-window,
+# news-judge, news-verdicts), which --groups creates with the right partitions.
+"$NEARDUP" broker --partitions 1 --groups news --bootstrap-file "$work/bootstrap" >"$work/broker.out" 2>"$work/broker.err" &
 pids+=($!)
 wait_for 20 test -s "$work/bootstrap" || fail "broker did not write its bootstrap file"
 brokers=$(cat "$work/bootstrap")
 
+kcat -b "$brokers" -L -t news-judge 2>/dev/null | grep -q 'topic "news-judge" with 1 partitions' ||
+  fail "the broker did not create news-judge with one partition"
 cat >"$work/config.yaml" <<YAML
+kafka: {group_id: news}
 action: tag
 metrics: {listen: "127.0.0.1:0"}
 YAML
@@ -52,11 +57,12 @@ kcat -b "$brokers" -C -t dead-letters -e -q -f '%k|%h\n' 2>/dev/null | grep -q '
 stop_gracefully "$run_pid"
 
 # The window changelog (binary batches) as JSON lines: the 4 kept stories, at their offsets.
-timeout 60 "$NEARDUP" changelog --brokers "$brokers" --timeout 30 >"$work/changelog.jsonl" 2>"$work/changelog.err" ||
+timeout 60 "$NEARDUP" changelog --config "$work/config.yaml" --brokers "$brokers" --timeout 30 >"$work/changelog.jsonl" 2>"$work/changelog.err" ||
   fail "neardup changelog failed: $(cat "$work/changelog.err")"
 [ "$(wc -l <"$work/changelog.jsonl")" -eq 4 ] || fail "expected 4 changelog entries: $(cat "$work/changelog.jsonl")"
 offsets=$(grep -o '"offset":[0-9]*' "$work/changelog.jsonl" | sort | tr '\n' ' ')
 [ "$offsets" = '"offset":0 "offset":1 "offset":3 "offset":5 ' ] || fail "changelog offsets: $offsets"
 [ "$(grep -c '"topic":"input","partition":0' "$work/changelog.jsonl")" -eq 4 ] || fail "changelog topics: $(cat "$work/changelog.jsonl")"
 grep -q '4 entries, 0 unreadable records' "$work/changelog.err" || fail "changelog summary: $(cat "$work/changelog.err")"
-echo "kcat_test: 9 passed, 0 failed"
+[ "$(count neardup-window)" -eq 0 ] || fail "group news wrote to the default group's changelog"
+echo "kcat_test: 11 passed, 0 failed"

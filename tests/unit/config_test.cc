@@ -523,6 +523,37 @@ TEST(ConfigEnv, OverridesApplyAndValidate) {
   EXPECT_EQ(config.kafka.input_topics, (std::vector<std::string>{"a", "b"}));
 }
 
+TEST(ConfigGroupTopics, TheGroupsOwnTopicsFollowItsIdUnlessNamed) {
+  struct Topics {
+    std::string changelog, judge, verdicts;
+    bool operator==(const Topics&) const = default;
+  };
+  auto topics_of = [](const Config& c) {
+    return Topics{c.kafka.changelog_topic, c.kafka.judge_topic, c.kafka.verdict_topic};
+  };
+  EXPECT_EQ(topics_of(parse_config("", "t.yaml")),
+            (Topics{"neardup-window", "neardup-judge", "neardup-verdicts"}));
+  EXPECT_EQ(topics_of(parse_config("kafka: {group_id: news}", "t.yaml")),
+            (Topics{"news-window", "news-judge", "news-verdicts"}));
+  EXPECT_EQ(topics_of(parse_config(
+                "kafka: {group_id: news, judge_topic: shared, changelog_topic: ''}", "t.yaml")),
+            (Topics{"", "shared", "news-verdicts"}));
+  // The environment's group id moves the topics the file did not name, not the others.
+  Config config = parse_config("kafka: {group_id: news, verdict_topic: answers}", "t.yaml");
+  apply_env_overrides(config, env({{"NEARDUP_KAFKA_GROUP_ID", "sports"}}));
+  EXPECT_EQ(topics_of(config), (Topics{"sports-window", "sports-judge", "answers"}));
+  apply_env_overrides(config, env({{"NEARDUP_KAFKA_JUDGE_TOPIC", "j"}}));
+  EXPECT_EQ(topics_of(config), (Topics{"sports-window", "j", "answers"}));
+  // A group id that makes no topic name is refused unless the three are named.
+  EXPECT_EQ(error_of("kafka: {group_id: 'my group'}"),
+            "t.yaml:1:19: kafka.group_id: expected a group id that makes topic names ('my "
+            "group-window' is not: [a-zA-Z0-9._-], at most 249), or kafka.changelog_topic, "
+            "judge_topic and verdict_topic named, got 'my group'");
+  EXPECT_EQ(error_of("kafka: {group_id: 'my group', changelog_topic: w, judge_topic: j, "
+                     "verdict_topic: v}"),
+            "");
+}
+
 TEST(ConfigEnv, UnsetVariablesChangeNothing) {
   Config config = parse_config(kFull, "t.yaml");
   apply_env_overrides(config, env({{"NEARDUP_SOURCE_DIR", "/x"}}));
