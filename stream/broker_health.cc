@@ -62,7 +62,10 @@ std::vector<BrokerObservation> parse_broker_statistics(std::string_view json) {
       continue;
     if (broker["state"].get_string().get(state) != simdjson::SUCCESS) continue;
     if (broker["stateage"].get_int64().get(age) != simdjson::SUCCESS) age = 0;
-    out.push_back({std::string(nodename), std::string(state), age});
+    std::int64_t waiting = 0, rx_idle = -1;
+    if (broker["waitresp_cnt"].get_int64().get(waiting) != simdjson::SUCCESS) waiting = 0;
+    if (broker["rxidle"].get_int64().get(rx_idle) != simdjson::SUCCESS) rx_idle = -1;
+    out.push_back({std::string(nodename), std::string(state), age, waiting, rx_idle});
   }
   return out;
 }
@@ -121,6 +124,7 @@ void BrokerHealth::on_error(std::string_view client, int err, std::string_view r
 void BrokerHealth::begin_outage(std::string_view client, std::string_view reason,
                                 Clock::time_point now) {
   std::vector<std::string> named;
+  std::string why(reason);
   const LastError* latest = nullptr;
   for (const auto& [broker, error] : errors_) {
     if (now - error.at > kErrorMemory) continue;
@@ -132,18 +136,43 @@ void BrokerHealth::begin_outage(std::string_view client, std::string_view reason
       for (const auto& [broker, up] : it->second) named.push_back(broker);
     }
   }
+  if (latest) why = latest->reason;
+  start_outage(client, std::move(named), std::move(why), "Kafka brokers unreachable", now);
+}
+
+void BrokerHealth::start_outage(std::string_view client, std::vector<std::string> named,
+                                std::string reason, std::string_view headline,
+                                Clock::time_point now) {
   state_.reachable = false;
   state_.since = now;
   state_.unreachable = std::move(named);
-  state_.reason = latest ? latest->reason : std::string(reason);
+  state_.reason = std::move(reason);
   ++state_.outages;
   errors_.clear();
   if (log_) {
     const std::string list = join(state_.unreachable);
     metrics::log(metrics::LogLevel::warn,
-                 "Kafka brokers unreachable: " + (list.empty() ? std::string("all") : list) + " (" +
+                 std::string(headline) + ": " + (list.empty() ? std::string("all") : list) + " (" +
                      state_.reason + "); waiting for them to return",
                  {{"brokers", list}, {"client", client}});
+  }
+}
+
+void BrokerHealth::end_outage(std::string_view client, const std::vector<std::string>& brokers,
+                              Clock::time_point at) {
+  const auto outage = at - state_.since;
+  state_.reachable = true;
+  state_.since = at;
+  state_.unreachable.clear();
+  state_.reason.clear();
+  errors_.clear();
+  stalled_client_.clear();
+  if (log_) {
+    metrics::log(metrics::LogLevel::info,
+                 "Kafka brokers reachable again after " + seconds_text(outage) + " s",
+                 {{"brokers", join(brokers)},
+                  {"client", client},
+                  {"outage_seconds", std::chrono::duration<double>(outage).count()}});
   }
 }
 
@@ -159,9 +188,19 @@ void BrokerHealth::on_brokers(std::string_view client,
   metrics::MutexLock lock(mutex_);
   std::map<std::string, bool>& known = clients_[std::string(client)];
   known.clear();
-  std::vector<std::string> reconnected;
+  std::vector<std::string> reconnected, stalled, answering;
+  std::int64_t waiting = 0, idle_us = 0;
   Clock::time_point first_up = Clock::time_point::max();
   for (const auto& b : brokers) {
+    if (b.state == "UP") {
+      if (b.waiting > 0 && b.rx_idle_us >= std::chrono::microseconds(kStallAfter).count()) {
+        stalled.push_back(b.address);
+        waiting += b.waiting;
+        idle_us = std::max(idle_us, b.rx_idle_us);
+      } else {
+        answering.push_back(b.address);
+      }
+    }
     if (b.state == "INIT") continue;  // never tried (sparse connections): neither up nor down
     const bool up = b.state == "UP";
     auto [it, fresh] = known.emplace(b.address, up);
@@ -176,20 +215,22 @@ void BrokerHealth::on_brokers(std::string_view client,
     }
     first_up = std::min(first_up, up_at);
   }
-  if (reconnected.empty()) return;
-  const auto outage = first_up - state_.since;
-  state_.reachable = true;
-  state_.since = first_up;
-  state_.unreachable.clear();
-  state_.reason.clear();
-  errors_.clear();
-  if (log_) {
-    metrics::log(metrics::LogLevel::info,
-                 "Kafka brokers reachable again after " + seconds_text(outage) + " s",
-                 {{"brokers", join(reconnected)},
-                  {"client", client},
-                  {"outage_seconds", std::chrono::duration<double>(outage).count()}});
+  if (state_.reachable) {
+    if (stalled.empty()) return;
+    stalled_client_ = std::string(client);
+    start_outage(client, std::move(stalled),
+                 std::to_string(waiting) + " request(s) unanswered, nothing received for " +
+                     seconds_text(std::chrono::microseconds(idle_us)) + " s",
+                 "Kafka brokers not answering", now);
+    return;
   }
+  if (!reconnected.empty()) {
+    end_outage(client, reconnected, first_up);
+    return;
+  }
+  // After a stall: the client that saw it receives again from every broker it is connected to.
+  if (client == stalled_client_ && stalled.empty() && !answering.empty())
+    end_outage(client, answering, now);
 }
 
 BrokerHealth::Snapshot BrokerHealth::snapshot() const {

@@ -4,9 +4,14 @@
 //   - an outage begins when a client reports that all its brokers are down
 //     (RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN); the brokers named are those the
 //     clients' recent connection errors (__TRANSPORT, __RESOLVE) were about;
+//   - or when a client's statistics show a broker that stopped answering: a
+//     connection UP with requests waiting and nothing received for
+//     kStallAfter (a hung or partitioned broker keeps its connections open,
+//     and librdkafka reports nothing until socket.timeout.ms, 60 s);
 //   - it ends when a client's statistics (statistics.interval.ms) show a broker
 //     in state UP whose connection was made after the outage began: an older
-//     connection that librdkafka had not yet seen fail is no evidence.
+//     connection that librdkafka had not yet seen fail is no evidence; or,
+//     after a stall, when the client that saw it receives again.
 // Each transition is logged once, in neardup's words (metrics/log.h):
 //   warn "Kafka brokers unreachable: 127.0.0.1:39211 (Connect to ... failed: Connection refused)"
 //   info "Kafka brokers reachable again after 10.2 s"
@@ -35,6 +40,8 @@ struct BrokerObservation {
   std::string address;            ///< "host:port" (the statistics' nodename)
   std::string state;              ///< librdkafka's: "UP", "DOWN", "CONNECT", "INIT", ...
   std::int64_t state_age_us = 0;  ///< how long it has been in that state
+  std::int64_t waiting = 0;       ///< requests sent and not answered yet (waitresp_cnt)
+  std::int64_t rx_idle_us = -1;   ///< since the connection last received (rxidle; -1: never)
 };
 
 /// The brokers of one librdkafka statistics JSON document ("brokers" object),
@@ -51,6 +58,10 @@ std::string broker_of_reason(std::string_view reason);
 class BrokerHealth {
  public:
   using Clock = std::chrono::steady_clock;
+  /// A connection with requests waiting that received nothing for this long
+  /// is a broker that stopped answering (fetches are answered within
+  /// fetch.wait.max.ms, 500 ms by default, even when there is nothing new).
+  static constexpr std::chrono::seconds kStallAfter{10};
 
   struct Snapshot {
     bool reachable = true;    ///< false during an outage
@@ -92,6 +103,10 @@ class BrokerHealth {
 
   void begin_outage(std::string_view client, std::string_view reason, Clock::time_point now)
       REQUIRES(mutex_);
+  void start_outage(std::string_view client, std::vector<std::string> named, std::string reason,
+                    std::string_view headline, Clock::time_point now) REQUIRES(mutex_);
+  void end_outage(std::string_view client, const std::vector<std::string>& brokers,
+                  Clock::time_point at) REQUIRES(mutex_);
 
   const bool log_;
   mutable metrics::Mutex mutex_;
@@ -100,6 +115,8 @@ class BrokerHealth {
   std::map<std::string, LastError, std::less<>> errors_ GUARDED_BY(mutex_);
   /// Client -> address -> up.
   std::map<std::string, std::map<std::string, bool>, std::less<>> clients_ GUARDED_BY(mutex_);
+  /// During an outage begun by a stall: the client whose statistics showed it.
+  std::string stalled_client_ GUARDED_BY(mutex_);
 };
 
 /// Copies the broker connection state into the Prometheus snapshot

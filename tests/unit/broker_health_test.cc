@@ -165,6 +165,60 @@ TEST(BrokerHealth, ANewConnectionEndsTheOutageWithItsLength) {
   EXPECT_EQ(health.snapshot().since, t0 + 15s + 200ms);
 }
 
+BrokerObservation waiting(const char* address, std::int64_t requests,
+                          std::chrono::microseconds idle) {
+  return {address, "UP", 60'000'000, requests, idle.count()};
+}
+
+TEST(ParseBrokerStatistics, ReadsRequestsWaitingAndReceiveIdleness) {
+  const auto brokers = parse_broker_statistics(R"({"brokers":{
+    "127.0.0.1:40123/1":{"nodename":"127.0.0.1:40123","source":"learned","state":"UP",
+                         "stateage":9,"waitresp_cnt":3,"rxidle":12000000},
+    "127.0.0.1:40124/2":{"nodename":"127.0.0.1:40124","source":"learned","state":"UP","stateage":9}}})");
+  ASSERT_EQ(brokers.size(), 2u);
+  EXPECT_EQ(brokers[0].waiting, 3);
+  EXPECT_EQ(brokers[0].rx_idle_us, 12'000'000);
+  EXPECT_EQ(brokers[1].waiting, 0);  // (older librdkafka: absent)
+  EXPECT_EQ(brokers[1].rx_idle_us, -1);
+}
+
+TEST(BrokerHealth, ABrokerThatStopsAnsweringIsAnOutageUntilTheSameClientReceivesAgain) {
+  BrokerHealth health(false, t0);
+  // Idle (nothing waiting) or answering within kStallAfter: no outage.
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 50s)}, t0 + 1s);
+  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 4, 9s)}, t0 + 2s);
+  EXPECT_TRUE(health.snapshot().reachable);
+  // Requests waiting, nothing received for 10.5 s: the broker hangs (SIGSTOP, a partition).
+  health.on_brokers("rdkafka#consumer-2",
+                    {waiting("127.0.0.1:40123", 4, 10500ms), waiting("127.0.0.1:40124", 0, 1s)},
+                    t0 + 3s);
+  auto s = health.snapshot();
+  EXPECT_FALSE(s.reachable);
+  EXPECT_EQ(s.since, t0 + 3s);
+  EXPECT_THAT(s.unreachable, ElementsAre("127.0.0.1:40123"));
+  EXPECT_EQ(s.reason, "4 request(s) unanswered, nothing received for 10.5 s");
+  EXPECT_EQ(s.outages, 1u);
+  EXPECT_EQ(not_ready_reason(s, true, true, t0 + 5s),
+            "Kafka brokers unreachable for 2.0 s: 127.0.0.1:40123 (4 request(s) unanswered, "
+            "nothing received for 10.5 s)");
+  // Another client that never waited on it is no evidence; nor is the same client still waiting.
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 1s)}, t0 + 4s);
+  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 5, 11s)}, t0 + 5s);
+  EXPECT_FALSE(health.snapshot().reachable);
+  // The broker answers again (SIGCONT): the client that saw the stall receives.
+  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 1, 20ms)}, t0 + 21s);
+  s = health.snapshot();
+  EXPECT_TRUE(s.reachable);
+  EXPECT_EQ(s.since, t0 + 21s);
+  EXPECT_EQ(s.outages, 1u);
+  // A later outage of the usual kind still begins and ends as before.
+  lose_brokers(health, t0 + 30s);
+  EXPECT_FALSE(health.snapshot().reachable);
+  health.on_brokers("rdkafka#consumer-2", {up("127.0.0.1:40123", 1s)}, t0 + 40s);
+  EXPECT_TRUE(health.snapshot().reachable);
+  EXPECT_EQ(health.snapshot().outages, 2u);
+}
+
 TEST(BrokerHealth, CountsEachOutage) {
   BrokerHealth health(false, t0);
   for (int i = 0; i < 3; ++i) {
