@@ -1,7 +1,10 @@
 #include "app/cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <iostream>
 
 #include "config/values.h"
 
@@ -93,10 +96,23 @@ void Args::expect_no_positionals() const {
   if (!positionals_.empty()) throw UsageError("unexpected argument '" + positionals_[0] + "'");
 }
 
+void apply_env(config::Config& config) {
+  config::apply_env_overrides(config);
+  std::vector<std::string> names;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    names.emplace_back(text.substr(0, text.find('=')));
+  }
+  for (const auto& [typo, near] : config::misspelled_env_variables(names)) {
+    std::cerr << "neardup: warning: " << typo
+              << " is not a configuration variable and is ignored (did you mean " << near << "?)\n";
+  }
+}
+
 config::Config kafka_command_config(const Args& args) {
   config::Config cfg =
       args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
-  config::apply_env_overrides(cfg);
+  apply_env(cfg);
   if (auto brokers = args.get("brokers")) {
     if (!config::is_broker_list(*brokers))
       throw UsageError("--brokers: expected HOST:PORT[,HOST:PORT...] (ports 1..65535), got '" +

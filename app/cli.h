@@ -61,6 +61,11 @@ class Args {
   bool help_ = false;
 };
 
+/// config::apply_env_overrides, then a warning on stderr for each NEARDUP_*
+/// variable that names no configuration key but comes near one (a typo the
+/// overrides would silently ignore). Throws config::ConfigError.
+void apply_env(config::Config& config);
+
 /// The configuration of a command that talks to Kafka: `--config FILE` (else
 /// the defaults), then the NEARDUP_* variables, then `--brokers`. Throws
 /// UsageError for a malformed `--brokers`, config::ConfigError for the rest.

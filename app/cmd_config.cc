@@ -44,7 +44,7 @@ int run_config_check(std::span<const std::string> raw) {
     } else {
       config = config::load_config(path);
     }
-    if (!args.has("no-env")) config::apply_env_overrides(config);
+    if (!args.has("no-env")) cli::apply_env(config);
     std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n"
               << config::to_yaml(config, args.has("show-secrets") ? config::Secrets::show
                                                                   : config::Secrets::redact);

@@ -43,7 +43,7 @@ example:
 config::Config load(const cli::Args& args) {
   config::Config config =
       args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
-  config::apply_env_overrides(config);
+  cli::apply_env(config);
   return config;
 }
 

@@ -104,7 +104,7 @@ int run_scan(std::span<const std::string> raw_args) {
   // is set before the environment's keys are checked (a JSON-field dedup.scope
   // needs json).
   config.input.format = input_format;
-  config::apply_env_overrides(config);
+  cli::apply_env(config);
   config.input.format = input_format;
   if (args.has("text-field")) {
     config.input.text_fields.clear();

@@ -948,6 +948,24 @@ void apply_env_overrides(Config& config, const EnvLookup& lookup) {
   config = std::move(updated);
 }
 
+std::vector<std::pair<std::string, std::string>> misspelled_env_variables(
+    const std::vector<std::string>& names) {
+  constexpr std::string_view kPrefix = "NEARDUP_";
+  std::vector<std::string> suffixes;  // "ACTION", "KAFKA_BROKERS", ...
+  for (const auto& key : keys())
+    if (key.shape != Shape::map) suffixes.push_back(env_name(key.path).substr(kPrefix.size()));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& name : names) {
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view suffix = std::string_view(name).substr(kPrefix.size());
+    if (std::find(suffixes.begin(), suffixes.end(), suffix) != suffixes.end()) continue;
+    // (compared without the prefix: every name shares it, which would let
+    // anything pass for near)
+    if (auto near = nearest(suffix, suffixes)) out.emplace_back(name, std::string(kPrefix) + *near);
+  }
+  return out;
+}
+
 void apply_env_overrides(Config& config) {
   apply_env_overrides(config, [](const std::string& name) -> std::optional<std::string> {
     const char* value = std::getenv(name.c_str());

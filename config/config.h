@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dedup/options.h"
@@ -123,6 +124,13 @@ void derive_group_topics(KafkaOptions& kafka);
 
 /// Reads and parses a file. Throws ConfigError (unreadable file included).
 Config load_config(const std::string& path);
+
+/// Of `names` (environment variable names), those that start with NEARDUP_
+/// and name no configuration key but come near one: likely typos, which
+/// apply_env_overrides ignores like any other variable. Each with the
+/// variable it comes near: {"NEARDUP_ACTON", "NEARDUP_ACTION"}. O(names x keys).
+std::vector<std::pair<std::string, std::string>> misspelled_env_variables(
+    const std::vector<std::string>& names);
 
 /// Applies NEARDUP_* environment overrides (e.g. NEARDUP_KAFKA_BROKERS,
 /// NEARDUP_METRICS_LISTEN, NEARDUP_ACTION, NEARDUP_LOG_LEVEL). Throws ConfigError.

@@ -47,6 +47,12 @@ expect 2 "NEARDUP_ACTION" -- env NEARDUP_ACTION=bogus "$neardup" scan /dev/null
 printf 'kafka:\n  consumer:\n    no.such.property: "1"\n' >"$tmp/property.yaml"
 expect 2 "no.such.property" -- "$neardup" run --config "$tmp/property.yaml" --brokers 127.0.0.1:9
 
+# A misspelled variable is ignored, as every variable that names no key, but said
+# (the check itself passes: 0).
+printf 'action: tag\n' >"$tmp/ok.yaml"
+expect 0 "warning: NEARDUP_ACTON is not a configuration variable and is ignored \\(did you mean NEARDUP_ACTION\\?\\)" -- \
+  env NEARDUP_ACTON=route "$neardup" config check "$tmp/ok.yaml"
+
 # Runtime failures: 1 (worth a retry or a restart).
 expect 1 "cannot open" -- "$neardup" scan "$tmp/does-not-exist.jsonl"
 

@@ -554,6 +554,17 @@ TEST(ConfigGroupTopics, TheGroupsOwnTopicsFollowItsIdUnlessNamed) {
             "");
 }
 
+TEST(ConfigEnv, MisspelledVariablesAreFoundWithTheOneTheyComeNear) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(misspelled_env_variables({"NEARDUP_ACTON", "NEARDUP_ACTION", "PATH", "NEARDUP_JOBS",
+                                      "NEARDUP_CPU", "NEARDUP_DEDUP_WINDOW_MAX_ENTRIES",
+                                      "NEARDUP_DEDUP_MAX_DISTNCE", "NEARDUP", "ACTON"}),
+            (Pairs{{"NEARDUP_ACTON", "NEARDUP_ACTION"},
+                   {"NEARDUP_DEDUP_WINDOW_MAX_ENTRIES", "NEARDUP_WINDOW_MAX_ENTRIES"},
+                   {"NEARDUP_DEDUP_MAX_DISTNCE", "NEARDUP_DEDUP_MAX_DISTANCE"}}));
+  EXPECT_EQ(misspelled_env_variables({}), Pairs{});
+}
+
 TEST(ConfigEnv, UnsetVariablesChangeNothing) {
   Config config = parse_config(kFull, "t.yaml");
   apply_env_overrides(config, env({{"NEARDUP_SOURCE_DIR", "/x"}}));
