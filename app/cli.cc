@@ -97,7 +97,6 @@ void Args::expect_no_positionals() const {
 }
 
 void apply_env(config::Config& config) {
-  config::apply_env_overrides(config);
   std::vector<std::string> names;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
@@ -107,6 +106,7 @@ void apply_env(config::Config& config) {
     std::cerr << "neardup: warning: " << typo
               << " is not a configuration variable and is ignored (did you mean " << near << "?)\n";
   }
+  config::apply_env_overrides(config);  // (after: a refused variable keeps the hints above)
 }
 
 config::Config kafka_command_config(const Args& args) {

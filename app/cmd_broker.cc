@@ -70,16 +70,17 @@ int run_broker(std::span<const std::string> raw) {
   }
   stream::install_stop_signal_handlers();
   stream::EmbeddedBroker broker(1, port);
-  for (const auto& t : topics) broker.create_topic(t, partitions);
-  if (!args.get("topics")) {
-    for (const auto& t : stream::judge_topics(config::KafkaOptions{})) broker.create_topic(t, 1);
-  }
+  // The groups' own first: a topic also in --topics keeps their partition count.
   for (const std::string& g : groups) {
     config::KafkaOptions own;
     own.group_id = g;
     config::derive_group_topics(own);
     broker.create_topic(own.changelog_topic, partitions);
     for (const auto& t : stream::judge_topics(own)) broker.create_topic(t, 1);
+  }
+  for (const auto& t : topics) broker.create_topic(t, partitions);
+  if (!args.get("topics")) {
+    for (const auto& t : stream::judge_topics(config::KafkaOptions{})) broker.create_topic(t, 1);
   }
   const std::string address = broker.bootstrap();
   if (auto file = args.get("bootstrap-file")) stream::write_bootstrap_file(*file, address);

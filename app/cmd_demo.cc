@@ -83,6 +83,7 @@ int run_demo(std::span<const std::string> raw) {
   config::Config cfg;
   cfg.kafka.brokers.reset();  // always the embedded broker
   cfg.kafka.group_id = "neardup-demo";
+  config::derive_group_topics(cfg.kafka);  // its own topics, as any group's
   cfg.input.format = config::InputFormat::json;
   cfg.input.text_fields = {"/text"};
   cfg.input.id_field = "/id";

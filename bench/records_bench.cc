@@ -64,8 +64,10 @@ void BM_JudgeSideOfARequest(benchmark::State& state) {
   stream::ChangelogBatch changelog(42);
   std::string error;
   for (auto _ : state) {
-    if (!stream::decode_judge_request(request_value, request, &error))
+    if (!stream::decode_judge_request(request_value, request, &error)) {
       state.SkipWithError("request");
+      break;
+    }
     verdict_writer.start(request.instance, request.batch);
     std::size_t i = 0;
     for (const stream::JudgeRequestEntry& e : request.entries) {
@@ -120,8 +122,10 @@ void BM_InstanceSideOfARequest(benchmark::State& state) {
   std::uint64_t batch = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(encode_request(request_writer, in, ++batch));
-    if (!stream::decode_judge_verdicts(verdict_value, verdicts, &error))
+    if (!stream::decode_judge_verdicts(verdict_value, verdicts, &error)) {
       state.SkipWithError("verdicts");
+      break;
+    }
     benchmark::DoNotOptimize(verdicts.entries.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(in.size()));

@@ -51,6 +51,11 @@ struct Key {
   std::function<bool(Config&, const std::vector<std::string>&)> set_list;
   std::function<std::vector<std::string>(const Config&)> show_list;
 
+  // scalar: true when the value is not the file's nor the environment's but
+  // follows another key (a group's own topics follow kafka.group_id): to_yaml
+  // shows it as a comment, so that its output read back still follows.
+  std::function<bool(const Config&)> follows;
+
   // map: the string map, stored as written.
   std::function<Map&(Config&)> map;
   std::function<const Map&(const Config&)> show_map;
@@ -174,6 +179,7 @@ Key group_topic_key(std::string path, bool optional, std::string KafkaOptions::*
     config.kafka.*named = true;
     return true;
   };
+  key.follows = [named](const Config& config) { return !(config.kafka.*named); };
   return key;
 }
 
@@ -583,6 +589,7 @@ void check_cross(const Config& config, const Locator& locator) {
                                      std::pair{kafka.judge_topic_named, &kafka.judge_topic},
                                      std::pair{kafka.verdict_topic_named, &kafka.verdict_topic}}) {
     if (named || is_topic_name(*topic)) continue;
+    if (topic == &kafka.verdict_topic && kafka.judge_topic.empty()) continue;  // (unused)
     fail_expected(locator.where("kafka.group_id"),
                   "a group id that makes topic names (" + quoted(*topic) +
                       " is not: [a-zA-Z0-9._-], at most 249), or kafka.changelog_topic, "
@@ -982,7 +989,8 @@ bool is_secret_property(const std::string& name) {
 std::string to_yaml(const Config& config, Secrets secrets) {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  std::string section;  // the open section ("" = top level)
+  std::string section;    // the open section ("" = top level)
+  std::string following;  // comment lines: the keys that follow kafka.group_id
   for (const auto& key : keys()) {
     auto dot = key.path.find('.');
     std::string key_section = dot == std::string::npos ? "" : key.path.substr(0, dot);
@@ -991,6 +999,11 @@ std::string to_yaml(const Config& config, Secrets secrets) {
       if (!section.empty()) out << YAML::EndMap;
       section = key_section;
       if (!section.empty()) out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+    }
+    if (key.follows && key.follows(config)) {
+      following +=
+          "  # " + name + ": " + key.show(config).value_or("") + " (follows kafka.group_id)\n";
+      continue;
     }
     out << YAML::Key << name << YAML::Value;
     switch (key.shape) {
@@ -1023,7 +1036,11 @@ std::string to_yaml(const Config& config, Secrets secrets) {
   if (!section.empty()) out << YAML::EndMap;
   out << YAML::EndMap;
   if (!out.good()) throw ConfigError("configuration: cannot write YAML: " + out.GetLastError());
-  return std::string(out.c_str()) + "\n";
+  std::string text = std::string(out.c_str()) + "\n";
+  // Under the group id (kafka's keys are indented by 2): what follows it, as comments.
+  if (const auto at = text.find("\n  group_id: "); !following.empty() && at != std::string::npos)
+    text.insert(text.find('\n', at + 1) + 1, following);
+  return text;
 }
 
 std::vector<KeyInfo> schema() {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "metrics/log.h"
 
@@ -166,7 +167,8 @@ void BrokerHealth::end_outage(std::string_view client, const std::vector<std::st
   state_.unreachable.clear();
   state_.reason.clear();
   errors_.clear();
-  stalled_client_.clear();
+  stall_outage_ = false;
+  stall_seen_.clear();
   if (log_) {
     metrics::log(metrics::LogLevel::info,
                  "Kafka brokers reachable again after " + seconds_text(outage) + " s",
@@ -188,18 +190,23 @@ void BrokerHealth::on_brokers(std::string_view client,
   metrics::MutexLock lock(mutex_);
   std::map<std::string, bool>& known = clients_[std::string(client)];
   known.clear();
-  std::vector<std::string> reconnected, stalled, answering;
-  std::int64_t waiting = 0, idle_us = 0;
+  std::vector<std::string> reconnected;
   Clock::time_point first_up = Clock::time_point::max();
+  // Per address (a bootstrap and a learned connection can share one): a
+  // connection that received within kStallAfter answers; one UP with requests
+  // waiting and nothing received for kStallAfter does not.
+  std::map<std::string, std::int64_t> stalled;  // address -> its least receive idleness, us
+  std::map<std::string, std::int64_t> answering;
+  std::int64_t waiting = 0;
+  const std::int64_t stall_us = std::chrono::microseconds(kStallAfter).count();
   for (const auto& b : brokers) {
-    if (b.state == "UP") {
-      if (b.waiting > 0 && b.rx_idle_us >= std::chrono::microseconds(kStallAfter).count()) {
-        stalled.push_back(b.address);
-        waiting += b.waiting;
-        idle_us = std::max(idle_us, b.rx_idle_us);
-      } else {
-        answering.push_back(b.address);
-      }
+    if (b.state == "UP" && b.rx_idle_us >= 0 && b.rx_idle_us < stall_us) {
+      auto [it, fresh] = answering.emplace(b.address, b.rx_idle_us);
+      if (!fresh) it->second = std::min(it->second, b.rx_idle_us);
+    } else if (b.state == "UP" && b.waiting > 0 && b.rx_idle_us >= stall_us) {
+      auto [it, fresh] = stalled.emplace(b.address, b.rx_idle_us);
+      if (!fresh) it->second = std::min(it->second, b.rx_idle_us);
+      waiting += b.waiting;
     }
     if (b.state == "INIT") continue;  // never tried (sparse connections): neither up nor down
     const bool up = b.state == "UP";
@@ -215,22 +222,50 @@ void BrokerHealth::on_brokers(std::string_view client,
     }
     first_up = std::min(first_up, up_at);
   }
+  for (const auto& [address, idle] : answering) stalled.erase(address);
+  // A stall, as ALL_BROKERS_DOWN: this client waits on some broker and no broker answers it.
+  const bool client_stalled = !stalled.empty() && answering.empty();
+  if (!client_stalled) stall_seen_.erase(std::string(client));
   if (state_.reachable) {
-    if (stalled.empty()) return;
-    stalled_client_ = std::string(client);
-    start_outage(client, std::move(stalled),
+    if (!client_stalled) return;
+    // Seen in one report, a request may just have gone out on a connection
+    // idle for long: the stall counts once a later report still shows it,
+    // with nothing received in between (its idleness grew by the time passed).
+    std::int64_t least_idle = std::numeric_limits<std::int64_t>::max();
+    for (const auto& [address, idle] : stalled) least_idle = std::min(least_idle, idle);
+    auto [seen, first] = stall_seen_.emplace(std::string(client), StallSeen{now, least_idle});
+    if (first) return;
+    const auto elapsed_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(now - seen->second.at).count();
+    if (elapsed_us < std::chrono::microseconds(kStallConfirm).count()) return;
+    if (least_idle < seen->second.least_idle_us + elapsed_us - 100'000) {  // received meanwhile
+      seen->second = StallSeen{now, least_idle};
+      return;
+    }
+    std::vector<std::string> named;
+    for (const auto& [address, idle] : stalled) named.push_back(address);
+    stall_seen_.clear();
+    stall_outage_ = true;
+    // Since the last answer: the broker stopped answering then, not when it was noticed.
+    start_outage(client, std::move(named),
                  std::to_string(waiting) + " request(s) unanswered, nothing received for " +
-                     seconds_text(std::chrono::microseconds(idle_us)) + " s",
-                 "Kafka brokers not answering", now);
+                     seconds_text(std::chrono::microseconds(least_idle)) + " s",
+                 "Kafka brokers not answering", now - std::chrono::microseconds(least_idle));
     return;
   }
   if (!reconnected.empty()) {
     end_outage(client, reconnected, first_up);
     return;
   }
-  // After a stall: the client that saw it receives again from every broker it is connected to.
-  if (client == stalled_client_ && stalled.empty() && !answering.empty())
-    end_outage(client, answering, now);
+  // After a stall: any client that received from every broker named, since it began.
+  if (!stall_outage_ || state_.unreachable.empty()) return;
+  for (const std::string& address : state_.unreachable) {
+    const auto it = answering.find(address);
+    if (it == answering.end() || now - std::chrono::microseconds(it->second) <= state_.since)
+      return;
+  }
+  const std::vector<std::string> named = state_.unreachable;  // (end_outage clears it)
+  end_outage(client, named, now);
 }
 
 BrokerHealth::Snapshot BrokerHealth::snapshot() const {

@@ -4,14 +4,16 @@
 //   - an outage begins when a client reports that all its brokers are down
 //     (RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN); the brokers named are those the
 //     clients' recent connection errors (__TRANSPORT, __RESOLVE) were about;
-//   - or when a client's statistics show a broker that stopped answering: a
+//   - or when a client's statistics show that no broker answers it: some
 //     connection UP with requests waiting and nothing received for
-//     kStallAfter (a hung or partitioned broker keeps its connections open,
-//     and librdkafka reports nothing until socket.timeout.ms, 60 s);
+//     kStallAfter, none that received within it, and still so kStallConfirm
+//     later (a hung or partitioned broker keeps its connections open, and
+//     librdkafka reports nothing until request.timeout.ms or socket.timeout.ms);
 //   - it ends when a client's statistics (statistics.interval.ms) show a broker
 //     in state UP whose connection was made after the outage began: an older
 //     connection that librdkafka had not yet seen fail is no evidence; or,
-//     after a stall, when the client that saw it receives again.
+//     after a stall, when a client has received from every broker named since
+//     the outage began.
 // Each transition is logged once, in neardup's words (metrics/log.h):
 //   warn "Kafka brokers unreachable: 127.0.0.1:39211 (Connect to ... failed: Connection refused)"
 //   info "Kafka brokers reachable again after 10.2 s"
@@ -60,8 +62,10 @@ class BrokerHealth {
   using Clock = std::chrono::steady_clock;
   /// A connection with requests waiting that received nothing for this long
   /// is a broker that stopped answering (fetches are answered within
-  /// fetch.wait.max.ms, 500 ms by default, even when there is nothing new).
+  /// fetch.wait.max.ms, which neardup sets to 5-20 ms, even with nothing new).
   static constexpr std::chrono::seconds kStallAfter{10};
+  /// ...and still so, with nothing received, in a report this much later.
+  static constexpr std::chrono::seconds kStallConfirm{2};
 
   struct Snapshot {
     bool reachable = true;    ///< false during an outage
@@ -115,8 +119,13 @@ class BrokerHealth {
   std::map<std::string, LastError, std::less<>> errors_ GUARDED_BY(mutex_);
   /// Client -> address -> up.
   std::map<std::string, std::map<std::string, bool>, std::less<>> clients_ GUARDED_BY(mutex_);
-  /// During an outage begun by a stall: the client whose statistics showed it.
-  std::string stalled_client_ GUARDED_BY(mutex_);
+  struct StallSeen {
+    Clock::time_point at;
+    std::int64_t least_idle_us = 0;
+  };
+  /// Client -> when its statistics first showed a stall (none answering, some waiting).
+  std::map<std::string, StallSeen, std::less<>> stall_seen_ GUARDED_BY(mutex_);
+  bool stall_outage_ GUARDED_BY(mutex_) = false;  ///< the current outage began as a stall
 };
 
 /// Copies the broker connection state into the Prometheus snapshot

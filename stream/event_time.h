@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 #include "dedup/types.h"
 
@@ -25,7 +26,9 @@ inline dedup::EventTime event_time_of(std::int64_t timestamp_ms, std::int64_t no
                                       std::chrono::milliseconds max_future, bool* clamped) {
   *clamped = false;
   if (timestamp_ms < 0) return dedup::EventTime{now_ms};
-  const std::int64_t latest = now_ms + max_future.count();
+  std::int64_t latest;
+  if (__builtin_add_overflow(now_ms, max_future.count(), &latest))
+    latest = std::numeric_limits<std::int64_t>::max();
   if (timestamp_ms <= latest) return dedup::EventTime{timestamp_ms};
   *clamped = true;
   return dedup::EventTime{latest};

@@ -122,7 +122,7 @@ class Service {
   /// messages are not committed), or kTopicLayoutError (logged as clearly).
   int run();
   void request_stop() { stop_.store(true, std::memory_order_relaxed); }
-  /// The last error that stopped run() with status 1 ("" if none).
+  /// The last error that stopped run() with status 1 or kTopicLayoutError ("" if none).
   const std::string& fatal_error() const;
   /// A copy of the counters (pipeline thread only, or after run() returned).
   ServiceSnapshot snapshot() const;

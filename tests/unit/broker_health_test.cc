@@ -6,6 +6,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -182,31 +183,32 @@ TEST(ParseBrokerStatistics, ReadsRequestsWaitingAndReceiveIdleness) {
   EXPECT_EQ(brokers[1].rx_idle_us, -1);
 }
 
-TEST(BrokerHealth, ABrokerThatStopsAnsweringIsAnOutageUntilTheSameClientReceivesAgain) {
+TEST(BrokerHealth, ABrokerThatStopsAnsweringIsAnOutageUntilAClientReceivesFromItAgain) {
   BrokerHealth health(false, t0);
   // Idle (nothing waiting) or answering within kStallAfter: no outage.
   health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 50s)}, t0 + 1s);
   health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 4, 9s)}, t0 + 2s);
   EXPECT_TRUE(health.snapshot().reachable);
-  // Requests waiting, nothing received for 10.5 s: the broker hangs (SIGSTOP, a partition).
-  health.on_brokers("rdkafka#consumer-2",
-                    {waiting("127.0.0.1:40123", 4, 10500ms), waiting("127.0.0.1:40124", 0, 1s)},
-                    t0 + 3s);
+  // Requests waiting, nothing received for 10.5 s: a hung broker (SIGSTOP, a
+  // partition), once a later report still shows it with nothing received.
+  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 4, 10500ms)}, t0 + 3s);
+  EXPECT_TRUE(health.snapshot().reachable);
+  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 5, 12500ms)}, t0 + 5s);
   auto s = health.snapshot();
   EXPECT_FALSE(s.reachable);
-  EXPECT_EQ(s.since, t0 + 3s);
+  EXPECT_EQ(s.since, t0 + 5s - 12500ms);  // its last answer
   EXPECT_THAT(s.unreachable, ElementsAre("127.0.0.1:40123"));
-  EXPECT_EQ(s.reason, "4 request(s) unanswered, nothing received for 10.5 s");
+  EXPECT_EQ(s.reason, "5 request(s) unanswered, nothing received for 12.5 s");
   EXPECT_EQ(s.outages, 1u);
-  EXPECT_EQ(not_ready_reason(s, true, true, t0 + 5s),
-            "Kafka brokers unreachable for 2.0 s: 127.0.0.1:40123 (4 request(s) unanswered, "
-            "nothing received for 10.5 s)");
-  // Another client that never waited on it is no evidence; nor is the same client still waiting.
-  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 1s)}, t0 + 4s);
-  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 5, 11s)}, t0 + 5s);
+  EXPECT_EQ(not_ready_reason(s, true, true, t0 + 6s),
+            "Kafka brokers unreachable for 13.5 s: 127.0.0.1:40123 (5 request(s) unanswered, "
+            "nothing received for 12.5 s)");
+  // A client idle towards it is no evidence; nor is the stalled one still waiting.
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 30s)}, t0 + 6s);
+  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 5, 14s)}, t0 + 7s);
   EXPECT_FALSE(health.snapshot().reachable);
-  // The broker answers again (SIGCONT): the client that saw the stall receives.
-  health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 1, 20ms)}, t0 + 21s);
+  // The broker answers again (SIGCONT): any client that received from it since.
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 1, 20ms)}, t0 + 21s);
   s = health.snapshot();
   EXPECT_TRUE(s.reachable);
   EXPECT_EQ(s.since, t0 + 21s);
@@ -217,6 +219,30 @@ TEST(BrokerHealth, ABrokerThatStopsAnsweringIsAnOutageUntilTheSameClientReceives
   health.on_brokers("rdkafka#consumer-2", {up("127.0.0.1:40123", 1s)}, t0 + 40s);
   EXPECT_TRUE(health.snapshot().reachable);
   EXPECT_EQ(health.snapshot().outages, 2u);
+}
+
+TEST(BrokerHealth, ARequestOnALongIdleConnectionOrOneBrokerOfSeveralHangingIsNoOutage) {
+  BrokerHealth health(false, t0);
+  // A metadata refresh on a connection idle for 5 minutes, caught in flight,
+  // answered by the next report.
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 1, 300s)}, t0 + 1s);
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 800ms)}, t0 + 2s);
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 0, 1800ms)}, t0 + 4s);
+  EXPECT_TRUE(health.snapshot().reachable);
+  // Another request on it later, answered in between two reports that both catch one in flight.
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 1, 60s)}, t0 + 60s);
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 1, 61s)}, t0 + 61s);
+  health.on_brokers("rdkafka#producer-1", {waiting("127.0.0.1:40123", 1, 500ms)}, t0 + 63s);
+  EXPECT_TRUE(health.snapshot().reachable);
+  // One broker of two hangs while the other answers: as one refused broker, no outage.
+  for (int i = 0; i < 5; ++i) {
+    health.on_brokers("rdkafka#consumer-2",
+                      {waiting("127.0.0.1:40123", 3, 11s + std::chrono::seconds(i)),
+                       waiting("127.0.0.1:40124", 1, 15ms)},
+                      t0 + 100s + std::chrono::seconds(i));
+  }
+  EXPECT_TRUE(health.snapshot().reachable);
+  EXPECT_EQ(health.snapshot().outages, 0u);
 }
 
 TEST(BrokerHealth, CountsEachOutage) {
@@ -248,17 +274,12 @@ TEST(BrokerHealth, BrokerIsUpIfAnyClientIsConnectedToIt) {
   EXPECT_TRUE(health.snapshot().brokers.at("b:9"));
 }
 
-TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
+/// The JSON log lines written while `act` runs.
+std::vector<std::string> logged(const std::function<void()>& act) {
   std::FILE* sink = std::tmpfile();
-  ASSERT_NE(sink, nullptr);
+  if (sink == nullptr) return {"(no temporary file)"};
   metrics::configure_logging(metrics::LogFormat::json, metrics::LogLevel::info, sink);
-  {
-    BrokerHealth health(true, t0);
-    lose_brokers(health, t0 + 5s, "rdkafka#consumer-2");
-    lose_brokers(health, t0 + 5s, "rdkafka#producer-1");
-    health.on_brokers("rdkafka#consumer-2", {up("127.0.0.1:39211", 100ms)}, t0 + 15s + 300ms);
-    health.on_brokers("rdkafka#producer-1", {up("127.0.0.1:39211", 100ms)}, t0 + 16s);
-  }
+  act();
   metrics::configure_logging(metrics::LogFormat::text, metrics::LogLevel::info, stderr);
   std::rewind(sink);
   std::vector<std::string> lines;
@@ -270,6 +291,17 @@ TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
       line += static_cast<char>(c);
   }
   std::fclose(sink);
+  return lines;
+}
+
+TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
+  const std::vector<std::string> lines = logged([] {
+    BrokerHealth health(true, t0);
+    lose_brokers(health, t0 + 5s, "rdkafka#consumer-2");
+    lose_brokers(health, t0 + 5s, "rdkafka#producer-1");
+    health.on_brokers("rdkafka#consumer-2", {up("127.0.0.1:39211", 100ms)}, t0 + 15s + 300ms);
+    health.on_brokers("rdkafka#producer-1", {up("127.0.0.1:39211", 100ms)}, t0 + 16s);
+  });
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_THAT(
       lines[0],
@@ -281,6 +313,23 @@ TEST(BrokerHealth, LogsTheOutageAndTheReturnOnceEachInNeardupsWords) {
   EXPECT_THAT(lines[1],
               HasSubstr(R"("level":"info","msg":"Kafka brokers reachable again after 10.2 s")"));
   EXPECT_THAT(lines[1], HasSubstr(R"("outage_seconds":10.2)"));
+}
+
+TEST(BrokerHealth, LogsAStallAndItsEndNamingTheBroker) {
+  const std::vector<std::string> lines = logged([] {
+    BrokerHealth health(true, t0);
+    health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 1, 10s)}, t0 + 10s);
+    health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 1, 12s)}, t0 + 12s);
+    health.on_brokers("rdkafka#consumer-2", {waiting("127.0.0.1:40123", 0, 5ms)}, t0 + 20s);
+  });
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(
+      lines[0],
+      HasSubstr(
+          R"("level":"warn","msg":"Kafka brokers not answering: 127.0.0.1:40123 (1 request(s) unanswered, nothing received for 12.0 s); waiting for them to return")"));
+  EXPECT_THAT(lines[1],
+              HasSubstr(R"("level":"info","msg":"Kafka brokers reachable again after 20.0 s")"));
+  EXPECT_THAT(lines[1], HasSubstr(R"("brokers":"127.0.0.1:40123")"));
 }
 
 TEST(BrokerHealth, ReadinessNamesTheOutageFirst) {

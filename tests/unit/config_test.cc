@@ -544,6 +544,11 @@ TEST(ConfigGroupTopics, TheGroupsOwnTopicsFollowItsIdUnlessNamed) {
   EXPECT_EQ(topics_of(config), (Topics{"sports-window", "sports-judge", "answers"}));
   apply_env_overrides(config, env({{"NEARDUP_KAFKA_JUDGE_TOPIC", "j"}}));
   EXPECT_EQ(topics_of(config), (Topics{"sports-window", "j", "answers"}));
+  // What `config check` prints (to_yaml) still follows the group id when read back.
+  Config printed =
+      parse_config(to_yaml(parse_config("kafka: {group_id: news}", "t.yaml")), "t.yaml");
+  apply_env_overrides(printed, env({{"NEARDUP_KAFKA_GROUP_ID", "sports"}}));
+  EXPECT_EQ(topics_of(printed), (Topics{"sports-window", "sports-judge", "sports-verdicts"}));
   // A group id that makes no topic name is refused unless the three are named.
   EXPECT_EQ(error_of("kafka: {group_id: 'my group'}"),
             "t.yaml:1:19: kafka.group_id: expected a group id that makes topic names ('my "

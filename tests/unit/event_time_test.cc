@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 
 namespace neardup::stream {
 namespace {
@@ -25,6 +26,7 @@ TEST(EventTime, IsTheTimestampUpToTheClockPlusMaxFutureAndThatBeyond) {
            Case{now + 60'001, 1min, now + 60'000, true},        // one past it
            Case{16'725'225'600'000, 1min, now + 60'000, true},  // the year 2500
            Case{now + 1, 0ms, now, true}, Case{-1, 1min, now, false},  // no timestamp: the clock
+           Case{INT64_MAX, std::chrono::milliseconds(INT64_MAX), INT64_MAX, false},  // no overflow
        }) {
     bool clamped = !c.clamped;
     EXPECT_EQ(event_time_of(c.timestamp, now, c.max_future, &clamped).ms, c.expected)
