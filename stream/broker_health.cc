@@ -278,6 +278,8 @@ BrokerHealth::Snapshot BrokerHealth::snapshot() const {
       merged = merged || up;
     }
   }
+  if (stall_outage_)  // connected, but not answering
+    for (const std::string& address : state_.unreachable) s.brokers[address] = false;
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "dedup/engine.h"
 #include "stream/changelog.h"
 #include "stream/changelog_writer.h"
+#include "stream/event_time.h"
 #include "stream/judge_record.h"
 #include "stream/process.h"
 #include "stream/service_stats.h"
@@ -212,6 +213,12 @@ struct Judge::State {
       }
     }
     verdicts.start(request.instance, request.batch);
+    // (an instance of an earlier version sends times it did not clamp)
+    const std::int64_t now = wall_ms();
+    for (JudgeRequestEntry& e : request.entries) {
+      bool clamped = false;
+      e.time = event_time_of(e.time.ms, now, cfg.dedup.window.max_future, &clamped);
+    }
     const auto started = Clock::now();
     const std::size_t count = request.entries.size();
     // The window's memory accesses start well before each decision

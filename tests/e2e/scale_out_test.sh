@@ -39,7 +39,9 @@ done
 assigned() { grep -q 'assigned 2 partition' "$work/run1.err" && grep -q 'assigned 2 partition' "$work/run2.err"; }
 wait_for 60 assigned || { cp "$work/run1.err" "$work/run.err"; fail "the two instances did not split the 4 partitions"; }
 judging() { grep -l 'judge: this instance now judges' "$work"/run[12].err 2>/dev/null | head -1; }
-wait_for 30 test -n "$(judging)" || { cp "$work/run1.err" "$work/run.err"; fail "no instance became the judge"; }
+# (a function: `wait_for 30 test -n "$(judging)"` would look once, at the call)
+has_judge() { [ -n "$(judging)" ]; }
+wait_for 30 has_judge || { cp "$work/run1.err" "$work/run.err"; fail "no instance became the judge"; }
 judge_log=$(judging)
 judge_index=${judge_log##*/run}
 judge_index=${judge_index%.err}

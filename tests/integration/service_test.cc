@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stream/embedded_broker.h"
+#include "stream/event_time.h"
 #include "stream/kafka.h"
 #include "stream/service.h"
 #include "tests/integration/broker_fixture.h"
@@ -135,18 +136,12 @@ std::map<std::string, Record> by_key(std::vector<Record> records) {
   return out;
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 constexpr std::int64_t kMonthMs = 30LL * 24 * 3600 * 1000;
 
 TEST_F(ServiceTest, AMessageStampedAMonthAheadDoesNotEmptyTheWindow) {
   // Without window.max_future, the window's clock would jump a month ahead
   // and evict the original: its copy would pass as unique.
-  const std::int64_t now = now_ms();
+  const std::int64_t now = wall_ms();
   produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
           {}, now);
   produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead", {},
@@ -168,7 +163,7 @@ TEST_F(ServiceTest, AChangelogEntryStampedAMonthAheadDoesNotEmptyARebuiltWindow)
   // A first run that lets a timestamp a month ahead through (as versions
   // before window.max_future did) writes it to the changelog; the next run
   // rebuilds its window from that changelog and must keep the original.
-  const std::int64_t now = now_ms();
+  const std::int64_t now = wall_ms();
   produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
           {}, now);
   produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead", {},

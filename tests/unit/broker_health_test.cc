@@ -200,6 +200,7 @@ TEST(BrokerHealth, ABrokerThatStopsAnsweringIsAnOutageUntilAClientReceivesFromIt
   EXPECT_THAT(s.unreachable, ElementsAre("127.0.0.1:40123"));
   EXPECT_EQ(s.reason, "5 request(s) unanswered, nothing received for 12.5 s");
   EXPECT_EQ(s.outages, 1u);
+  EXPECT_EQ(s.brokers.at("127.0.0.1:40123"), false);  // connected, but not answering
   EXPECT_EQ(not_ready_reason(s, true, true, t0 + 6s),
             "Kafka brokers unreachable for 13.5 s: 127.0.0.1:40123 (5 request(s) unanswered, "
             "nothing received for 12.5 s)");
