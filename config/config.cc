@@ -170,6 +170,24 @@ Key topic_key(std::string path, bool optional, std::string KafkaOptions::*member
       [member](auto& config) -> auto& { return config.kafka.*member; });
 }
 
+/// A window duration from `least` ms to 365 days.
+Key duration_key(std::string path, const std::string& expected, std::int64_t least,
+                 std::chrono::milliseconds dedup::WindowOptions::*member) {
+  Key key;
+  key.path = std::move(path);
+  key.expected = expected + " (at most 365d)";
+  key.set = [least, member](Config& config, const std::optional<std::string>& text) {
+    auto value = text ? parse_duration(*text) : std::nullopt;
+    if (!value || value->count() < least || value->count() > kMaxWindowMs) return false;
+    config.dedup.window.*member = *value;
+    return true;
+  };
+  key.show = [member](const Config& config) -> std::optional<std::string> {
+    return format_duration(config.dedup.window.*member);
+  };
+  return key;
+}
+
 /// A topic of the group's own state: once named, it no longer follows group_id.
 Key group_topic_key(std::string path, bool optional, std::string KafkaOptions::*member,
                     bool KafkaOptions::*named) {
@@ -375,39 +393,13 @@ const std::vector<Key>& keys() {
         "dedup.sketch.band_bins", 1, 16,
         [](auto& config) -> auto& { return config.dedup.sketch.band_bins; }));
 
-    {
-      Key duration;
-      duration.path = "window.duration";
-      duration.expected = "a duration like 24h, 10m, 90s or 500ms (at most 365d)";
-      duration.set = [](Config& config, const std::optional<std::string>& text) {
-        auto value = text ? parse_duration(*text) : std::nullopt;
-        if (!value || value->count() < 1 || value->count() > kMaxWindowMs) return false;
-        config.dedup.window.duration = *value;
-        return true;
-      };
-      duration.show = [](const Config& config) {
-        return format_duration(config.dedup.window.duration);
-      };
-      k.push_back(std::move(duration));
-    }
+    k.push_back(duration_key("window.duration", "a duration like 24h, 10m, 90s or 500ms", 1,
+                             &dedup::WindowOptions::duration));
     k.push_back(integer_key(
         "window.max_entries", 1, kMaxWindowEntries,
         [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
-    {
-      Key future;
-      future.path = "window.max_future";
-      future.expected = "a duration like 1m, 90s or 0s (at most 365d)";
-      future.set = [](Config& config, const std::optional<std::string>& text) {
-        auto value = text ? parse_duration(*text) : std::nullopt;
-        if (!value || value->count() < 0 || value->count() > kMaxWindowMs) return false;
-        config.dedup.window.max_future = *value;
-        return true;
-      };
-      future.show = [](const Config& config) {
-        return format_duration(config.dedup.window.max_future);
-      };
-      k.push_back(std::move(future));
-    }
+    k.push_back(duration_key("window.max_future", "a duration like 1m, 90s or 0s", 0,
+                             &dedup::WindowOptions::max_future));
     k.push_back(bool_key(
         "window.refresh_on_duplicate",
         [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));
