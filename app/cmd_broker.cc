@@ -44,15 +44,18 @@ int run_broker(std::span<const std::string> raw) {
   args.expect_no_positionals();
   const int port = static_cast<int>(args.get_int("port", 1, 65535).value_or(0));
   const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
-  std::vector<std::string> groups;
+  std::vector<config::KafkaOptions> groups;  // each group's own topics
   if (auto list = args.get("groups")) {
     std::stringstream in(*list);
     for (std::string g; std::getline(in, g, ',');) {
       if (g.empty()) continue;
-      if (!config::is_topic_name(g + "-verdicts"))
-        throw cli::UsageError("--groups: '" + g +
-                              "' makes no topic name (a group id of [a-zA-Z0-9._-])");
-      groups.push_back(g);
+      config::KafkaOptions& own = groups.emplace_back();
+      own.group_id = g;
+      config::derive_group_topics(own);
+      for (const std::string* t : {&own.changelog_topic, &own.judge_topic, &own.verdict_topic})
+        if (!config::is_topic_name(*t))
+          throw cli::UsageError("--groups: '" + g +
+                                "' makes no topic name (a group id of [a-zA-Z0-9._-])");
     }
     if (groups.empty())
       throw cli::UsageError("--groups: expected a comma-separated list of group ids");
@@ -71,10 +74,7 @@ int run_broker(std::span<const std::string> raw) {
   stream::install_stop_signal_handlers();
   stream::EmbeddedBroker broker(1, port);
   // The groups' own first: a topic also in --topics keeps their partition count.
-  for (const std::string& g : groups) {
-    config::KafkaOptions own;
-    own.group_id = g;
-    config::derive_group_topics(own);
+  for (const config::KafkaOptions& own : groups) {
     broker.create_topic(own.changelog_topic, partitions);
     for (const auto& t : stream::judge_topics(own)) broker.create_topic(t, 1);
   }

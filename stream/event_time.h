@@ -5,6 +5,7 @@
 // clock only moves forward, so one message stamped years ahead would
 // otherwise evict every entry, and through the changelog every rebuild after it.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -20,18 +21,15 @@ inline std::int64_t wall_ms() {
       .count();
 }
 
-/// `timestamp_ms` < 0: no timestamp. Sets `*clamped` when the timestamp was
-/// later than `now_ms + max_future`. O(1).
+/// `timestamp_ms` < 0: no timestamp. A result earlier than `timestamp_ms`
+/// means it was clamped (later than `now_ms + max_future`). O(1).
 inline dedup::EventTime event_time_of(std::int64_t timestamp_ms, std::int64_t now_ms,
-                                      std::chrono::milliseconds max_future, bool* clamped) {
-  *clamped = false;
+                                      std::chrono::milliseconds max_future) {
   if (timestamp_ms < 0) return dedup::EventTime{now_ms};
   std::int64_t latest;
   if (__builtin_add_overflow(now_ms, max_future.count(), &latest))
     latest = std::numeric_limits<std::int64_t>::max();
-  if (timestamp_ms <= latest) return dedup::EventTime{timestamp_ms};
-  *clamped = true;
-  return dedup::EventTime{latest};
+  return dedup::EventTime{std::min(timestamp_ms, latest)};
 }
 
 }  // namespace neardup::stream

@@ -215,10 +215,8 @@ struct Judge::State {
     verdicts.start(request.instance, request.batch);
     // (an instance of an earlier version sends times it did not clamp)
     const std::int64_t now = wall_ms();
-    for (JudgeRequestEntry& e : request.entries) {
-      bool clamped = false;
-      e.time = event_time_of(e.time.ms, now, cfg.dedup.window.max_future, &clamped);
-    }
+    for (JudgeRequestEntry& e : request.entries)
+      e.time = event_time_of(e.time.ms, now, cfg.dedup.window.max_future);
     const auto started = Clock::now();
     const std::size_t count = request.entries.size();
     // The window's memory accesses start well before each decision

@@ -110,9 +110,8 @@ void Service::Impl::submit(Slot& slot) {
     job.source = sources.intern(rd_kafka_topic_name(m.rkt), m.partition);
     job.judge = sources[job.source].assigned;
     const std::int64_t ts = timestamp_of(m);
-    bool clamped = false;
-    job.time = event_time_of(ts, now, cfg.dedup.window.max_future, &clamped);
-    if (clamped && future_timestamps++ < 10) {
+    job.time = event_time_of(ts, now, cfg.dedup.window.max_future);
+    if (job.time.ms < ts && future_timestamps++ < 10) {
       log(config::LogLevel::warn,
           std::string(rd_kafka_topic_name(m.rkt)) + "/" + std::to_string(m.partition) + "@" +
               std::to_string(m.offset) + ": timestamp " + std::to_string(ts) +

@@ -58,10 +58,8 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
           sketch_store.push_back(sketch);
           sketch_ref = sketch_store.size();
         }
-        bool clamped = false;
-        const dedup::EventTime time =
-            event_time_of(r.time.ms, now, cfg.dedup.window.max_future, &clamped);
-        future += clamped ? 1 : 0;
+        const dedup::EventTime time = event_time_of(r.time.ms, now, cfg.dedup.window.max_future);
+        future += time < r.time ? 1 : 0;
         entries.push_back(Replayed{time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
                                    r.fingerprint, r.scope, sketch_ref});
         if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
@@ -156,12 +154,15 @@ bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
 }
 
 void ChangelogFollower::follow(std::vector<Remembered>& out) {
-  reader_.poll([&](const ChangelogRecord& r) { remember(r, out); }, corrupt_handler(), 2000);
+  const std::int64_t now = wall_ms();
+  reader_.poll([&](const ChangelogRecord& r) { remember(r, now, out); }, corrupt_handler(), 2000);
 }
 
 void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
-  const bool complete = reader_.read_to_end([&](const ChangelogRecord& r) { remember(r, out); },
-                                            corrupt_handler(), std::chrono::seconds(10));
+  const std::int64_t now = wall_ms();
+  const bool complete =
+      reader_.read_to_end([&](const ChangelogRecord& r) { remember(r, now, out); },
+                          corrupt_handler(), std::chrono::seconds(10));
   if (!complete) {
     log(config::LogLevel::warn,
         "window changelog: not read to its end within 10 s of an assignment; until it is, "
@@ -169,11 +170,11 @@ void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
   }
 }
 
-void ChangelogFollower::remember(const ChangelogRecord& r, std::vector<Remembered>& out) {
+void ChangelogFollower::remember(const ChangelogRecord& r, std::int64_t now,
+                                 std::vector<Remembered>& out) {
   if (r.instance == instance_) return;
-  bool clamped = false;  // (an instance of an earlier version may have written it)
-  const dedup::EventTime time =
-      event_time_of(r.time.ms, wall_ms(), cfg_.dedup.window.max_future, &clamped);
+  // (clamped: an instance of an earlier version may have written it)
+  const dedup::EventTime time = event_time_of(r.time.ms, now, cfg_.dedup.window.max_future);
   out.push_back(Remembered{r.fingerprint, time,
                            pack_ref(sources_.intern(r.topic, r.partition), r.offset),
                            sketches_.usable(r), r.scope});

@@ -84,7 +84,7 @@ class ChangelogFollower {
   void read_to_end(std::vector<Remembered>& out);
 
  private:
-  void remember(const ChangelogRecord& r, std::vector<Remembered>& out);
+  void remember(const ChangelogRecord& r, std::int64_t now, std::vector<Remembered>& out);
   void on_corrupt(std::int32_t partition, std::int64_t offset, const std::string& reason);
   ChangelogReader::Corrupt corrupt_handler();
 

@@ -138,16 +138,28 @@ std::map<std::string, Record> by_key(std::vector<Record> records) {
 
 constexpr std::int64_t kMonthMs = 30LL * 24 * 3600 * 1000;
 
-TEST_F(ServiceTest, AMessageStampedAMonthAheadDoesNotEmptyTheWindow) {
+/// The feed of the two tests below, on partition 0: "orig" at `now`, then an
+/// unrelated "ahead" stamped a month later; and "copy", a near copy of "orig".
+class FutureStampTest : public ServiceTest {
+ protected:
+  void produce_original_and_a_month_ahead(std::int64_t now) {
+    produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
+            {}, now);
+    produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead",
+            {}, now + kMonthMs);
+  }
+  void produce_copy(std::int64_t at) {
+    produce({"STORM closes the harbour bridge, as rivers rise across the county tonight!"}, 0,
+            "copy", {}, at);
+  }
+};
+
+TEST_F(FutureStampTest, AMessageStampedAMonthAheadDoesNotEmptyTheWindow) {
   // Without window.max_future, the window's clock would jump a month ahead
   // and evict the original: its copy would pass as unique.
   const std::int64_t now = wall_ms();
-  produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
-          {}, now);
-  produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead", {},
-          now + kMonthMs);
-  produce({"STORM closes the harbour bridge, as rivers rise across the county tonight!"}, 0, "copy",
-          {}, now + 1000);
+  produce_original_and_a_month_ahead(now);
+  produce_copy(now + 1000);
   auto running = start(config::Action::tag);
   ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
   ASSERT_EQ(running->stop(), 0);
@@ -159,15 +171,12 @@ TEST_F(ServiceTest, AMessageStampedAMonthAheadDoesNotEmptyTheWindow) {
   EXPECT_EQ(out["ahead"].timestamp, now + kMonthMs);  // republished intact
 }
 
-TEST_F(ServiceTest, AChangelogEntryStampedAMonthAheadDoesNotEmptyARebuiltWindow) {
+TEST_F(FutureStampTest, AChangelogEntryStampedAMonthAheadDoesNotEmptyARebuiltWindow) {
   // A first run that lets a timestamp a month ahead through (as versions
   // before window.max_future did) writes it to the changelog; the next run
   // rebuilds its window from that changelog and must keep the original.
   const std::int64_t now = wall_ms();
-  produce({"Storm closes the harbour bridge as rivers rise across the county tonight"}, 0, "orig",
-          {}, now);
-  produce({"Council approves the new school budget after a long debate on housing"}, 0, "ahead", {},
-          now + kMonthMs);
+  produce_original_and_a_month_ahead(now);
   {
     config::Config cfg = cfg_;
     cfg.action = config::Action::tag;
@@ -176,8 +185,7 @@ TEST_F(ServiceTest, AChangelogEntryStampedAMonthAheadDoesNotEmptyARebuiltWindow)
     ASSERT_TRUE(eventually([&] { return first->written.load() >= 2; }));
     ASSERT_EQ(first->stop(), 0);
   }
-  produce({"STORM closes the harbour bridge, as rivers rise across the county tonight!"}, 0, "copy",
-          {}, now + 1000);
+  produce_copy(now + 1000);
   auto second = start(config::Action::tag);
   ASSERT_TRUE(eventually([&] { return second->committed.load() >= 1; }));  // (this run's)
   ASSERT_EQ(second->stop(), 0);
