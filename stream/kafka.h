@@ -89,6 +89,32 @@ inline constexpr const char* kHealthStatisticsMs = "1000";
 /// does not exist. Throws KafkaError when the metadata request fails.
 int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout);
 
+/// A topic to create through the admin API.
+struct NewTopic {
+  std::string name;
+  int partitions = 1;
+  int replication_factor = -1;  ///< -1: the cluster's default.replication.factor
+};
+
+/// What the cluster answered for one topic of create_topics() or delete_topics().
+struct TopicOutcome {
+  std::string name;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;  ///< TOPIC_ALREADY_EXISTS is not an error
+  std::string message;                                   ///< the broker's, when it gave one
+};
+
+/// Creates the topics with the admin API of a client made from `properties`
+/// (bootstrap.servers, security), waiting up to `timeout`; one outcome per
+/// topic, in order. Throws KafkaError when the request itself fails (no broker
+/// answered, a property librdkafka rejects).
+std::vector<TopicOutcome> create_topics(const Properties& properties,
+                                        const std::vector<NewTopic>& topics,
+                                        std::chrono::milliseconds timeout);
+/// Deletes the topics (and their data); as create_topics().
+std::vector<TopicOutcome> delete_topics(const Properties& properties,
+                                        const std::vector<std::string>& topics,
+                                        std::chrono::milliseconds timeout);
+
 /// A producer. Delivery reports are served on the thread that calls poll() or
 /// flush(), through the handler given at construction.
 /// Not thread-safe except produce() (librdkafka's produce is thread-safe).

@@ -53,6 +53,15 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   producer = std::make_unique<kafka::Producer>(
       producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
       options.broker_health);
+  if (exactly_once && judged_remotely) {
+    auto request_props = producer_props;
+    request_props.erase("transactional.id");
+    request_props.erase("transaction.timeout.ms");
+    request_props["linger.ms"] = "1";  // a request's verdict is waited for
+    request_producer = std::make_unique<kafka::Producer>(
+        request_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
+        options.broker_health);
+  }
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                           config::producer_message_max_bytes(cfg.kafka));
   if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup && !judged_remotely) {
@@ -385,7 +394,6 @@ int Service::Impl::run() {
     log(config::LogLevel::info, "stopping: flushing output and committing offsets");
     finish_inflight();  // every polled message of a still assigned partition is handled
     if (judged_remotely) {
-      if (txn) commit_transaction();  // (the requests become visible to the judge)
       if (!await_verdicts(options.shutdown_flush)) {
         log(config::LogLevel::warn,
             std::to_string(awaiting.size()) +
@@ -433,6 +441,8 @@ int Service::Impl::crash() {
     judge.reset();
   }
   rd_kafka_purge(producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  if (request_producer)
+    rd_kafka_purge(request_producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   try {
     consumer->close();  // (a real crash would leave the group only at the session timeout)
   } catch (...) {

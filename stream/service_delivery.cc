@@ -11,7 +11,7 @@ void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
   if (is_request_delivery(ticket)) {  // a judge request: its verdict acknowledges its messages
     if (m.err) {
       ++stats.produce_errors;
-      if (!exactly_once) note_delivery_fatal(m);  // (exactly-once: its transaction aborts)
+      note_delivery_fatal(m);  // (never in a transaction: nothing else would notice)
     }
     return;
   }
@@ -58,6 +58,7 @@ void Service::Impl::acknowledge(Ticket ticket) {
 }
 
 void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
+  if (request_producer) request_producer->poll(std::chrono::milliseconds(0));
   producer->poll(timeout);
   try {
     router->resend();
@@ -101,7 +102,10 @@ void Service::Impl::rewind() {
     slots[std::exchange(inflight, -1)].messages.clear();  // judged, never sent: read again
   }
   router->forget_resends();
-  awaiting.clear();  // their requests were aborted: judged again when read again
+  // Their requests were decided (they are outside the transaction): the
+  // verdicts that still come are ignored, and the messages, read again, are
+  // judged again (each finds its own window entry, never its own duplicate).
+  awaiting.clear();
   awaiting_messages = 0;
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
   for (std::uint32_t i = 0; i < sources.size(); ++i) {

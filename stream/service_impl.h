@@ -78,6 +78,11 @@ struct Service::Impl {
   Sources sources;
   OffsetLedger ledger;
   std::unique_ptr<kafka::Producer> producer;
+  /// exactly-once with the group judge: judge requests go out through this
+  /// idempotent producer, outside the transaction (the judge reads its topic
+  /// read_committed, and the transaction commits only after the verdicts came
+  /// back). Null otherwise: requests go through `producer`.
+  std::unique_ptr<kafka::Producer> request_producer;
   std::unique_ptr<OutputRouter> router;
   std::unique_ptr<ChangelogWriter> changelog_writer;  // null when the changelog is off
   std::unique_ptr<ChangelogFollower> changelog;       // set while the changelog is on and read
@@ -238,6 +243,8 @@ struct Service::Impl {
   void send_for_judgement(Slot& slot);
   /// Produces request record `number` (a first send or a resend). Throws KafkaError.
   void send_request(std::uint64_t number, std::string_view value);
+  /// The producer of judge requests: request_producer when set, else producer.
+  kafka::Producer& requests_out() { return request_producer ? *request_producer : *producer; }
   /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
   void poll_verdicts(std::chrono::milliseconds timeout);
   /// Pauses the input partitions while more than kMaxAwaiting messages wait

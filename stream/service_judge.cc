@@ -73,7 +73,7 @@ void Service::Impl::send_request(std::uint64_t number, std::string_view value) {
   rec.value = value;
   rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
       Ticket{ChangelogWriter::kBatchSource, kRequestBit | (number & (kRequestBit - 1))}.pack()));
-  if (const rd_kafka_resp_err_t err = producer->produce(rec)) {
+  if (const rd_kafka_resp_err_t err = requests_out().produce(rec)) {
     // Its messages stay outstanding in the ledger: none of those offsets commits.
     throw KafkaError(
         "cannot send to the judge topic '" + cfg.kafka.judge_topic + "': " + rd_kafka_err2str(err),

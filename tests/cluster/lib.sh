@@ -1,0 +1,111 @@
+# Shared by the cluster scripts (source it after tests/e2e/lib.sh): the broker
+# a cluster test runs against, and topic names of its own.
+#
+#   NEARDUP_TEST_BROKERS=host:port,...  an external cluster (Apache Kafka,
+#       Redpanda, ...): the test creates its own uniquely named topics with
+#       `neardup topics create` and deletes them on exit; tests that kill
+#       brokers skip themselves.
+#   otherwise                           three kfake brokers (an independent
+#       implementation of the Kafka protocol, ../shared/kfake) on loopback,
+#       persisting to a data dir of the test's scratch folder; NEARDUP_KFAKE
+#       names the binary. Without it the test is skipped (exit 77).
+#
+# Every name a test uses comes from here: topic NAME gives "<prefix>NAME"
+# and the group is "<prefix>g", so runs never see each other's records.
+prefix="nd$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')-"
+group="${prefix}g"
+topic() { echo "${prefix}$1"; }
+kfake_pid=""
+kfake_ports=""
+cluster_configs=()
+
+if [ -n "${NEARDUP_TEST_BROKERS:-}" ]; then
+  cluster_mode=external
+elif [ -n "${NEARDUP_KFAKE:-}" ] && [ -x "${NEARDUP_KFAKE}" ]; then
+  cluster_mode=kfake
+else
+  echo "$name: SKIPPED: no kfake broker at '${NEARDUP_KFAKE:-}' (deploy/install-deps.sh builds it from ../shared/kfake when that folder exists) and NEARDUP_TEST_BROKERS is not set"
+  exit 77
+fi
+
+# On exit (before lib.sh's cleanup removes the scratch folder): an external
+# cluster loses the topics this test created.
+cluster_cleanup() {
+  if [ "$cluster_mode" = external ]; then
+    for c in "${cluster_configs[@]}"; do
+      timeout 60 "$NEARDUP" topics delete --config "$c" --brokers "$brokers" --yes >/dev/null 2>&1 || true
+    done
+  fi
+  cleanup
+}
+trap cluster_cleanup EXIT
+
+# need_kfake WHAT: tests that crash brokers cannot run on an external cluster.
+need_kfake() {
+  [ "$cluster_mode" = kfake ] && return 0
+  echo "$name: SKIPPED: $1 needs the kfake brokers this test starts itself (NEARDUP_TEST_BROKERS is set)"
+  exit 77
+}
+
+# kfake_start [-c key=value ...]: three brokers on loopback (the same ports and
+# data dir again after kfake_kill). Sets $brokers.
+kfake_args=()
+kfake_start() {
+  [ $# -gt 0 ] && kfake_args=("$@")
+  local ports=${kfake_ports:-0,0,0}
+  rm -f "$work/kfake.addrs"
+  mkdir -p "$work/kfake-data"
+  "$NEARDUP_KFAKE" -ports "$ports" -data-dir "$work/kfake-data" \
+    -c group.min.session.timeout.ms=1000 "${kfake_args[@]}" >"$work/kfake.addrs" 2>>"$work/kfake.err" &
+  kfake_pid=$!
+  pids+=($kfake_pid)
+  three_addresses() { [ "$(grep -c . "$work/kfake.addrs" 2>/dev/null)" -ge 3 ]; }
+  wait_for 30 three_addresses || fail "kfake did not start: $(tail -5 "$work/kfake.err")"
+  brokers=$(paste -sd, "$work/kfake.addrs")
+  kfake_ports=$(sed 's/.*://' "$work/kfake.addrs" | paste -sd,)
+}
+
+# kfake_kill: every broker dies at once (SIGKILL: no goodbye, nothing flushed).
+kfake_kill() {
+  kill -KILL "$kfake_pid"
+  wait "$kfake_pid" 2>/dev/null || true
+}
+
+# cluster_start [-c key=value ...]: the brokers of this test (kfake options are
+# ignored on an external cluster). Sets $brokers.
+cluster_start() {
+  if [ "$cluster_mode" = external ]; then
+    brokers=$NEARDUP_TEST_BROKERS
+  else
+    kfake_start "$@"
+  fi
+}
+
+# cluster_topics CONFIG [PARTITIONS]: creates every topic CONFIG names (and
+# deletes them on exit on an external cluster).
+cluster_topics() {
+  cluster_configs+=("$1")
+  "$NEARDUP" topics create --config "$1" --brokers "$brokers" --partitions "${2:-4}" \
+    --timeout 30 >"$work/topics.out" 2>&1 || fail "topics create: $(cat "$work/topics.out")"
+}
+
+# cluster_config FILE [YAML...]: a configuration on this test's own topics and
+# group; further lines are appended as they are.
+cluster_config() {
+  local file=$1
+  shift
+  {
+    echo "kafka:"
+    echo "  group_id: $group"
+    echo "  input_topics: [$(topic input)]"
+    echo "  output_topic: $(topic output)"
+    echo "  duplicates_topic: $(topic duplicates)"
+    echo "  dead_letter_topic: $(topic dead-letters)"
+    printf '%s\n' "$@"
+  } >"$file"
+}
+
+# committed TOPIC: records a read_committed consumer sees (key|headers|value).
+read_committed() {
+  kcat -b "$brokers" -C -t "$1" -e -q -X isolation.level=read_committed -f '%k|%h|%s\n' 2>/dev/null || true
+}
