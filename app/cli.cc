@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include "config/values.h"
@@ -120,6 +123,28 @@ config::Config kafka_command_config(const Args& args) {
     cfg.kafka.brokers = *brokers;
   }
   return cfg;
+}
+
+metrics::PageAccess page_access(const config::MetricsOptions& options, bool read_password) {
+  metrics::PageAccess access;
+  access.mode = options.page == config::PageMode::on    ? metrics::PageMode::on
+                : options.page == config::PageMode::off ? metrics::PageMode::off
+                                                        : metrics::PageMode::automatic;
+  access.user = options.page_user;
+  access.redact_texts = options.redact_texts;
+  if (!read_password || options.page_password_file.empty()) return access;
+  const std::string& path = options.page_password_file;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw config::ConfigError("metrics.page_password_file: cannot read '" + path +
+                              "': " + std::strerror(errno));
+  }
+  std::getline(in, access.password);
+  if (!access.password.empty() && access.password.back() == '\r') access.password.pop_back();
+  if (access.password.empty())
+    throw config::ConfigError("metrics.page_password_file: '" + path +
+                              "' holds no password on its first line");
+  return access;
 }
 
 }  // namespace neardup::app::cli

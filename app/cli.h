@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "metrics/page_access.h"
 
 namespace neardup::app::cli {
 
@@ -70,5 +71,10 @@ void apply_env(config::Config& config);
 /// the defaults), then the NEARDUP_* variables, then `--brokers`. Throws
 /// UsageError for a malformed `--brokers`, config::ConfigError for the rest.
 config::Config kafka_command_config(const Args& args);
+
+/// Who may read the page, from the metrics.* keys. The password is read from
+/// metrics.page_password_file (its first line) when `read_password`; a file
+/// that cannot be read, or holds no password, throws config::ConfigError.
+metrics::PageAccess page_access(const config::MetricsOptions& options, bool read_password = true);
 
 }  // namespace neardup::app::cli

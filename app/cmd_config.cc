@@ -7,6 +7,7 @@
 
 #include "app/cli.h"
 #include "config/config.h"
+#include "metrics/http_server.h"
 
 namespace neardup::app {
 
@@ -20,7 +21,9 @@ constexpr const char* kHelp =
     "NEARDUP_* environment overrides applied) and exits 0. On error prints\n"
     "'FILE:LINE:COLUMN: KEY: expected ..., got ...' to stderr and exits 2.\n"
     "Secret librdkafka properties (sasl.password, ssl.key.password, ...) print as\n"
-    "<redacted> unless --show-secrets is given.\n"
+    "<redacted> unless --show-secrets is given. Warns on stderr (the exit status\n"
+    "stays 0) when metrics.page would serve message texts on an address other\n"
+    "hosts can reach without metrics.page_user.\n"
     "\n"
     "options:\n"
     "  --no-env         ignore NEARDUP_* environment variables\n"
@@ -30,6 +33,21 @@ constexpr const char* kHelp =
     "example:\n"
     "  neardup config check deploy/examples/embedded.yaml\n"
     "  NEARDUP_ACTION=tag neardup config check deploy/examples/cluster.yaml\n";
+
+/// One line on stderr when the page would serve message texts to the network
+/// (the same warning `neardup run` logs when it binds).
+void warn_if_page_exposed(const config::MetricsOptions& options) {
+  if (options.listen.empty()) return;
+  bool loopback = false;
+  try {
+    loopback = metrics::is_loopback_host(metrics::parse_listen_address(options.listen).host);
+  } catch (const std::runtime_error&) {
+    return;  // not an address the server would bind
+  }
+  const std::string warning =
+      metrics::page_exposure_warning(cli::page_access(options, false), options.listen, loopback);
+  if (!warning.empty()) std::cerr << "neardup: warning: " << warning << "\n";
+}
 
 int run_config_check(std::span<const std::string> raw) {
   cli::Args args(raw, {}, {"no-env", "show-secrets"});
@@ -45,6 +63,7 @@ int run_config_check(std::span<const std::string> raw) {
       config = config::load_config(path);
     }
     if (!args.has("no-env")) cli::apply_env(config);
+    warn_if_page_exposed(config.metrics);
     std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n"
               << config::to_yaml(config, args.has("show-secrets") ? config::Secrets::show
                                                                   : config::Secrets::redact);

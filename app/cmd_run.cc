@@ -3,6 +3,7 @@
 
 #include "app/cli.h"
 #include "config/config.h"
+#include "metrics/metrics.h"
 #include "stream/host.h"
 
 namespace neardup::app {
@@ -39,6 +40,7 @@ int run_run(std::span<const std::string> raw) {
   args.expect_no_positionals();
   config::Config cfg = cli::kafka_command_config(args);
   stream::configure_logging(cfg.log);
+  metrics::set_default_page_access(cli::page_access(cfg.metrics));
   stream::HostOptions host;
   host.bootstrap_file = args.get("bootstrap-file").value_or("");
   stream::ServiceSnapshot last;

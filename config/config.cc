@@ -408,6 +408,24 @@ const std::vector<Key>& keys() {
         "metrics.listen", "an address like 127.0.0.1:9464 or \"\" to disable",
         [](const std::string& text) { return text.empty() || is_host_port(text, 0); },
         [](auto& config) -> auto& { return config.metrics.listen; }));
+    k.push_back(choice_key<PageMode>(
+        "metrics.page",
+        {{"auto", PageMode::automatic}, {"on", PageMode::on}, {"off", PageMode::off}},
+        [](auto& config) -> auto& { return config.metrics.page; }));
+    k.push_back(string_key(
+        "metrics.page_user", "\"\" or a user name without ':' or control characters",
+        [](const std::string& text) {
+          return std::all_of(text.begin(), text.end(), [](char c) {
+            return c != ':' && static_cast<unsigned char>(c) >= ' ' && c != 0x7f;
+          });
+        },
+        [](auto& config) -> auto& { return config.metrics.page_user; }));
+    k.push_back(string_key(
+        "metrics.page_password_file", "a file path (\"\" = none)",
+        [](const std::string&) { return true; },
+        [](auto& config) -> auto& { return config.metrics.page_password_file; }));
+    k.push_back(bool_key(
+        "metrics.redact_texts", [](auto& config) -> auto& { return config.metrics.redact_texts; }));
 
     k.push_back(choice_key<LogFormat>(
         "log.format", {{"text", LogFormat::text}, {"json", LogFormat::json}},
@@ -575,6 +593,15 @@ void check_cross(const Config& config, const Locator& locator) {
             ? "a file path (required when idf_source is file and weighting is tf_idf)"
             : "dedup.idf_file to be set (idf_source file with weighting tf_idf reads it)";
     fail_expected(locator.where(path), expected, got);
+  }
+  const auto& metrics = config.metrics;
+  if (metrics.page_user.empty() != metrics.page_password_file.empty()) {
+    const bool user_set = !metrics.page_user.empty();
+    fail_expected(locator.where(user_set ? "metrics.page_user" : "metrics.page_password_file"),
+                  user_set ? "metrics.page_password_file set as well (the file holding the "
+                             "password of metrics.page_user)"
+                           : "metrics.page_user set as well (the user whose password this is)",
+                  quoted(user_set ? metrics.page_user : metrics.page_password_file));
   }
   const auto& kafka = config.kafka;
   for (const auto& [named, topic] : {std::pair{kafka.changelog_topic_named, &kafka.changelog_topic},

@@ -21,6 +21,9 @@ enum class Action { drop, tag, route };
 enum class Delivery { at_least_once, exactly_once };
 enum class LogFormat { text, json };
 enum class LogLevel { debug, info, warn, error };
+/// metrics.page: automatic serves the page on a loopback listener, or with
+/// credentials (metrics.page_user); on and off override that.
+enum class PageMode { automatic, on, off };
 
 struct KafkaOptions {
   std::optional<std::string> brokers;  ///< absent -> the embedded broker
@@ -66,6 +69,13 @@ struct InputOptions {
 
 struct MetricsOptions {
   std::string listen = "127.0.0.1:9464";  ///< "" disables the HTTP endpoint
+  /// The page ("/") and /api/summary show message texts, topics and offsets:
+  /// whether they are served (docs/METRICS.md, "Who may read the page").
+  /// /metrics, /healthz and /readyz are always served.
+  PageMode page = PageMode::automatic;
+  std::string page_user;           ///< HTTP basic authentication for the page; "" = none
+  std::string page_password_file;  ///< the password's file (first line); set with page_user
+  bool redact_texts = false;       ///< the page shows locations and distances, no texts
 };
 
 struct LogOptions {

@@ -42,6 +42,10 @@ std::string_view reason(int status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
@@ -150,6 +154,8 @@ struct HttpServer::Impl {
     request.method = info->request_method != nullptr ? info->request_method : "";
     const char* path = info->local_uri != nullptr ? info->local_uri : info->request_uri;
     request.path = path != nullptr ? path : "";
+    const char* authorization = mg_get_header(connection, "Authorization");
+    request.authorization = authorization != nullptr ? authorization : "";
     HttpResponse response;
     try {
       response = of(connection).handler(request);

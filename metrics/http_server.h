@@ -24,8 +24,9 @@
 namespace neardup::metrics {
 
 struct HttpRequest {
-  std::string method;  ///< "GET", "HEAD", ...
-  std::string path;    ///< without the query string
+  std::string method;         ///< "GET", "HEAD", ...
+  std::string path;           ///< without the query string
+  std::string authorization;  ///< the Authorization header's value, "" when absent
 };
 
 struct HttpResponse {

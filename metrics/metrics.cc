@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "metrics/http_server.h"
+#include "metrics/log.h"
 #include "metrics/page.h"
 #include "metrics/recent_pairs.h"
 #include "metrics/render.h"
@@ -48,10 +49,29 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
   return s;
 }
 
+namespace {
+
+Mutex default_access_mutex;
+PageAccess default_access GUARDED_BY(default_access_mutex);
+
+}  // namespace
+
+PageAccess default_page_access() {
+  MutexLock lock(default_access_mutex);
+  return default_access;
+}
+
+void set_default_page_access(PageAccess access) {
+  MutexLock lock(default_access_mutex);
+  default_access = std::move(access);
+}
+
 // The pipeline thread publishes; civetweb's worker threads answer requests.
 struct Exporter::Impl {
-  BuildInfo build;                     // set before the server starts, then only read
-  const RecentPairs* pairs = nullptr;  // likewise (the object itself is thread-safe)
+  BuildInfo build;                       // set before the server starts, then only read
+  const RecentPairs* pairs = nullptr;    // likewise (the object itself is thread-safe)
+  PageAccess access;                     // likewise
+  std::atomic<bool> page_served{false};  // set once the bound address is known
   mutable Mutex mutex;
   std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) =
       std::make_shared<const ServiceStats>();
@@ -86,19 +106,35 @@ struct Exporter::Impl {
       }
       return {503, "text/plain; charset=utf-8", body + "\n", {}};
     }
-    if (request.path == "/" || request.path == "/api/summary") {
-      PageCounts counts = page_counts();
-      std::optional<PairsSnapshot> snapshot;
-      if (pairs) snapshot = pairs->snapshot();
-      const PairsSnapshot* shown = snapshot ? &*snapshot : nullptr;
-      // The page is live data: no cache may keep it. nosniff: the JSON is never taken for HTML.
-      std::map<std::string, std::string> headers{{"Cache-Control", "no-store"},
-                                                 {"X-Content-Type-Options", "nosniff"}};
-      if (request.path == "/")
-        return {200, "text/html; charset=utf-8", render_page(counts, shown), std::move(headers)};
-      return {200, "application/json", render_summary_json(counts, shown), std::move(headers)};
-    }
+    if (request.path == "/" || request.path == "/api/summary") return page(request);
     return {404, "text/plain; charset=utf-8", "not found\n", {}};
+  }
+
+  /// "/" and "/api/summary": as `access` allows, with a Content-Security-Policy.
+  HttpResponse page(const HttpRequest& request) const EXCLUDES(mutex) {
+    const bool html = request.path == "/";
+    // The page is live data: no cache may keep it. nosniff: the JSON is never taken for HTML.
+    std::map<std::string, std::string> headers{
+        {"Cache-Control", "no-store"},
+        {"X-Content-Type-Options", "nosniff"},
+        {"Content-Security-Policy", std::string(kLockedContentSecurityPolicy)}};
+    if (!page_served.load(std::memory_order_acquire))
+      return {403, "text/plain; charset=utf-8", page_off_reason(access) + "\n", headers};
+    if (!page_authorized(access, request.authorization)) {
+      headers["WWW-Authenticate"] = std::string(kPageAuthChallenge);
+      return {401, "text/plain; charset=utf-8",
+              "the page needs the user and password of metrics.page_user\n", headers};
+    }
+    PageCounts counts = page_counts();
+    std::optional<PairsSnapshot> snapshot;
+    if (pairs) snapshot = pairs->snapshot();
+    if (snapshot && access.redact_texts) redact_texts(*snapshot);
+    const PairsSnapshot* shown = snapshot ? &*snapshot : nullptr;
+    if (html) {
+      headers["Content-Security-Policy"] = page_content_security_policy();
+      return {200, "text/html; charset=utf-8", render_page(counts, shown), std::move(headers)};
+    }
+    return {200, "application/json", render_summary_json(counts, shown), std::move(headers)};
   }
 
   PageCounts page_counts() const EXCLUDES(mutex) {
@@ -121,13 +157,22 @@ struct Exporter::Impl {
 };
 
 Exporter::Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs,
-                   int max_workers)
+                   int max_workers, PageAccess access)
     : impl_(std::make_unique<Impl>()) {
   impl_->build = build;
   impl_->pairs = pairs;
+  impl_->access = std::move(access);
   Impl* impl = impl_.get();
   impl_->server = std::make_unique<HttpServer>(
       listen, [impl](const HttpRequest& request) { return impl->handle(request); }, max_workers);
+  const std::string bound = impl_->server->address();
+  const bool loopback = is_loopback_host(parse_listen_address(bound).host);
+  impl_->page_served.store(metrics::page_served(impl_->access, loopback),
+                           std::memory_order_release);
+  if (const std::string warning = page_exposure_warning(impl_->access, bound, loopback);
+      !warning.empty()) {
+    log(LogLevel::warn, warning);
+  }
 }
 
 Exporter::~Exporter() = default;
@@ -149,5 +194,7 @@ void Exporter::set_ready(bool ready, std::string why_not) {
 }
 
 std::string Exporter::address() const { return impl_->server->address(); }
+
+bool Exporter::page_served() const { return impl_->page_served.load(std::memory_order_acquire); }
 
 }  // namespace neardup::metrics

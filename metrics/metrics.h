@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/page_access.h"
+
 namespace neardup::metrics {
 
 /// A cumulative histogram with fixed upper bounds (le), plus +Inf.
@@ -70,10 +72,19 @@ struct BuildInfo {
   std::map<std::string, std::string> labels;  ///< extra labels, e.g. {"k","3"}, {"blocks","4"}
 };
 
+/// The PageAccess of an Exporter constructed without one: PageAccess{} until
+/// set_default_page_access(). `neardup run` and `neardup demo` set it from the
+/// metrics.* keys before they start the service. Thread-safe.
+PageAccess default_page_access();
+void set_default_page_access(PageAccess access);
+
 /// Serves /metrics, /healthz (200 while the process is alive), /readyz
 /// (200 once set_ready(true): partitions assigned, window rebuilt and Kafka
 /// brokers reachable; 503 otherwise, the body saying why), and the page: "/"
-/// (HTML) and "/api/summary" (JSON), metrics/page.h.
+/// (HTML) and "/api/summary" (JSON), metrics/page.h, as `access` allows
+/// (metrics/page_access.h): 403 when not served, 401 without its credentials.
+/// Every answer on the page's paths carries a Content-Security-Policy and
+/// X-Content-Type-Options: nosniff.
 /// Thread-safe: publish() and set_ready() may be called from any thread.
 class Exporter {
  public:
@@ -82,8 +93,9 @@ class Exporter {
   /// `pairs` (not owned; may be null: the page then shows counts only) must
   /// outlive the Exporter: the page's requests read it on the HTTP threads.
   /// `max_workers`: the HTTP server's worker ceiling (metrics/http_server.h).
+  /// Logs page_exposure_warning() (level warn) when it applies to the bound address.
   Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs = nullptr,
-           int max_workers = 1024);
+           int max_workers = 1024, PageAccess access = default_page_access());
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;
@@ -93,6 +105,8 @@ class Exporter {
   void set_ready(bool ready, std::string why_not = {});
   /// "host:port" actually bound.
   std::string address() const;
+  /// Whether the page and /api/summary are served on it.
+  bool page_served() const;
 
  private:
   struct Impl;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "metrics/digest.h"
+
 namespace neardup::metrics {
 
 // ------------------------------------------------------------------ rates
@@ -295,7 +297,7 @@ main{padding:0 1.2em 2em}
 .side h3{font-size:.85em;margin:.3em 0;color:#57606a;font-weight:normal}
 .text{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
 mark.del{background:#ffd7d5}mark.add{background:#ccffd8}
-.missing{color:#9a6700;font-style:italic}.cut{color:#57606a}
+.missing{color:#9a6700;font-style:italic}.cut{color:#57606a}.redacted{color:#57606a;font-style:italic}
 table{border-collapse:collapse;background:#fff;width:100%}
 td,th{border:1px solid #d0d7de;padding:.3em .6em;text-align:left;vertical-align:top}
 )";
@@ -307,11 +309,18 @@ constexpr std::string_view kScript = R"(
     if (paused.checked) return;
     fetch(location.href, {cache: 'no-store'}).then(function (r) { return r.text(); }).then(function (t) {
       var fresh = new DOMParser().parseFromString(t, 'text/html').getElementById('live');
-      if (fresh) document.getElementById('live').replaceWith(fresh);
+      if (!fresh) return;
+      document.getElementById('live').replaceWith(fresh);
+      document.body.dataset.refreshed = (Number(document.body.dataset.refreshed) || 0) + 1;
     }).catch(function () {});
   }, 2000);
 })();
 )";
+
+std::string csp_hash(std::string_view inline_content) {
+  const auto digest = sha256(inline_content);
+  return "'sha256-" + base64(digest) + "'";
+}
 
 void stat(std::string& out, std::string_view id, const std::string& value, std::string_view label) {
   out += "<div class=\"stat\"><span class=\"n\" id=\"";
@@ -325,7 +334,7 @@ void stat(std::string& out, std::string_view id, const std::string& value, std::
 
 void side_html(std::string& out, std::string_view role, const Location& at, const ShownText& text,
                const std::vector<DiffSegment>* diff, std::string_view mark_class,
-               std::size_t texts) {
+               const PairsSnapshot& pairs) {
   out += "<div class=\"side ";
   out += role;
   out += "\"><h3>";
@@ -333,9 +342,13 @@ void side_html(std::string& out, std::string_view role, const Location& at, cons
   out += " <span class=\"at\">";
   append_html_escaped(out, locate(at));
   out += "</span></h3>";
+  if (pairs.texts_redacted) {
+    out += "<p class=\"text redacted\">text withheld (metrics.redact_texts)</p></div>";
+    return;
+  }
   if (!text.held) {
     out += "<p class=\"text missing\">original no longer held: its text is not among the last ";
-    out += std::to_string(texts);
+    out += std::to_string(pairs.texts);
     out += " kept texts this instance cached (evicted, or kept by another instance)</p></div>";
     return;
   }
@@ -367,13 +380,13 @@ void location_json(std::string& out, const Location& at) {
 }
 
 void side_json(std::string& out, const Location& at, const ShownText& text,
-               const std::vector<DiffSegment>* diff) {
+               const std::vector<DiffSegment>* diff, bool redacted) {
   out += '{';
   location_json(out, at);
   out += ",\"held\":";
   out += text.held ? "true" : "false";
   out += ",\"text\":";
-  if (text.held)
+  if (text.held && !redacted)
     append_json_string(out, text.text);
   else
     out += "null";
@@ -395,6 +408,14 @@ void side_json(std::string& out, const Location& at, const ShownText& text,
 }
 
 }  // namespace
+
+const std::string& page_content_security_policy() {
+  static const std::string kPolicy = "default-src 'none'; style-src " + csp_hash(kStyle) +
+                                     "; script-src " + csp_hash(kScript) +
+                                     "; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+                                     "frame-ancestors 'none'";
+  return kPolicy;
+}
 
 std::string render_page(const PageCounts& c, const PairsSnapshot* pairs) {
   std::string out;
@@ -431,12 +452,14 @@ std::string render_page(const PageCounts& c, const PairsSnapshot* pairs) {
   if (!pairs) {
     out += "<p>Pairs are not recorded by this process.</p></section></main>";
   } else {
-    out += "<p class=\"note\" id=\"pairs-note\">The last " + std::to_string(pairs->pairs.size()) +
-           " of " + std::to_string(pairs->recorded) + " duplicates, newest first (at most " +
-           std::to_string(pairs->ring) +
-           " kept). <mark class=\"del\">Words</mark> only in the original, <mark "
-           "class=\"add\">words</mark> only in the duplicate; texts cut at " +
-           std::to_string(pairs->text_bytes) + " bytes.</p>";
+    out +=
+        "<p class=\"note\" id=\"pairs-note\">The last " + std::to_string(pairs->pairs.size()) +
+        " of " + std::to_string(pairs->recorded) + " duplicates, newest first (at most " +
+        std::to_string(pairs->ring) + " kept). " +
+        (pairs->texts_redacted ? std::string("Texts are withheld (metrics.redact_texts).</p>")
+                               : "<mark class=\"del\">Words</mark> only in the original, <mark "
+                                 "class=\"add\">words</mark> only in the duplicate; texts cut at " +
+                                     std::to_string(pairs->text_bytes) + " bytes.</p>");
     for (const RecentPair& p : pairs->pairs) {
       out += "<article class=\"pair\" data-seq=\"" + std::to_string(p.seq) +
              "\"><div class=\"meta\">#" + std::to_string(p.seq) + " at " + utc_time(p.at_ms) +
@@ -445,15 +468,13 @@ std::string render_page(const PageCounts& c, const PairsSnapshot* pairs) {
              (p.similarity ? format("%.3f", *p.similarity) : std::string("-")) +
              "</b> &middot; duplicate <b class=\"count\">" + std::to_string(p.count) +
              "</b> of its original</div><div class=\"sides\">";
-      if (p.original_text.held) {
+      if (p.original_text.held && !pairs->texts_redacted) {
         const WordDiff diff = word_diff(p.original_text.text, p.duplicate_text.text);
-        side_html(out, "original", p.original, p.original_text, &diff.original, "del",
-                  pairs->texts);
-        side_html(out, "duplicate", p.duplicate, p.duplicate_text, &diff.duplicate, "add",
-                  pairs->texts);
+        side_html(out, "original", p.original, p.original_text, &diff.original, "del", *pairs);
+        side_html(out, "duplicate", p.duplicate, p.duplicate_text, &diff.duplicate, "add", *pairs);
       } else {
-        side_html(out, "original", p.original, p.original_text, nullptr, "del", pairs->texts);
-        side_html(out, "duplicate", p.duplicate, p.duplicate_text, nullptr, "add", pairs->texts);
+        side_html(out, "original", p.original, p.original_text, nullptr, "del", *pairs);
+        side_html(out, "duplicate", p.duplicate, p.duplicate_text, nullptr, "add", *pairs);
       }
       out += "</div></article>\n";
     }
@@ -471,7 +492,9 @@ std::string render_page(const PageCounts& c, const PairsSnapshot* pairs) {
         out += "<tr><td class=\"count\">" + std::to_string(t.duplicates) + "</td><td>";
         append_html_escaped(out, locate(t.original));
         out += "</td><td>";
-        if (t.text.held) {
+        if (pairs->texts_redacted) {
+          out += "<span class=\"redacted\">withheld</span>";
+        } else if (t.text.held) {
           append_html_escaped(out, t.text.text);
           if (t.text.truncated) out += "<span class=\"cut\"> [cut]</span>";
         } else {
@@ -507,7 +530,9 @@ std::string render_summary_json(const PageCounts& c, const PairsSnapshot* pairs)
     out += ",\"pairs_recorded\":false}\n";
     return out;
   }
-  out += ",\"pairs_recorded\":true,\"recorded\":" + std::to_string(pairs->recorded) +
+  out += ",\"pairs_recorded\":true,\"texts_redacted\":";
+  out += pairs->texts_redacted ? "true" : "false";
+  out += ",\"recorded\":" + std::to_string(pairs->recorded) +
          ",\"limits\":{\"ring\":" + std::to_string(pairs->ring) +
          ",\"texts\":" + std::to_string(pairs->texts) +
          ",\"text_bytes\":" + std::to_string(pairs->text_bytes) +
@@ -520,15 +545,16 @@ std::string render_summary_json(const PageCounts& c, const PairsSnapshot* pairs)
            (p.similarity && std::isfinite(*p.similarity) ? format("%.4f", *p.similarity)
                                                          : std::string("null")) +
            ",\"count\":" + std::to_string(p.count) + ",\"original\":";
-    if (p.original_text.held) {
+    const bool redacted = pairs->texts_redacted;
+    if (p.original_text.held && !redacted) {
       const WordDiff diff = word_diff(p.original_text.text, p.duplicate_text.text);
-      side_json(out, p.original, p.original_text, &diff.original);
+      side_json(out, p.original, p.original_text, &diff.original, false);
       out += ",\"duplicate\":";
-      side_json(out, p.duplicate, p.duplicate_text, &diff.duplicate);
+      side_json(out, p.duplicate, p.duplicate_text, &diff.duplicate, false);
     } else {
-      side_json(out, p.original, p.original_text, nullptr);
+      side_json(out, p.original, p.original_text, nullptr, redacted);
       out += ",\"duplicate\":";
-      side_json(out, p.duplicate, p.duplicate_text, nullptr);
+      side_json(out, p.duplicate, p.duplicate_text, nullptr, redacted);
     }
     out += '}';
   }
@@ -538,7 +564,7 @@ std::string render_summary_json(const PageCounts& c, const PairsSnapshot* pairs)
     if (i) out += ',';
     out += "{\"duplicates\":" + std::to_string(t.duplicates) +
            ",\"last_ms\":" + std::to_string(t.last_ms) + ",\"original\":";
-    side_json(out, t.original, t.text, nullptr);
+    side_json(out, t.original, t.text, nullptr, pairs->texts_redacted);
     out += '}';
   }
   out += "]}\n";

@@ -7,7 +7,7 @@
 // so that it reads the same without script. Pure functions: no state, no
 // locks, safe from any thread; they run on the HTTP workers, never on the
 // pipeline thread. Every message text is escaped (HTML or JSON): messages are
-// untrusted input.
+// untrusted input. With PairsSnapshot::texts_redacted the texts are left out.
 
 #include <chrono>
 #include <cstddef>
@@ -75,6 +75,14 @@ void append_html_escaped(std::string& out, std::string_view text);
 /// (RecentPairs' texts are); controls, quotes, backslashes, < > & and
 /// U+2028/U+2029 are escaped, so the result is also safe inside a <script>.
 void append_json_string(std::string& out, std::string_view text);
+
+/// The Content-Security-Policy of the page: nothing but its own inline style
+/// and script (by their SHA-256) and requests to its own origin (the reload).
+const std::string& page_content_security_policy();
+/// The Content-Security-Policy of every other answer on the page's paths
+/// (/api/summary, refusals): nothing may load or run.
+inline constexpr std::string_view kLockedContentSecurityPolicy =
+    "default-src 'none'; frame-ancestors 'none'";
 
 /// The whole HTML document. `pairs` null: the page says pairs are not recorded.
 std::string render_page(const PageCounts& counts, const PairsSnapshot* pairs);

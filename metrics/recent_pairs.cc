@@ -239,4 +239,18 @@ PairsSnapshot RecentPairs::snapshot() const {
   return out;
 }
 
+void redact_texts(PairsSnapshot& snapshot) {
+  for (RecentPair& pair : snapshot.pairs) {
+    pair.original_text.text.clear();
+    pair.original_text.truncated = false;
+    pair.duplicate_text.text.clear();
+    pair.duplicate_text.truncated = false;
+  }
+  for (TopOriginal& top : snapshot.top) {
+    top.text.text.clear();
+    top.text.truncated = false;
+  }
+  snapshot.texts_redacted = true;
+}
+
 }  // namespace neardup::metrics

@@ -67,7 +67,13 @@ struct PairsSnapshot {
   std::vector<TopOriginal> top;  ///< most duplicates first (ties: most recent), at most Limits::top
   std::uint64_t recorded = 0;    ///< duplicates recorded since start
   std::size_t ring = 0, texts = 0, text_bytes = 0, originals = 0;  ///< the limits in use
+  /// Every text was withheld (metrics.redact_texts): ShownText::text is empty
+  /// and the page shows locations, distances and counts only.
+  bool texts_redacted = false;
 };
+
+/// Empties every text of `snapshot` and marks it texts_redacted.
+void redact_texts(PairsSnapshot& snapshot);
 
 /// What the pipeline knows about one duplicate.
 struct DuplicateSeen {

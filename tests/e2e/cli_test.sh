@@ -53,6 +53,22 @@ printf 'action: tag\n' >"$tmp/ok.yaml"
 expect 0 "warning: NEARDUP_ACTON is not a configuration variable and is ignored \\(did you mean NEARDUP_ACTION\\?\\)" -- \
   env NEARDUP_ACTON=route "$neardup" config check "$tmp/ok.yaml"
 
+# The page served to every host without credentials: said in one line, the
+# check passes (0); with credentials, or on loopback, nothing is said.
+printf 'metrics:\n  listen: 0.0.0.0:9464\n  page: on\n' >"$tmp/open.yaml"
+expect 0 "^neardup: warning: metrics.page: on serves message texts on 0.0.0.0:9464" -- \
+  "$neardup" config check --no-env "$tmp/open.yaml"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || { echo "FAIL  the warning is not one line"; failures=$((failures + 1)); }
+printf 'metrics:\n  listen: 0.0.0.0:9464\n  page: on\n  page_user: ops\n  page_password_file: /run/secrets/neardup-page\n' >"$tmp/guarded.yaml"
+printf 'metrics:\n  listen: 127.0.0.1:9464\n  page: on\n' >"$tmp/loopback.yaml"
+for quiet in guarded loopback; do
+  if timeout 20 "$neardup" config check --no-env "$tmp/$quiet.yaml" >/dev/null 2>"$tmp/err" && [ ! -s "$tmp/err" ]; then
+    echo "ok    config check $quiet.yaml -> 0, nothing on stderr"
+  else
+    echo "FAIL  config check $quiet.yaml:"; sed 's/^/      /' "$tmp/err"; failures=$((failures + 1))
+  fi
+done
+
 # Runtime failures: 1 (worth a retry or a restart).
 expect 1 "cannot open" -- "$neardup" scan "$tmp/does-not-exist.jsonl"
 
