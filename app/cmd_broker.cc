@@ -26,14 +26,17 @@ constexpr const char* kHelp =
     "                       and started again on the same port is found again by running\n"
     "                       clients; it starts empty (topics recreated, offsets from 0)\n"
     "  --partitions N       partitions per topic (default 8)\n"
-    "  --topics a,b         topics to create (default input,output,duplicates,dead-letters,\n"
-    "                       neardup-window: the service's topics; plus neardup-judge and\n"
-    "                       neardup-verdicts with one partition each)\n"
-    "  --groups g,h         also create the own topics of these kafka.group_id values:\n"
+    "  --topics a,b         topics to create (default input,output,duplicates,dead-letters:\n"
+    "                       the service's topics)\n"
+    "  --groups g,h         also create the own topics of these kafka.group_id values, as\n"
+    "                       for the default group neardup, whose topics are always created:\n"
     "                       <group>-window, and <group>-judge and <group>-verdicts with\n"
-    "                       one partition each (the broker would create a topic it is\n"
-    "                       asked about with 4 partitions, which a judge topic must not have)\n"
+    "                       one partition each\n"
     "  --bootstrap-file F   also write the address to F (written atomically)\n"
+    "\n"
+    "A topic that a client asks about before it exists is created then, with 4\n"
+    "partitions; one named like a group's judge or verdict topic (<group>-judge,\n"
+    "<group>-verdicts) with one partition, as a judge topic needs.\n"
     "\n"
     "example:\n"
     "  neardup broker --partitions 4 --bootstrap-file /tmp/bootstrap &\n"
@@ -44,7 +47,8 @@ int run_broker(std::span<const std::string> raw) {
   args.expect_no_positionals();
   const int port = static_cast<int>(args.get_int("port", 1, 65535).value_or(0));
   const int partitions = static_cast<int>(args.get_int("partitions", 1, 1000).value_or(8));
-  std::vector<config::KafkaOptions> groups;  // each group's own topics
+  // Each group's own topics: the default group's, then those of --groups.
+  std::vector<config::KafkaOptions> groups(1);
   if (auto list = args.get("groups")) {
     std::stringstream in(*list);
     for (std::string g; std::getline(in, g, ',');) {
@@ -57,7 +61,7 @@ int run_broker(std::span<const std::string> raw) {
           throw cli::UsageError("--groups: '" + g +
                                 "' makes no topic name (a group id of [a-zA-Z0-9._-])");
     }
-    if (groups.empty())
+    if (groups.size() == 1)
       throw cli::UsageError("--groups: expected a comma-separated list of group ids");
   }
   std::vector<std::string> topics;
@@ -72,16 +76,13 @@ int run_broker(std::span<const std::string> raw) {
     topics = stream::service_topics(config::KafkaOptions{});
   }
   stream::install_stop_signal_handlers();
-  stream::EmbeddedBroker broker(1, port);
+  stream::EmbeddedBroker broker(1, port);  // through the forwarder, on a free port for 0
   // The groups' own first: a topic also in --topics keeps their partition count.
   for (const config::KafkaOptions& own : groups) {
     broker.create_topic(own.changelog_topic, partitions);
     for (const auto& t : stream::judge_topics(own)) broker.create_topic(t, 1);
   }
   for (const auto& t : topics) broker.create_topic(t, partitions);
-  if (!args.get("topics")) {
-    for (const auto& t : stream::judge_topics(config::KafkaOptions{})) broker.create_topic(t, 1);
-  }
   const std::string address = broker.bootstrap();
   if (auto file = args.get("bootstrap-file")) stream::write_bootstrap_file(*file, address);
   std::cout << address << std::endl;

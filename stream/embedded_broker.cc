@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <list>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,11 @@ namespace neardup::stream {
 
 namespace {
 
+std::uint16_t be16(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<std::uint16_t>((u[0] << 8) | u[1]);
+}
+
 std::uint32_t be32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
   return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) |
@@ -36,22 +42,26 @@ std::uint32_t be32(const char* p) {
 
 constexpr std::int16_t kApiMetadata = 3;
 constexpr std::int16_t kApiFindCoordinator = 10;
-constexpr std::size_t kMaxHeldResponse = 4 << 20;  // a Metadata response of the mock is a few KB
+constexpr std::size_t kMaxHeldFrame = 4 << 20;  // a Metadata request or response is a few KB
 
 }  // namespace
 
-/// Relays every connection accepted on 127.0.0.1:`port` to the mock broker at
-/// 127.0.0.1:`target`, so that clients only ever know 127.0.0.1:`port`: in
-/// Metadata and FindCoordinator responses the mock's own address (host
-/// "127.0.0.1" then the int32 port `target`, in every version of both) is
-/// rewritten to `port`. Without that, clients would connect to the mock's
-/// ephemeral port directly, and after a restart (a new port) librdkafka 2.0.2
-/// re-points the broker but not its group coordinator handle, whose id stays
-/// the same: a consumer could never rejoin its group.
+/// Relays every connection accepted on 127.0.0.1:`port` (0: a free port) to
+/// the mock broker at 127.0.0.1:`target`, so that clients only ever know
+/// 127.0.0.1:port(): in Metadata and FindCoordinator responses the mock's own
+/// address (host "127.0.0.1" then the int32 port `target`, in every version of
+/// both) is rewritten to port(). Without that, clients would connect to the
+/// mock's ephemeral port directly, and after a restart (a new port) librdkafka
+/// 2.0.2 re-points the broker but not its group coordinator handle, whose id
+/// stays the same: a consumer could never rejoin its group. Before a Metadata
+/// request reaches the mock, `asked` is called (on the forwarder's thread) with
+/// each topic it names: the mock creates a missing topic it is asked about.
 ///
 /// One thread polls every socket. Requests pass through as they come (their
-/// headers are read to know which responses to rewrite); responses pass through
-/// too, except the few to rewrite, held whole (at most kMaxHeldResponse).
+/// headers are read to know which responses to rewrite), except Metadata
+/// requests, held whole until `asked` has seen their topics; responses pass
+/// through too, except the few to rewrite, held whole. A held frame is at most
+/// kMaxHeldFrame.
 /// Reads from a side stop while kBufferBytes wait to be written to the other,
 /// so memory stays bounded (kMaxLinks connections, more are refused). When one
 /// side ends its output the other side's is ended too (shutdown); a link is
@@ -62,14 +72,19 @@ class EmbeddedBroker::Forwarder {
   static constexpr std::size_t kMaxLinks = 256;
   static constexpr std::size_t kBufferBytes = 64 * 1024;
 
-  Forwarder(int port, int target) : port_(port), target_(target) {
+  using TopicAsked = std::function<void(const std::string& topic)>;
+
+  Forwarder(int port, int target, TopicAsked asked)
+      : port_(port), target_(target), asked_(std::move(asked)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) fail("socket", port);
     const int on = 1;
     // A restarted broker must get its port back while old connections sit in TIME_WAIT.
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     sockaddr_in address = loopback(port);
+    socklen_t length = sizeof address;
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
         ::listen(listen_fd_, 64) != 0 || !set_nonblocking(listen_fd_) ||
         ::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
       const int error = errno;
@@ -77,6 +92,7 @@ class EmbeddedBroker::Forwarder {
       errno = error;
       fail("bind", port);
     }
+    port_ = ntohs(address.sin_port);
     thread_ = std::thread([this] { run(); });
   }
 
@@ -90,6 +106,9 @@ class EmbeddedBroker::Forwarder {
   Forwarder(const Forwarder&) = delete;
   Forwarder& operator=(const Forwarder&) = delete;
 
+  /// The port clients connect to (the one picked when constructed with 0).
+  int port() const { return port_; }
+
  private:
   /// One direction of a link: the Kafka frames (int32 size, then the body) read
   /// from one side and the bytes waiting to be written to the other.
@@ -98,7 +117,7 @@ class EmbeddedBroker::Forwarder {
     std::size_t sent = 0;
     std::string head;             // the start of a frame being read (size and header)
     std::uint32_t remaining = 0;  // body bytes of the current frame still to come (after head)
-    bool holding = false;         // the current frame (a response to rewrite) is kept in `held`
+    bool holding = false;         // the current frame (to read or rewrite first) is kept in `held`
     std::string held;
     bool eof = false;   // the side read from ended its output
     bool shut = false;  // ... and the other side's output was ended too
@@ -129,13 +148,13 @@ class EmbeddedBroker::Forwarder {
                             RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
 
-  /// Client -> broker: everything passes; a request's header (size, api key,
+  /// Client -> broker: requests pass, except Metadata requests, held whole
+  /// until `asked_` has seen their topics; a request's header (size, api key,
   /// version, correlation id) says whether its response is to be rewritten.
-  static void feed_requests(Link& link, std::string_view data) {
+  void feed_requests(Link& link, std::string_view data) const {
     Direction& d = link.dir[0];
-    d.out.append(data);
-    while (!data.empty()) {
-      if (d.remaining == 0) {
+    while (!data.empty() && !link.failed) {
+      if (d.remaining == 0 && !d.holding) {
         const std::size_t take = std::min<std::size_t>(12 - d.head.size(), data.size());
         d.head.append(data.substr(0, take));
         data.remove_prefix(take);
@@ -149,13 +168,55 @@ class EmbeddedBroker::Forwarder {
         if (api_key == kApiMetadata || api_key == kApiFindCoordinator)
           link.rewrite.push_back(be32(d.head.data() + 8));
         d.remaining = size - 8;
+        if (api_key == kApiMetadata) {
+          if (d.remaining > kMaxHeldFrame) {
+            link.failed = true;
+            return;
+          }
+          d.holding = true;
+          d.held = std::move(d.head);
+        } else {
+          d.out += d.head;
+        }
         d.head.clear();
       } else {
         const std::size_t take = std::min<std::size_t>(d.remaining, data.size());
+        (d.holding ? d.held : d.out).append(data.substr(0, take));
         d.remaining -= static_cast<std::uint32_t>(take);
         data.remove_prefix(take);
       }
+      if (d.holding && d.remaining == 0) {
+        announce_topics(d.held);
+        d.out += d.held;
+        d.held.clear();
+        d.holding = false;
+      }
     }
+  }
+
+  /// Calls asked_ with each topic a whole Metadata request frame names.
+  /// Versions 0-8 (the mock answers 0-2) share the layout read here: request
+  /// header v1 (size, api key, version, correlation id, nullable client id),
+  /// then an int32 count (-1: every topic) of int16-length topic names.
+  void announce_topics(std::string_view frame) const {
+    if (frame.size() < 12 || be16(frame.data() + 6) > 8) return;
+    std::size_t at = 12;
+    // An int16 length (-1: null) and that many bytes; false when the frame ends first.
+    const auto string_at = [&](std::string_view& value) {
+      if (frame.size() - at < 2) return false;
+      const auto length = static_cast<std::int16_t>(be16(frame.data() + at));
+      at += 2;
+      const std::size_t n = length < 0 ? 0 : static_cast<std::size_t>(length);
+      if (frame.size() - at < n) return false;
+      value = frame.substr(at, n);
+      at += n;
+      return true;
+    };
+    std::string_view text;
+    if (!string_at(text) || frame.size() - at < 4) return;  // the client id
+    const auto count = static_cast<std::int32_t>(be32(frame.data() + at));
+    at += 4;
+    for (std::int32_t i = 0; i < count && string_at(text); ++i) asked_(std::string(text));
   }
 
   /// Broker -> client: responses pass, except those named in link.rewrite,
@@ -178,7 +239,7 @@ class EmbeddedBroker::Forwarder {
         const auto it = std::find(link.rewrite.begin(), link.rewrite.end(), correlation);
         if (it != link.rewrite.end()) {
           link.rewrite.erase(it);
-          if (d.remaining > kMaxHeldResponse) {
+          if (d.remaining > kMaxHeldFrame) {
             link.failed = true;
             return;
           }
@@ -335,6 +396,7 @@ class EmbeddedBroker::Forwarder {
 
   int port_;
   int target_;
+  TopicAsked asked_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
   std::list<Link> links_;  // only the thread touches it while it runs
@@ -343,10 +405,11 @@ class EmbeddedBroker::Forwarder {
 
 // ------------------------------------------------------------------ broker
 
-EmbeddedBroker::EmbeddedBroker(int brokers, int port) {
-  if (port != 0 && brokers != 1) {
-    throw kafka::KafkaError("embedded broker: a fixed port needs exactly one broker",
-                            RD_KAFKA_RESP_ERR__INVALID_ARG, kafka::Severity::fatal);
+EmbeddedBroker::EmbeddedBroker(int brokers, std::optional<int> forward_port) {
+  if (forward_port && brokers != 1) {
+    throw kafka::KafkaError(
+        "embedded broker: the forwarder (a fixed port) needs exactly one broker",
+        RD_KAFKA_RESP_ERR__INVALID_ARG, kafka::Severity::fatal);
   }
   // The mock cluster lives inside a librdkafka handle; a bare producer that
   // never produces is the lightest host.
@@ -365,15 +428,21 @@ EmbeddedBroker::EmbeddedBroker(int brokers, int port) {
         "embedded broker: cannot start the mock cluster (no free loopback port?)",
         RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
   }
-  if (port != 0) {
+  if (forward_port) {
     try {
       const std::string own = rd_kafka_mock_cluster_bootstraps(cluster_);  // "127.0.0.1:port"
-      forwarder_ = std::make_unique<Forwarder>(port, std::stoi(own.substr(own.rfind(':') + 1)));
+      // A judge topic must have one partition (the mock would give it 4). Errors
+      // are left to the Metadata answer (an existing topic is kept as it is).
+      auto asked = [cluster = cluster_](const std::string& topic) {
+        if (has_judge_topic_name(topic)) rd_kafka_mock_topic_create(cluster, topic.c_str(), 1, 1);
+      };
+      forwarder_ = std::make_unique<Forwarder>(
+          *forward_port, std::stoi(own.substr(own.rfind(':') + 1)), std::move(asked));
     } catch (...) {
       rd_kafka_mock_cluster_destroy(cluster_);
       throw;
     }
-    fixed_bootstrap_ = "127.0.0.1:" + std::to_string(port);
+    fixed_bootstrap_ = "127.0.0.1:" + std::to_string(forwarder_->port());
   }
 }
 
@@ -417,6 +486,19 @@ std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {
 std::vector<std::string> judge_topics(const config::KafkaOptions& kafka) {
   if (kafka.judge_topic.empty()) return {};
   return {kafka.judge_topic, kafka.verdict_topic};
+}
+
+bool has_judge_topic_name(std::string_view topic) {
+  static const std::vector<std::string> suffixes = [] {
+    config::KafkaOptions own;  // a group's own names with an empty group id: "-judge", ...
+    own.group_id.clear();
+    config::derive_group_topics(own);
+    return judge_topics(own);
+  }();
+  for (const std::string& suffix : suffixes) {
+    if (topic.size() > suffix.size() && topic.ends_with(suffix)) return true;
+  }
+  return false;
 }
 
 void write_bootstrap_file(const std::string& path, const std::string& bootstrap) {

@@ -41,6 +41,17 @@ grep -A2 -m1 '^  d=' "$work/summary1.out" | grep -q 'dup:  南京地铁新線今
   || fail "first example pair: $(grep -A2 -m1 '^  d=' "$work/summary1.out")"
 pass
 
+# --- README.md shows a demo summary (at the default 5/s): each line it shows is
+# the demo's, so its figures cannot drift from what the demo prints.
+sed -n '/^neardup demo summary (/,/^  \.\.\.$/p' "$root/README.md" | grep -v '^  \.\.\.$' \
+  | sed 's|records at [0-9]*/s)$|records at 97/s)|' >"$work/readme_summary.txt"
+[ "$(grep -c . "$work/readme_summary.txt")" -ge 5 ] || fail "README.md shows no demo summary"
+while IFS= read -r line; do
+  grep -qxF -- "$line" "$work/summary1.out" \
+    || fail "README.md shows '$line'; the demo prints: $(grep -v '^$' "$work/summary1.out" | head -5)"
+done <"$work/readme_summary.txt"
+pass
+
 # --- no raw librdkafka lines, in either stream of either run.
 if grep -Eq "$raw_rdkafka" "$work"/summary*.out "$work"/run*.err; then
   fail "raw librdkafka log lines: $(grep -Eh "$raw_rdkafka" "$work"/summary*.out "$work"/run*.err | head -3)"
