@@ -40,8 +40,8 @@ int run_run(std::span<const std::string> raw) {
   args.expect_no_positionals();
   config::Config cfg = cli::kafka_command_config(args);
   stream::configure_logging(cfg.log);
-  metrics::set_default_page_access(cli::page_access(cfg.metrics));
   stream::HostOptions host;
+  host.page_access = cli::page_access(cfg.metrics);
   host.bootstrap_file = args.get("bootstrap-file").value_or("");
   stream::ServiceSnapshot last;
   int status = stream::host_service(cfg, host, &last);

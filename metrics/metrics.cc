@@ -49,23 +49,6 @@ ServiceStats ServiceStats::with_buckets(int max_distance) {
   return s;
 }
 
-namespace {
-
-Mutex default_access_mutex;
-PageAccess default_access GUARDED_BY(default_access_mutex);
-
-}  // namespace
-
-PageAccess default_page_access() {
-  MutexLock lock(default_access_mutex);
-  return default_access;
-}
-
-void set_default_page_access(PageAccess access) {
-  MutexLock lock(default_access_mutex);
-  default_access = std::move(access);
-}
-
 // The pipeline thread publishes; civetweb's worker threads answer requests.
 struct Exporter::Impl {
   BuildInfo build;                       // set before the server starts, then only read

@@ -72,12 +72,6 @@ struct BuildInfo {
   std::map<std::string, std::string> labels;  ///< extra labels, e.g. {"k","3"}, {"blocks","4"}
 };
 
-/// The PageAccess of an Exporter constructed without one: PageAccess{} until
-/// set_default_page_access(). `neardup run` and `neardup demo` set it from the
-/// metrics.* keys before they start the service. Thread-safe.
-PageAccess default_page_access();
-void set_default_page_access(PageAccess access);
-
 /// Serves /metrics, /healthz (200 while the process is alive), /readyz
 /// (200 once set_ready(true): partitions assigned, window rebuilt and Kafka
 /// brokers reachable; 503 otherwise, the body saying why), and the page: "/"
@@ -95,7 +89,7 @@ class Exporter {
   /// `max_workers`: the HTTP server's worker ceiling (metrics/http_server.h).
   /// Logs page_exposure_warning() (level warn) when it applies to the bound address.
   Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs = nullptr,
-           int max_workers = 1024, PageAccess access = default_page_access());
+           int max_workers = 1024, PageAccess access = {});
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;

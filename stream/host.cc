@@ -39,7 +39,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
                                : config.action == config::Action::tag ? "tag"
                                                                       : "route"}};
     exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build, pairs.get(),
-                                                   host.http_workers);
+                                                   host.http_workers, host.page_access);
     log(config::LogLevel::info, "metrics at http://" + exporter->address() + "/metrics");
     log(config::LogLevel::info, "the page at http://" + exporter->address() + "/");
   }

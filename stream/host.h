@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "metrics/page_access.h"
 #include "stream/service.h"
 
 namespace neardup::stream {
@@ -20,6 +21,8 @@ struct HostOptions {
   std::chrono::milliseconds progress_every{2000};
   /// The metrics endpoint's worker ceiling (metrics/http_server.h; the demo needs few).
   int http_workers = 1024;
+  /// Who may read the page's message texts (metrics.page*; app/cli.h page_access()).
+  metrics::PageAccess page_access;
   /// Called once the brokers are known, before the service runs (the demo starts its feeder here).
   std::function<void(const std::string& brokers)> on_brokers;
   std::function<void(const VerdictEvent&)> on_verdict;
