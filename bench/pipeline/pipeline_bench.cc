@@ -13,6 +13,25 @@
 // drop|tag|route] [--metrics]
 //                               [--only passthrough|neardup|contended|split|parallel]
 //                               [--repeat N]
+//        neardup_pipeline_bench --brokers LIST [--broker-pid PID] [--commit-interval MS]
+//                               [--messages N] [--partitions P] [--ahead A] [--action A]
+//                               [--repeat N]
+// --brokers LIST: against an external cluster (kfake, a real one) instead of the
+// embedded broker. Each run creates its own topics through the admin API
+// (uniquely named; the judge and verdict topics with one partition) and deletes
+// them after it. --repeat N repetitions, each of three runs on the same feed:
+// passthrough, neardup at-least-once, neardup exactly-once (a transactional.id
+// of its own, the group judge on as by default). The last line gives the
+// medians and the median of each repetition's ratios:
+//   passthrough=<msg/s> neardup_alo=<msg/s> neardup_eos=<msg/s>
+//   neardup_over_passthrough=<alo/passthrough> eos_over_alo=<eos/alo>
+//   cpu_us_per_msg_passthrough=... cpu_us_per_msg_neardup_alo=... cpu_us_per_msg_neardup_eos=...
+//   [broker_cpu_us_per_msg_passthrough=... _neardup_alo=... _neardup_eos=...] repeat=N
+// where cpu_us_per_msg_* is this process (the service and the bench's feeder) and
+// broker_cpu_us_per_msg_* is the process --broker-pid names (/proc/PID/stat utime +
+// stime), both from the feeder's start to the last commit. --commit-interval (default
+// 100 ms, as on the embedded broker) is how often the service commits: one
+// transaction per interval with exactly-once.
 // --only runs one of the two (for profiling one side; no ratio is printed).
 // --only neardup --repeat N: N runs, each followed by the isolated loop, and
 // the median of the N worker/isolated ratios (this VM's CPU times drift ~30%).
@@ -68,11 +87,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "bench/feed.h"
 #include "metrics/metrics.h"
 #include "metrics/recent_pairs.h"
+#include "stream/client_properties.h"
 #include "stream/embedded_broker.h"
 #include "stream/kafka.h"
 #include "stream/pipeline.h"
@@ -90,6 +111,25 @@ double cpu_seconds(clockid_t clock) {
   timespec t{};
   clock_gettime(clock, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+/// utime + stime in seconds of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat
+/// file; -1 when it cannot be read (the process ended, no such pid).
+double stat_cpu_seconds(const std::string& path) {
+  std::ifstream stat_file(path);
+  std::string stat;
+  if (!std::getline(stat_file, stat)) return -1;
+  const auto close = stat.rfind(')');  // the name may hold spaces; fields follow it
+  if (close == std::string::npos || close + 2 > stat.size()) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::atof(field.c_str());
+    if (i == 15) stime = std::atof(field.c_str());
+  }
+  if (utime < 0 || stime < 0) return -1;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 /// CPU seconds of each thread of this process, by thread id, with its name:
@@ -114,19 +154,8 @@ std::map<long, ThreadCpu> sample_threads() {
       thread.seconds = nanoseconds * 1e-9;
       schedstat >> waited >> thread.slices;
     } else {
-      std::ifstream stat_file(dir + "/stat");
-      std::string stat;
-      std::getline(stat_file, stat);
-      const auto close = stat.rfind(')');  // the name may hold spaces; fields follow it
-      if (close == std::string::npos) continue;
-      std::istringstream fields(stat.substr(close + 2));
-      std::string field;
-      double utime = 0, stime = 0;
-      for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i == 14) utime = std::atof(field.c_str());
-        if (i == 15) stime = std::atof(field.c_str());
-      }
-      thread.seconds = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+      thread.seconds = stat_cpu_seconds(dir + "/stat");
+      if (thread.seconds < 0) continue;
     }
     threads[std::atol(entry.path().filename().c_str())] = thread;
   }
@@ -158,6 +187,7 @@ struct Result {
   stream::ServiceSnapshot snapshot;
   double process_cpu_us = 0;  ///< CPU of the whole process per message, from start to finish
   double worker_cpu_us = 0;   ///< CPU of the neardup-* threads per message
+  double broker_cpu_us = -1;  ///< CPU of the --broker-pid process per message; -1 unknown
   std::map<std::string, double> thread_cpu_us;  ///< per message, by thread name
   /// Times each thread was put on a CPU, per 1000 messages, by thread name: a
   /// thread that sleeps and wakes often starts often with cold caches.
@@ -333,18 +363,21 @@ std::size_t scrape(const std::string& address) {
   return total;
 }
 
-/// `with_metrics`: also run the Prometheus exporter as `neardup run` does
-/// (publish on every progress tick) and scrape it every 100 ms, 10x more often
-/// than a typical Prometheus, so the cost of counting and exporting shows.
-Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
-               const std::string& name, bool bypass, std::size_t ahead, config::Action action,
-               bool with_metrics = false, bool with_page = false) {
-  const std::string in = name + "-in", out = name + "-out";
+/// How a run differs from the default one, beyond its side and action.
+struct RunSettings {
+  config::Delivery delivery = config::Delivery::at_least_once;
+  std::chrono::milliseconds commit_interval{100};
+  pid_t broker_pid = 0;  ///< the external broker's process, for its CPU; 0 none
+};
+
+/// The configuration of run `name`: its own topics, group and transactional.id.
+config::Config run_config(const std::string& name, config::Action action,
+                          config::Delivery delivery) {
   config::Config cfg =
       base_config();  // e.g. NEARDUP_DEDUP_SKETCH_ENABLED=false to measure a variant
   cfg.kafka.group_id = name;
-  cfg.kafka.input_topics = {in};
-  cfg.kafka.output_topic = out;
+  cfg.kafka.input_topics = {name + "-in"};
+  cfg.kafka.output_topic = name + "-out";
   cfg.kafka.duplicates_topic = name + "-dup";
   cfg.kafka.dead_letter_topic = name + "-dead";
   cfg.kafka.changelog_topic =
@@ -354,6 +387,21 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
     cfg.kafka.verdict_topic = name + "-verdicts";
   }
   cfg.action = action;
+  cfg.kafka.delivery = delivery;
+  if (delivery == config::Delivery::exactly_once) cfg.kafka.transactional_id = name + "-txn";
+  return cfg;
+}
+
+/// `with_metrics`: also run the Prometheus exporter as `neardup run` does
+/// (publish on every progress tick) and scrape it every 100 ms, 10x more often
+/// than a typical Prometheus, so the cost of counting and exporting shows.
+Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
+               const std::string& name, bool bypass, std::size_t ahead, config::Action action,
+               bool with_metrics = false, bool with_page = false,
+               const RunSettings& settings = {}) {
+  const config::Config cfg = run_config(name, action, settings.delivery);
+  const std::string in = cfg.kafka.input_topics.front();
+  const std::string broker_stat = "/proc/" + std::to_string(settings.broker_pid) + "/stat";
 
   std::atomic<std::uint64_t> consumed{0};
   std::atomic<bool> assigned{false};
@@ -361,13 +409,14 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   Clock::time_point finished;
   bool done = false;  // finished and after_threads are taken once, at the last commit
   double process_cpu_start = 0, process_cpu_end = 0;
+  double broker_cpu_start = -1, broker_cpu_end = -1;
   std::map<long, ThreadCpu> before_threads, after_threads;
   stream::ServiceOptions options;
   options.config = cfg;
   options.brokers = brokers;
   options.bypass_dedup = bypass;
   options.progress_interval = std::chrono::milliseconds(20);
-  options.commit_interval = std::chrono::milliseconds(100);
+  options.commit_interval = settings.commit_interval;
   std::unique_ptr<metrics::RecentPairs> recent_pairs;
   if (with_page) {
     recent_pairs = std::make_unique<metrics::RecentPairs>();
@@ -383,6 +432,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
     if (s.committed >= feed.size() && self && !done) {
       finished = Clock::now();
       process_cpu_end = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+      if (settings.broker_pid > 0) broker_cpu_end = stat_cpu_seconds(broker_stat);
       after_threads = sample_threads();
       done = true;
       self->request_stop();
@@ -402,6 +452,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     before_threads = sample_threads();
     process_cpu_start = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    if (settings.broker_pid > 0) broker_cpu_start = stat_cpu_seconds(broker_stat);
     started = Clock::now();
     std::uint64_t sent = 0;
     for (const auto& text : feed) {
@@ -464,6 +515,8 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   r.processing_p99_us = histogram_quantile(r.snapshot.processing_seconds, 0.99) * 1e6;
   const double per_message = 1e6 / static_cast<double>(feed.size());
   r.process_cpu_us = (process_cpu_end - process_cpu_start) * per_message;
+  if (broker_cpu_start >= 0 && broker_cpu_end >= broker_cpu_start)
+    r.broker_cpu_us = (broker_cpu_end - broker_cpu_start) * per_message;
   for (const auto& [thread, cpu] : cpu_by_name(before_threads, after_threads)) {
     r.thread_cpu_us[thread] = cpu * per_message;
     if (is_dedup_worker(thread)) r.worker_cpu_us += cpu * per_message;
@@ -473,6 +526,192 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
     r.thread_slices[thread] = slices * 1000 / static_cast<double>(feed.size());
   }
   return r;
+}
+
+/// The threads that used at least 0.05us of CPU per message, the busiest first.
+void print_threads(const char* side, const Result& result) {
+  std::vector<std::pair<double, std::string>> busiest;
+  for (const auto& [name, us] : result.thread_cpu_us)
+    if (us >= 0.05) busiest.emplace_back(us, name);
+  std::sort(busiest.rbegin(), busiest.rend());
+  std::printf("%s threads, CPU us/msg:", side);
+  for (const auto& [us, name] : busiest) std::printf(" %s=%.2f", name.c_str(), us);
+  std::printf("\n%s threads, times on a CPU per 1000 msg:", side);
+  for (const auto& [us, name] : busiest) {
+    const auto slices = result.thread_slices.find(name);
+    if (slices != result.thread_slices.end()) std::printf(" %s=%.1f", name.c_str(), slices->second);
+  }
+  std::printf("\n");
+}
+
+/// --brokers: the topics of the runs on an external cluster. Each run's topics
+/// are created before it and deleted after it; whatever a failed run left is
+/// deleted at exit (std::exit included).
+class ExternalTopics {
+ public:
+  explicit ExternalTopics(const std::string& brokers)
+      : admin_(stream::default_producer_properties(brokers)) {
+    instance() = this;
+    std::atexit([] {
+      if (instance()) instance()->delete_all();
+    });
+  }
+  ~ExternalTopics() {
+    delete_all();
+    instance() = nullptr;
+  }
+  ExternalTopics(const ExternalTopics&) = delete;
+  ExternalTopics& operator=(const ExternalTopics&) = delete;
+
+  /// Creates every topic `cfg` uses, as `neardup topics create` does: the
+  /// service's with `partitions` partitions, the judge's and the verdicts' with
+  /// one; then waits (30 s at most) until the cluster's metadata shows them.
+  /// Exits on a refusal: the names are new, so even "exists" is one.
+  void create(const config::Config& cfg, int partitions) {
+    std::vector<stream::kafka::NewTopic> wanted;
+    for (const std::string& t : stream::service_topics(cfg.kafka))
+      wanted.push_back({t, partitions, -1});
+    for (const std::string& t : stream::judge_topics(cfg.kafka)) wanted.push_back({t, 1, -1});
+    const auto outcomes = stream::kafka::create_topics(admin_, wanted, kTimeout);
+    bool ok = outcomes.size() == wanted.size();
+    for (const auto& o : outcomes) {
+      if (!o.err) {
+        created_.push_back(o.name);
+        continue;
+      }
+      ok = false;
+      std::fprintf(stderr, "cannot create topic %s: %s\n", o.name.c_str(),
+                   o.message.empty() ? rd_kafka_err2str(o.err) : o.message.c_str());
+    }
+    if (!ok) std::exit(1);
+    stream::kafka::Producer probe(admin_, nullptr);
+    const auto deadline = Clock::now() + kTimeout;
+    for (const auto& t : wanted) {
+      while (stream::kafka::partition_count(probe.handle(), t.name, kTimeout) != t.partitions) {
+        if (Clock::now() > deadline) {
+          std::fprintf(stderr, "topic %s: not in the cluster's metadata with %d partition(s)\n",
+                       t.name.c_str(), t.partitions);
+          std::exit(1);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  }
+
+  /// Deletes every topic created so far (a failure is reported, not fatal).
+  void delete_all() {
+    if (created_.empty()) return;
+    const std::vector<std::string> names = std::exchange(created_, {});
+    try {
+      for (const auto& o : stream::kafka::delete_topics(admin_, names, kTimeout))
+        if (o.err && o.err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+          std::fprintf(stderr, "cannot delete topic %s: %s\n", o.name.c_str(),
+                       o.message.empty() ? rd_kafka_err2str(o.err) : o.message.c_str());
+    } catch (const stream::kafka::KafkaError& e) {
+      std::fprintf(stderr, "cannot delete the bench's topics: %s\n", e.what());
+    }
+  }
+
+ private:
+  static constexpr std::chrono::seconds kTimeout{30};
+  static ExternalTopics*& instance() {
+    static ExternalTopics* current = nullptr;
+    return current;
+  }
+  stream::kafka::Properties admin_;
+  std::vector<std::string> created_;
+};
+
+/// --brokers: --repeat repetitions of passthrough, neardup at-least-once and neardup
+/// exactly-once on the cluster, each run on topics of its own; the order
+/// within a repetition turns each time, so no side always runs first.
+int run_external(const std::string& brokers, const RunSettings& base,
+                 const std::vector<std::string>& feed, int partitions, std::size_t ahead,
+                 config::Action action, int repeat) {
+  struct Side {
+    const char* name;
+    bool bypass;
+    config::Delivery delivery;
+  };
+  const Side sides[] = {{"passthrough", true, config::Delivery::at_least_once},
+                        {"neardup_alo", false, config::Delivery::at_least_once},
+                        {"neardup_eos", false, config::Delivery::exactly_once}};
+  constexpr int kSides = 3;
+  // Unique across runs of the bench on one cluster: the pid and the start time.
+  const std::string prefix =
+      "pipeline-bench-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+  ExternalTopics topics(brokers);
+  std::vector<Result> results[kSides];
+  for (int r = 0; r < repeat; ++r) {
+    for (int k = 0; k < kSides; ++k) {
+      const int s = (k + r) % kSides;
+      const Side& side = sides[s];
+      const std::string name = prefix + "-" + side.name + "-" + std::to_string(r);
+      RunSettings settings = base;
+      settings.delivery = side.delivery;
+      topics.create(run_config(name, action, settings.delivery), partitions);
+      Result res = run_one(brokers, feed, name, side.bypass, ahead, action, false, false, settings);
+      topics.delete_all();
+      std::printf(
+          "repetition %d of %d: %s: %.0f msg/s, end-to-end latency p50=%lldms p99=%lldms, CPU "
+          "%.2fus/msg (process)",
+          r + 1, repeat, side.name, res.rate, static_cast<long long>(res.p50_ms),
+          static_cast<long long>(res.p99_ms), res.process_cpu_us);
+      if (res.broker_cpu_us >= 0) std::printf(", broker %.2fus/msg", res.broker_cpu_us);
+      if (!side.bypass)
+        std::printf(
+            ", unique=%llu duplicate=%llu, judge requests=%llu round trip p50=%lldms p99=%lldms",
+            static_cast<unsigned long long>(res.snapshot.unique),
+            static_cast<unsigned long long>(res.snapshot.duplicate),
+            static_cast<unsigned long long>(res.snapshot.judge_requests),
+            static_cast<long long>(res.snapshot.judge_round_trip.quantile_ms(0.5)),
+            static_cast<long long>(res.snapshot.judge_round_trip.quantile_ms(0.99)));
+      std::printf("\n");
+      print_threads(side.name, res);
+      std::fflush(stdout);
+      results[s].push_back(std::move(res));
+    }
+  }
+  auto median = [&](int s, double Result::*field) {
+    std::vector<double> v;
+    for (const Result& res : results[s]) v.push_back(res.*field);
+    return median_of(v);
+  };
+  auto median_ratio = [&](int a, int b) {  // the median of each repetition's a/b
+    std::vector<double> v;
+    for (int r = 0; r < repeat; ++r) v.push_back(results[a][r].rate / results[b][r].rate);
+    return median_of(v);
+  };
+  auto spread = [&](int s) {
+    double lo = results[s][0].rate, hi = lo;
+    for (const Result& res : results[s]) {
+      lo = std::min(lo, res.rate);
+      hi = std::max(hi, res.rate);
+    }
+    return std::pair{lo, hi};
+  };
+  std::printf("%d repetition(s) on %s, commit interval %lldms; msg/s min-max:", repeat,
+              brokers.c_str(), static_cast<long long>(base.commit_interval.count()));
+  for (int s = 0; s < kSides; ++s)
+    std::printf(" %s %.0f-%.0f", sides[s].name, spread(s).first, spread(s).second);
+  std::printf("; ratios of the medians: neardup/passthrough %.3f, eos/alo %.3f\n",
+              median(1, &Result::rate) / median(0, &Result::rate),
+              median(2, &Result::rate) / median(1, &Result::rate));
+  std::printf(
+      "passthrough=%.0f neardup_alo=%.0f neardup_eos=%.0f neardup_over_passthrough=%.3f "
+      "eos_over_alo=%.3f cpu_us_per_msg_passthrough=%.2f cpu_us_per_msg_neardup_alo=%.2f "
+      "cpu_us_per_msg_neardup_eos=%.2f",
+      median(0, &Result::rate), median(1, &Result::rate), median(2, &Result::rate),
+      median_ratio(1, 0), median_ratio(2, 1), median(0, &Result::process_cpu_us),
+      median(1, &Result::process_cpu_us), median(2, &Result::process_cpu_us));
+  if (base.broker_pid > 0)
+    std::printf(
+        " broker_cpu_us_per_msg_passthrough=%.2f broker_cpu_us_per_msg_neardup_alo=%.2f "
+        "broker_cpu_us_per_msg_neardup_eos=%.2f",
+        median(0, &Result::broker_cpu_us), median(1, &Result::broker_cpu_us),
+        median(2, &Result::broker_cpu_us));
+  std::printf(" repeat=%d\n", repeat);
+  return 0;
 }
 
 }  // namespace
@@ -486,6 +725,9 @@ int main(int argc, char** argv) {
   bool with_page = false;
   std::string only;
   int repeat = 1;
+  std::string brokers;  // --brokers: an external cluster instead of the embedded broker
+  RunSettings external;
+  bool commit_interval_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> long long {
@@ -503,7 +745,14 @@ int main(int argc, char** argv) {
       ahead = static_cast<std::size_t>(std::max(100LL, value()));
     else if (arg == "--metrics")
       with_metrics = true;
-    else if (arg == "--page")
+    else if (arg == "--brokers" && i + 1 < argc && argv[i + 1][0] != '\0')
+      brokers = argv[++i];
+    else if (arg == "--broker-pid")
+      external.broker_pid = static_cast<pid_t>(std::max(1LL, value()));
+    else if (arg == "--commit-interval") {
+      external.commit_interval = std::chrono::milliseconds(std::clamp(value(), 1LL, 60'000LL));
+      commit_interval_given = true;
+    } else if (arg == "--page")
       with_page = true;
     else if (arg == "--repeat")
       repeat = static_cast<int>(std::clamp(value(), 1LL, 25LL));
@@ -531,8 +780,44 @@ int main(int argc, char** argv) {
           "drop|tag|route] [--metrics] [--page] [--only "
           "passthrough|neardup|contended|split|parallel] "
           "[--repeat "
+          "N]\n"
+          "       neardup_pipeline_bench --brokers LIST [--broker-pid PID] [--commit-interval "
+          "MS] [--messages N] [--partitions P] [--ahead A] [--action drop|tag|route] [--repeat "
           "N]\n");
       return 2;
+    }
+  }
+  if (brokers.empty() && (external.broker_pid > 0 || commit_interval_given)) {
+    std::fprintf(stderr, "--broker-pid and --commit-interval go with --brokers\n");
+    return 2;
+  }
+  if (!brokers.empty()) {
+    if (!only.empty() || with_metrics || with_page) {
+      std::fprintf(stderr,
+                   "--brokers runs its three sides; --only, --metrics, --page are "
+                   "for the embedded broker\n");
+      return 2;
+    }
+    if (external.broker_pid > 0 &&
+        stat_cpu_seconds("/proc/" + std::to_string(external.broker_pid) + "/stat") < 0) {
+      std::fprintf(stderr, "--broker-pid %d: no such process to read the CPU of\n",
+                   static_cast<int>(external.broker_pid));
+      return 2;
+    }
+    pthread_setname_np(pthread_self(), "pipeline");
+    auto feed = make_feed(messages);
+    std::size_t bytes = 0;
+    for (const auto& t : feed) bytes += t.size();
+    std::printf(
+        "feed: %zu messages, %.0f bytes average, %d partitions, brokers %s%s\n", feed.size(),
+        static_cast<double>(bytes) / static_cast<double>(feed.size()), partitions, brokers.c_str(),
+        external.broker_pid > 0 ? (", broker pid " + std::to_string(external.broker_pid)).c_str()
+                                : "");
+    try {
+      return run_external(brokers, external, feed, partitions, ahead, action, repeat);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "neardup_pipeline_bench: %s\n", e.what());
+      return 1;
     }
   }
   pthread_setname_np(pthread_self(), "pipeline");  // Service::run's thread, in the CPU view
@@ -661,22 +946,6 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(dedup.snapshot.invalid),
         static_cast<long long>(dedup.p50_ms), static_cast<long long>(dedup.p99_ms),
         dedup.processing_p99_us, dedup.process_cpu_us, dedup.worker_cpu_us, isolated_us);
-  };
-  // The threads that used at least 0.05us of CPU per message, the busiest first.
-  auto print_threads = [](const char* side, const Result& result) {
-    std::vector<std::pair<double, std::string>> busiest;
-    for (const auto& [name, us] : result.thread_cpu_us)
-      if (us >= 0.05) busiest.emplace_back(us, name);
-    std::sort(busiest.rbegin(), busiest.rend());
-    std::printf("%s threads, CPU us/msg:", side);
-    for (const auto& [us, name] : busiest) std::printf(" %s=%.2f", name.c_str(), us);
-    std::printf("\n%s threads, times on a CPU per 1000 msg:", side);
-    for (const auto& [us, name] : busiest) {
-      const auto slices = result.thread_slices.find(name);
-      if (slices != result.thread_slices.end())
-        std::printf(" %s=%.1f", name.c_str(), slices->second);
-    }
-    std::printf("\n");
   };
   if (!only.empty()) {
     // --repeat N: N runs, each followed by the isolated loop; the median of
