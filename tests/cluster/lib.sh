@@ -109,3 +109,25 @@ cluster_config() {
 read_committed() {
   kcat -b "$brokers" -C -t "$1" -e -q -X isolation.level=read_committed -f '%k|%h|%s\n' 2>/dev/null || true
 }
+
+# metrics_address LOG: the host:port a `neardup run` logged its metrics at (text or JSON log).
+metrics_address() { grep -o 'metrics at http://[^/]*' "$1" 2>/dev/null | head -1 | sed 's|metrics at http://||'; }
+# http_status ADDR PATH: the HTTP status of http://ADDR/PATH (000 when nothing answers).
+http_status() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$1$2" || true; }
+# sample ADDR NAME: the value of the unlabelled metric NAME at http://ADDR/metrics.
+sample() { curl -s --max-time 5 "http://$1/metrics" | awk -v name="$2" '$1 == name { print $2 }'; }
+# group_backlog GROUP TOPIC: records of TOPIC past GROUP's committed offsets (read_committed;
+# a kcat member of GROUP that commits nothing, so run it only while no instance is in the group).
+group_backlog() {
+  timeout 60 kcat -b "$brokers" -G "$1" -X enable.auto.commit=false -X enable.auto.offset.store=false \
+    -X auto.offset.reset=earliest -X isolation.level=read_committed -e -q -f '%k\n' "$2" 2>/dev/null | grep -c . || true
+}
+# fail_later MESSAGE: a failed check that need not stop the test (the later
+# checks still say what they find); finish prints the count line and exits 1
+# if any check failed.
+failed=0
+fail_later() { echo "$name: FAIL: $*"; failed=$((failed + 1)); }
+finish() {
+  echo "$name: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
