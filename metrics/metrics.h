@@ -58,6 +58,7 @@ struct ServiceStats {
   std::uint64_t judge_takeovers = 0;   ///< neardup_judge_takeovers_total
   double judge_takeover_seconds = 0;   ///< neardup_judge_takeover_seconds
   std::uint64_t judge_awaiting = 0;    ///< neardup_judge_awaiting_messages
+  double judge_waiting_seconds = 0;    ///< neardup_judge_waiting_seconds
   std::uint64_t judge_resends = 0;     ///< neardup_judge_resends_total
   Histogram judge_round_trip_seconds;  ///< request produced -> its verdicts read
 

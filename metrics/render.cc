@@ -166,6 +166,11 @@ class SnapshotCollectable final : public prometheus::Collectable {
       out.push_back(scalar("neardup_judge_awaiting_messages",
                            "Messages of this instance waiting for the judge's verdicts.",
                            MetricType::Gauge, static_cast<double>(s.judge_awaiting)));
+      out.push_back(scalar("neardup_judge_waiting_seconds",
+                           "Seconds the oldest request of this instance has waited for its "
+                           "verdicts (0 when none waits): it grows while no instance of the "
+                           "group judges.",
+                           MetricType::Gauge, s.judge_waiting_seconds));
       out.push_back(scalar("neardup_judge_resends_total",
                            "Requests sent to the judge again, unanswered for 15 s.",
                            MetricType::Counter, static_cast<double>(s.judge_resends)));

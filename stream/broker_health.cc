@@ -289,11 +289,17 @@ void add_to_metrics(const BrokerHealth::Snapshot& health, metrics::ServiceStats&
   stats.kafka_broker_up = health.brokers;
 }
 
-std::string not_ready_reason(const BrokerHealth::Snapshot& health, bool assigned, bool window_ready,
+std::string not_ready_reason(const BrokerHealth::Snapshot& health, const Readiness& service,
                              BrokerHealth::Clock::time_point now) {
   if (!health.reachable) return health.describe(now);
-  if (!assigned) return "no input partitions assigned";
-  if (!window_ready) return "rebuilding the window from the changelog";
+  if (!service.assigned) return "no input partitions assigned";
+  if (!service.window_ready) return "rebuilding the window from the changelog";
+  if (service.judge_waiting_seconds >= kJudgeStalledSeconds) {
+    return "no verdict from the group's judge for " +
+           std::to_string(static_cast<long long>(service.judge_waiting_seconds)) + " s (" +
+           std::to_string(service.judge_awaiting) +
+           " messages wait): is an instance of the group judging? (neardup_judge_active)";
+  }
   return "";
 }
 

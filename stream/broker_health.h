@@ -132,10 +132,23 @@ class BrokerHealth {
 /// (neardup_kafka_brokers_up, neardup_kafka_broker_up, neardup_kafka_broker_outages_total).
 void add_to_metrics(const BrokerHealth::Snapshot& health, metrics::ServiceStats& stats);
 
+/// What else /readyz looks at besides the brokers.
+struct Readiness {
+  bool assigned = false;             ///< input partitions held
+  bool window_ready = false;         ///< the window rebuilt from the changelog
+  double judge_waiting_seconds = 0;  ///< the oldest request without a verdict (group judge)
+  std::uint64_t judge_awaiting = 0;  ///< messages waiting for verdicts
+};
+
+/// A request unanswered this long means nobody judges for the group (a judge
+/// takeover takes the session timeout, 6 s by default, plus the window's rebuild).
+inline constexpr double kJudgeStalledSeconds = 30;
+
 /// /readyz's answer: ready when the service holds partitions, its window is
-/// rebuilt and the brokers are reachable; else the reason, brokers first (an
-/// outage also explains missing partitions). "" when ready.
-std::string not_ready_reason(const BrokerHealth::Snapshot& health, bool assigned, bool window_ready,
+/// rebuilt, the brokers are reachable and the group's judge answers; else the
+/// reason, brokers first (an outage also explains missing partitions and
+/// silent judges). "" when ready.
+std::string not_ready_reason(const BrokerHealth::Snapshot& health, const Readiness& service,
                              BrokerHealth::Clock::time_point now = BrokerHealth::Clock::now());
 
 }  // namespace neardup::stream

@@ -13,6 +13,12 @@ std::map<std::string, std::string> default_consumer_properties(const std::string
       {"enable.auto.offset.store", "false"},
       {"auto.offset.reset", "earliest"},
       {"enable.partition.eof", "false"},
+      // Also the rebalance timeout: how long a coordinator may wait for a
+      // member that died during a rebalance (librdkafka's default is 300 s,
+      // during which the group's partitions stay unassigned). The service
+      // polls continuously; a revoke's drain runs inside the poll, which
+      // librdkafka does not count.
+      {"max.poll.interval.ms", "60000"},
       // Throughput: large prefetch queue, fetches answered quickly.
       {"queued.min.messages", "200000"},
       {"fetch.wait.max.ms", "20"},

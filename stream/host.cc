@@ -1,6 +1,8 @@
 #include "stream/host.h"
 
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "metrics/progress.h"
 #include "metrics/recent_pairs.h"
@@ -9,6 +11,67 @@
 #include "stream/process.h"
 
 namespace neardup::stream {
+namespace {
+
+/// Keeps the brokers' state and readiness current on the metrics endpoint
+/// while the pipeline thread, which publishes on its progress ticks, is held
+/// up in a Kafka call (a transaction's commit waits up to its timeout through
+/// an outage). Its own thread; reads BrokerHealth (thread-safe) and the last
+/// stats the pipeline published.
+class StaleGuard {
+ public:
+  StaleGuard(metrics::Exporter& exporter, BrokerHealth& health)
+      : exporter_(exporter), health_(health), thread_([this] { run(); }) {}
+  ~StaleGuard() {
+    quit_.store(true);
+    thread_.join();
+  }
+  StaleGuard(const StaleGuard&) = delete;
+  StaleGuard& operator=(const StaleGuard&) = delete;
+
+  /// The pipeline thread's publish: what to repeat with fresh broker state.
+  void published(const metrics::ServiceStats& stats, const Readiness& readiness) {
+    metrics::MutexLock lock(mutex_);
+    stats_ = stats;
+    readiness_ = readiness;
+    at_ = std::chrono::steady_clock::now();
+    has_ = true;
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kStaleAfter{1500};
+
+  void run() {
+    while (!quit_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      metrics::ServiceStats stats;
+      Readiness readiness;
+      {
+        metrics::MutexLock lock(mutex_);
+        if (!has_ || std::chrono::steady_clock::now() - at_ < kStaleAfter) continue;
+        stats = stats_;
+        readiness = readiness_;
+      }
+      const BrokerHealth::Snapshot kafka = health_.snapshot();
+      add_to_metrics(kafka, stats);
+      exporter_.publish(stats);
+      const std::string why_not = not_ready_reason(kafka, readiness);
+      exporter_.set_ready(why_not.empty(), why_not);
+    }
+  }
+
+  metrics::Exporter& exporter_;
+  BrokerHealth& health_;
+  metrics::Mutex mutex_;
+  metrics::ServiceStats stats_ GUARDED_BY(mutex_);
+  Readiness readiness_ GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point at_ GUARDED_BY(mutex_);
+  bool has_ GUARDED_BY(mutex_) = false;
+  std::atomic<bool> quit_{false};
+  std::thread thread_;  // last: starts after everything it uses
+};
+
+}  // namespace
 
 int host_service(const config::Config& config, const HostOptions& host, ServiceSnapshot* final) {
   install_stop_signal_handlers();
@@ -54,25 +117,33 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   options.recent_pairs = pairs.get();
   Service* self = nullptr;
   const int k = config.dedup.index.max_distance;
+  std::unique_ptr<StaleGuard> stale_guard;  // (set once the service exists)
   options.on_progress = [&](const ServiceSnapshot& snapshot) {
     metrics::ServiceStats m = to_metrics(snapshot, k);
     const BrokerHealth::Snapshot kafka = broker_health.snapshot();
     add_to_metrics(kafka, m);
     if (exporter) {
       exporter->publish(m);
-      const std::string why_not = not_ready_reason(kafka, snapshot.assigned, snapshot.window_ready);
+      const Readiness readiness{.assigned = snapshot.assigned,
+                                .window_ready = snapshot.window_ready,
+                                .judge_waiting_seconds = snapshot.judge_waiting_seconds,
+                                .judge_awaiting = snapshot.judge_awaiting};
+      const std::string why_not = not_ready_reason(kafka, readiness);
       exporter->set_ready(why_not.empty(), why_not);
+      if (stale_guard) stale_guard->published(m, readiness);
     }
     progress.update(m, std::chrono::steady_clock::now());
     if (host.done && self && host.done(snapshot)) self->request_stop();
   };
   Service service(std::move(options));
   self = &service;
+  if (exporter) stale_guard = std::make_unique<StaleGuard>(*exporter, broker_health);
   if (host.on_brokers) host.on_brokers(brokers);
   log(config::LogLevel::info, "consuming " + std::to_string(config.kafka.input_topics.size()) +
                                   " topic(s) from " + brokers + " as group '" +
                                   config.kafka.group_id + "'");
   int status = service.run();
+  stale_guard.reset();
   progress.finish();
   if (host.on_stopped) host.on_stopped();
   ServiceSnapshot last = service.snapshot();

@@ -450,6 +450,13 @@ void Judge::run() {
       props["session.timeout.ms"] = "6000";
     if (!options_.config.kafka.consumer.count("heartbeat.interval.ms"))
       props["heartbeat.interval.ms"] = "1500";
+    // The rebalance timeout (max.poll.interval.ms, librdkafka's default 300 s)
+    // bounds how long a coordinator may wait for a member that died during a
+    // rebalance: while it waits, nobody judges. The judge polls every 50 ms at
+    // most; a takeover's rebuild runs inside the poll, which librdkafka does
+    // not count against this interval.
+    if (!options_.config.kafka.consumer.count("max.poll.interval.ms"))
+      props["max.poll.interval.ms"] = "20000";
     state.consumer = std::make_unique<kafka::Consumer>(
         props,
         [&state](bool assigned, const rd_kafka_topic_partition_list_t& parts) {

@@ -241,6 +241,7 @@ Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance,
   ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
   rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
   rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
+  rd_kafka_conf_set_offset_commit_cb(conf.get(), &Consumer::on_commit_cb);
   char errstr[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr, sizeof errstr);
   if (!rk)
@@ -288,6 +289,12 @@ rd_kafka_resp_err_t Consumer::commit(const rd_kafka_topic_partition_list_t& offs
     throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), err, Severity::fatal);
   }
   return err;
+}
+
+void Consumer::on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                            rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  if (self->on_commit_) self->on_commit_(err, offsets);
 }
 
 void Consumer::close() {

@@ -203,6 +203,11 @@ class Consumer {
   /// Commits the given offsets (the next offset to read). Synchronous unless
   /// `async`. Throws KafkaError for fatal errors; returns the error otherwise.
   rd_kafka_resp_err_t commit(const rd_kafka_topic_partition_list_t& offsets, bool async);
+  /// The outcome of every offset commit (`err` the request's; each partition
+  /// may carry its own), served inside poll_batch() (or commit(), when synchronous).
+  using CommitHandler =
+      std::function<void(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets)>;
+  void on_commit(CommitHandler handler) { on_commit_ = std::move(handler); }
   /// Leaves the group (serving a final revocation through the handler). Idempotent.
   void close();
   bool fatal() const { return !fatal_reason_.empty(); }
@@ -215,8 +220,11 @@ class Consumer {
                               rd_kafka_topic_partition_list_t* partitions, void* opaque);
   static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
   static int on_statistics_cb(rd_kafka_t*, char* json, size_t size, void* opaque);
+  static void on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t* offsets, void* opaque);
 
   RebalanceHandler on_rebalance_;
+  CommitHandler on_commit_;
   BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;

@@ -73,8 +73,13 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
         on_rebalance(assigned, parts);
       },
       options.broker_health);
-  if (exactly_once)
+  if (exactly_once) {
     txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
+  } else {
+    consumer->on_commit([this](rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* o) {
+      on_commit_result(err, o);
+    });
+  }
   router->set_exactly_once(exactly_once);
   if (judged_remotely) {
     JudgeOptions j;
@@ -296,6 +301,11 @@ void Service::Impl::publish() {
     stats.judge_takeover_seconds = static_cast<double>(j.takeover_ns) * 1e-9;
     stats.judge_active = j.active;
     stats.judge_awaiting = awaiting_messages;
+    stats.judge_waiting_seconds = awaiting.empty()
+                                      ? 0.0
+                                      : static_cast<double>(std::max<std::int64_t>(
+                                            0, wall_ms() - awaiting.begin()->second.sent_ms)) /
+                                            1000.0;
     stats.changelog_written = j.written;  // (the judge writes this group's changelog)
     stats.changelog_replayed = j.restored;
     stats.changelog_corrupt = j.changelog_corrupt;
@@ -337,7 +347,7 @@ void Service::Impl::poll_and_judge() {
   const int next = inflight == 0 ? 1 : 0;
   Slot& polled = slots[next];
   polled.messages.clear();
-  if (judged_remotely) hold_back_input();
+  hold_back_input();
   consumer->poll_batch(polled.messages, 2000,
                        std::chrono::milliseconds(inflight >= 0 || !awaiting.empty() ? 0 : 50));
   // (a revoke inside the poll may have finished the in-flight batch already)

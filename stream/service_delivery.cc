@@ -153,13 +153,76 @@ bool Service::Impl::commit(bool sync, const rd_kafka_topic_partition_list_t* sub
   }
   const rd_kafka_resp_err_t err = consumer->commit(*list, !sync);
   if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-    log(config::LogLevel::warn,
-        std::string("offset commit failed (will retry with later offsets): ") +
-            rd_kafka_err2str(err));
+    // (the commit callback saw it too, when the request was sent)
     for (const auto& c : commits) ledger.commit_failed(c.source);
+    on_commit_result(err, nullptr);
     return false;
   }
   return true;
+}
+
+void Service::Impl::on_commit_result(rd_kafka_resp_err_t err,
+                                     const rd_kafka_topic_partition_list_t* offsets) {
+  if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
+  bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+  rd_kafka_resp_err_t cause = err;
+  for (int i = 0; offsets && i < offsets->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = offsets->elems[i];
+    if (!err && !p.err) continue;
+    failed = true;
+    if (!cause) cause = p.err;
+    const std::uint32_t source = sources.intern(p.topic, p.partition);
+    if (sources[source].assigned) ledger.commit_failed(source);  // offered again
+  }
+  if (!failed) {
+    if (commits_failing_since) {
+      log(config::LogLevel::info,
+          "offset commits succeed again; input resumed (" +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 Clock::now() - *commits_failing_since)
+                                 .count()) +
+              " ms after the first failure)");
+      commits_failing_since.reset();
+    }
+    return;
+  }
+  if (!commits_failing_since) {
+    commits_failing_since = Clock::now();
+    if (commit_failures_logged++ < 20) {
+      log(config::LogLevel::warn,
+          std::string("offset commit failed (") + rd_kafka_err2str(cause) +
+              "): input paused until a commit succeeds or the group is joined again (what was "
+              "handled since the last commit is read again after a rejoin)");
+    }
+  }
+}
+
+void Service::Impl::hold_back_input() {
+  if (judged_remotely) {
+    const bool behind =
+        held_for_judge ? awaiting_messages > kMaxAwaiting / 2 : awaiting_messages > kMaxAwaiting;
+    if (behind != held_for_judge) {
+      held_for_judge = behind;
+      log(config::LogLevel::warn,
+          behind ? std::to_string(awaiting_messages) +
+                       " messages wait for the judge's verdicts: input paused until half are "
+                       "answered"
+                 : "input resumed: the judge caught up");
+    }
+  }
+  const bool hold = held_for_judge || commits_failing_since.has_value();
+  // An eager assignment comes unpaused. (Resuming a partition that was never
+  // paused is not harmless: librdkafka restarts its fetch from the position
+  // the application last saw, and what it had queued comes again.)
+  if (std::exchange(reapply_hold, false)) input_held = false;
+  if (hold == input_held) return;
+  rd_kafka_topic_partition_list_t* parts = nullptr;
+  if (rd_kafka_assignment(consumer->handle(), &parts) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  kafka::PartitionListPtr owned(parts);
+  const rd_kafka_resp_err_t err = hold ? rd_kafka_pause_partitions(consumer->handle(), parts)
+                                       : rd_kafka_resume_partitions(consumer->handle(), parts);
+  if (err) return;  // (tried again next iteration)
+  input_held = hold;
 }
 
 bool Service::Impl::drain(std::chrono::milliseconds limit) {

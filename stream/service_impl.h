@@ -14,6 +14,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -98,9 +99,11 @@ struct Service::Impl {
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
   // ---- consistent scale-out (judged_remotely): stream/service_judge.cc
-  std::optional<JudgeOptions> judge_options;        // until run() starts the judge
-  bool input_held = false;                          // input partitions paused (hold_back_input)
-  std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
+  std::optional<JudgeOptions> judge_options;  // until run() starts the judge
+  bool input_held = false;                    // input partitions paused (hold_back_input)
+  bool held_for_judge = false;                // ... because too many messages wait for verdicts
+  bool reapply_hold = false;                  // an eager assignment since: nothing is paused
+  std::unique_ptr<Judge> judge;               // this process's judge (active or standby)
   std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
   JudgeRequestWriter requests{cfg.dedup.sketch};
   std::string verdict_key_of_mine;  // verdict_key(instance_id)
@@ -168,6 +171,14 @@ struct Service::Impl {
 
   /// The periodic commit: the transaction (exactly-once) or the acknowledged offsets.
   void commit_progress(bool sync);
+
+  /// at-least-once: the outcome of an offset commit (librdkafka's callback):
+  /// a failed one is offered again and holds the input back until one succeeds
+  /// or the group is joined again.
+  void on_commit_result(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets);
+  std::optional<service_detail::Clock::time_point>
+      commits_failing_since;  // the first failure since a success
+  std::uint64_t commit_failures_logged = 0;
 
   /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the
   /// offsets).
@@ -248,7 +259,9 @@ struct Service::Impl {
   /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
   void poll_verdicts(std::chrono::milliseconds timeout);
   /// Pauses the input partitions while more than kMaxAwaiting messages wait
-  /// for verdicts, resumes them below half of it.
+  /// for verdicts (resumes them below half of it), or while offset commits
+  /// fail (at-least-once: what is handled past the last commit is read again
+  /// after the rejoin that follows, so that work is bounded).
   void hold_back_input();
   /// Sends again the requests unanswered for kResendAfter; forgets those whose
   /// messages were all revoked since.

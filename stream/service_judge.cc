@@ -23,7 +23,17 @@ bool is_request_delivery(Ticket ticket) {
 void Service::Impl::start_verdicts() {
   const std::chrono::milliseconds timeout(10000);
   for (const std::string* topic : {&cfg.kafka.judge_topic, &cfg.kafka.verdict_topic}) {
-    const int n = kafka::partition_count(producer->handle(), *topic, timeout);
+    int n = 0;
+    try {
+      n = kafka::partition_count(producer->handle(), *topic, timeout);
+    } catch (const KafkaError& e) {
+      if (e.code() != RD_KAFKA_RESP_ERR__TRANSPORT && e.code() != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+          e.code() != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        throw;
+      throw KafkaError("cannot reach the Kafka brokers " + options.brokers + " within " +
+                           std::to_string(timeout.count() / 1000) + " s (" + e.what() + ")",
+                       e.code(), e.severity());
+    }
     if (n == 1) continue;
     const std::string why =
         ": the judge and verdict topics (kafka.judge_topic, kafka.verdict_topic) need "
@@ -201,23 +211,6 @@ void Service::Impl::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
   }
 }
 
-void Service::Impl::hold_back_input() {
-  const bool hold =
-      input_held ? awaiting_messages > kMaxAwaiting / 2 : awaiting_messages > kMaxAwaiting;
-  if (hold == input_held) return;
-  rd_kafka_topic_partition_list_t* parts = nullptr;
-  if (rd_kafka_assignment(consumer->handle(), &parts) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
-  kafka::PartitionListPtr owned(parts);
-  const rd_kafka_resp_err_t err = hold ? rd_kafka_pause_partitions(consumer->handle(), parts)
-                                       : rd_kafka_resume_partitions(consumer->handle(), parts);
-  if (err) return;  // (tried again next iteration)
-  input_held = hold;
-  log(config::LogLevel::warn,
-      hold ? std::to_string(awaiting_messages) +
-                 " messages wait for the judge's verdicts: input paused until half are answered"
-           : "input resumed: the judge caught up");
-}
-
 void Service::Impl::resend_unanswered() {
   const auto now = Clock::now();
   for (auto it = awaiting.begin(); it != awaiting.end();) {
@@ -244,7 +237,7 @@ void Service::Impl::resend_unanswered() {
     if (stats.judge_resends <= 10 || stats.judge_resends % 1000 == 0) {
       log(config::LogLevel::warn,
           "no verdict for judge request " + std::to_string(it->first) + " after " +
-              std::to_string(kResendAfter.count() / 1000) + " s (" +
+              std::to_string(kResendAfter.count()) + " s (" +
               std::to_string(batch.messages.size()) +
               " messages waiting); sent it again (is an instance of the group judging? "
               "see neardup_judge_active)");

@@ -15,6 +15,11 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
     }
     stats.assigned = true;
     log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
+    // A new generation: commits work again, and (eager protocol) the whole
+    // assignment comes unpaused; a cooperative one keeps what stays paused.
+    commits_failing_since.reset();
+    if (std::strcmp(rd_kafka_rebalance_protocol(consumer->handle()), "COOPERATIVE") != 0)
+      reapply_hold = true;
     if (abandoning) return;
     learn_committed_positions(parts);
     try {  // nothing may unwind through librdkafka's frames: raised after the poll

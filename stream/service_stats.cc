@@ -93,6 +93,7 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.judge_takeovers = s.judge_takeovers;
   m.judge_takeover_seconds = s.judge_takeover_seconds;
   m.judge_awaiting = s.judge_awaiting;
+  m.judge_waiting_seconds = s.judge_waiting_seconds;
   m.judge_resends = s.judge_resends;
   return m;
 }

@@ -66,9 +66,11 @@ struct ServiceSnapshot {
   std::uint64_t judge_request_bytes = 0;    ///< their values' bytes
   std::uint64_t judge_resends = 0;          ///< requests sent again, unanswered for 15 s
   std::uint64_t judge_awaiting = 0;         ///< messages waiting for verdicts now
-  LatencyHistogram judge_round_trip;        ///< a request produced -> its verdicts read
-  std::uint64_t judge_decisions = 0;        ///< decided by this process's judge
-  std::uint64_t judge_takeovers = 0;        ///< times this process became the judge
+  /// Seconds the oldest request without a verdict has waited (0: none waits).
+  double judge_waiting_seconds = 0;
+  LatencyHistogram judge_round_trip;  ///< a request produced -> its verdicts read
+  std::uint64_t judge_decisions = 0;  ///< decided by this process's judge
+  std::uint64_t judge_takeovers = 0;  ///< times this process became the judge
   double judge_takeover_seconds = 0;  ///< the last takeover: assignment to first decision possible
   bool judge_active = false;          ///< this process's judge holds the judge topic
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;

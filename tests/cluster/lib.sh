@@ -9,6 +9,9 @@
 #       implementation of the Kafka protocol, ../shared/kfake) on loopback,
 #       persisting to a data dir of the test's scratch folder; NEARDUP_KFAKE
 #       names the binary. Without it the test is skipped (exit 77).
+#   NEARDUP_TEST_CLUSTER=mock            librdkafka's mock cluster (`neardup
+#       broker`, one per cluster_topics call) instead, to compare the two;
+#       tests that kill brokers skip themselves.
 #
 # Every name a test uses comes from here: topic NAME gives "<prefix>NAME"
 # and the group is "<prefix>g", so runs never see each other's records.
@@ -19,7 +22,9 @@ kfake_pid=""
 kfake_ports=""
 cluster_configs=()
 
-if [ -n "${NEARDUP_TEST_BROKERS:-}" ]; then
+if [ "${NEARDUP_TEST_CLUSTER:-}" = mock ]; then
+  cluster_mode=mock
+elif [ -n "${NEARDUP_TEST_BROKERS:-}" ]; then
   cluster_mode=external
 elif [ -n "${NEARDUP_KFAKE:-}" ] && [ -x "${NEARDUP_KFAKE}" ]; then
   cluster_mode=kfake
@@ -43,7 +48,7 @@ trap cluster_cleanup EXIT
 # need_kfake WHAT: tests that crash brokers cannot run on an external cluster.
 need_kfake() {
   [ "$cluster_mode" = kfake ] && return 0
-  echo "$name: SKIPPED: $1 needs the kfake brokers this test starts itself (NEARDUP_TEST_BROKERS is set)"
+  echo "$name: SKIPPED: $1 needs the kfake brokers this test starts itself (the brokers are $cluster_mode)"
   exit 77
 }
 
@@ -76,6 +81,8 @@ kfake_kill() {
 cluster_start() {
   if [ "$cluster_mode" = external ]; then
     brokers=$NEARDUP_TEST_BROKERS
+  elif [ "$cluster_mode" = mock ]; then
+    brokers=""  # (cluster_topics starts it, with the topics)
   else
     kfake_start "$@"
   fi
@@ -84,6 +91,16 @@ cluster_start() {
 # cluster_topics CONFIG [PARTITIONS]: creates every topic CONFIG names (and
 # deletes them on exit on an external cluster).
 cluster_topics() {
+  if [ "$cluster_mode" = mock ]; then
+    rm -f "$work/mock.bootstrap"
+    "$NEARDUP" broker --partitions "${2:-4}" --groups "$group" \
+      --topics "$(topic input),$(topic output),$(topic duplicates),$(topic dead-letters)" \
+      --bootstrap-file "$work/mock.bootstrap" >>"$work/mock.out" 2>>"$work/mock.err" &
+    pids+=($!)
+    wait_for 20 test -s "$work/mock.bootstrap" || fail "the mock broker did not start"
+    brokers=$(cat "$work/mock.bootstrap")
+    return 0
+  fi
   cluster_configs+=("$1")
   "$NEARDUP" topics create --config "$1" --brokers "$brokers" --partitions "${2:-4}" \
     --timeout 30 >"$work/topics.out" 2>&1 || fail "topics create: $(cat "$work/topics.out")"

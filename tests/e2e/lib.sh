@@ -7,7 +7,7 @@ passed=0
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  if [ -n "${NEARDUP_TEST_KEEP:-}" ]; then echo "$name: scratch folder kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 # fail MESSAGE: says why, shows the end of the service's log ($work/run.err), exits 1.

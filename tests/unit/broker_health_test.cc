@@ -201,7 +201,7 @@ TEST(BrokerHealth, ABrokerThatStopsAnsweringIsAnOutageUntilAClientReceivesFromIt
   EXPECT_EQ(s.reason, "5 request(s) unanswered, nothing received for 12.5 s");
   EXPECT_EQ(s.outages, 1u);
   EXPECT_EQ(s.brokers.at("127.0.0.1:40123"), false);  // connected, but not answering
-  EXPECT_EQ(not_ready_reason(s, true, true, t0 + 6s),
+  EXPECT_EQ(not_ready_reason(s, {.assigned = true, .window_ready = true}, t0 + 6s),
             "Kafka brokers unreachable for 13.5 s: 127.0.0.1:40123 (5 request(s) unanswered, "
             "nothing received for 12.5 s)");
   // A client idle towards it is no evidence; nor is the stalled one still waiting.
@@ -335,14 +335,24 @@ TEST(BrokerHealth, LogsAStallAndItsEndNamingTheBroker) {
 
 TEST(BrokerHealth, ReadinessNamesTheOutageFirst) {
   BrokerHealth health(false, t0);
-  EXPECT_EQ(not_ready_reason(health.snapshot(), true, true, t0), "");
-  EXPECT_EQ(not_ready_reason(health.snapshot(), false, true, t0), "no input partitions assigned");
-  EXPECT_EQ(not_ready_reason(health.snapshot(), true, false, t0),
+  EXPECT_EQ(not_ready_reason(health.snapshot(), {.assigned = true, .window_ready = true}, t0), "");
+  EXPECT_EQ(not_ready_reason(health.snapshot(), {.assigned = false, .window_ready = true}, t0),
+            "no input partitions assigned");
+  EXPECT_EQ(not_ready_reason(health.snapshot(), {.assigned = true, .window_ready = false}, t0),
             "rebuilding the window from the changelog");
+  // The group judge: a request waits, but not yet for kJudgeStalledSeconds.
+  Readiness waiting{.assigned = true, .window_ready = true, .judge_awaiting = 2000};
+  waiting.judge_waiting_seconds = kJudgeStalledSeconds - 0.5;
+  EXPECT_EQ(not_ready_reason(health.snapshot(), waiting, t0), "");
+  waiting.judge_waiting_seconds = kJudgeStalledSeconds;
+  EXPECT_EQ(not_ready_reason(health.snapshot(), waiting, t0),
+            "no verdict from the group's judge for 30 s (2000 messages wait): is an instance of "
+            "the group judging? (neardup_judge_active)");
   lose_brokers(health, t0 + 5s);
-  EXPECT_THAT(not_ready_reason(health.snapshot(), false, true, t0 + 8s),
-              ::testing::StartsWith(
-                  "Kafka brokers unreachable for 3.0 s: 127.0.0.1:39211, 127.0.0.1:40123 ("));
+  EXPECT_THAT(
+      not_ready_reason(health.snapshot(), {.assigned = false, .window_ready = true}, t0 + 8s),
+      ::testing::StartsWith(
+          "Kafka brokers unreachable for 3.0 s: 127.0.0.1:39211, 127.0.0.1:40123 ("));
   metrics::ServiceStats stats;
   health.on_brokers("c", {{"127.0.0.1:39211", "DOWN", 5}}, t0 + 8s);
   add_to_metrics(health.snapshot(), stats);

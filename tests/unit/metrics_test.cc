@@ -213,6 +213,7 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   stats.judge_takeover_seconds = 0.75;
   stats.judge_awaiting = 17;
   stats.judge_resends = 1;
+  stats.judge_waiting_seconds = 31.5;
   stats.judge_round_trip_seconds.counts[3] = 5;  // le 0.01
   stats.judge_round_trip_seconds.count = 5;
   stats.judge_round_trip_seconds.sum = 0.04;
@@ -224,6 +225,8 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   EXPECT_EQ(off.count("neardup_judge_takeover_seconds"), 0u);
   EXPECT_EQ(on.at("neardup_judge_awaiting_messages"), 17);
   EXPECT_EQ(on.at("neardup_judge_resends_total"), 1);
+  EXPECT_EQ(on.at("neardup_judge_waiting_seconds"), 31.5);
+  EXPECT_EQ(off.count("neardup_judge_waiting_seconds"), 0u);
   EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_bucket{le=\"0.005\"}"), 0);
   EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_bucket{le=\"0.01\"}"), 5);
   EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_count"), 5);
