@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scan-throughput condition of issue 5, measured on the binary: CPU time
+# What the sketch stage costs `neardup scan`, measured on the binary: CPU time
 # (user + sys) of `neardup scan` over the news-like feed with the sketch stage
 # on and off, the two alternating, the ratio taken per adjacent pair (off / on:
 # the sketch-on throughput as a share of the sketch-off one). Pairs share the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `neardup scan --threads N` against `--threads 1` on the binary (issue 18):
+# `neardup scan --threads N` against `--threads 1` on the binary:
 # records/s (wall clock) of the news-like feed (~200-byte JSON Lines records,
 # ~20% near-duplicates), the two thread counts alternating, RUNS runs each;
 # prints every run, the median records/s of each side, the ratio of the

@@ -8,7 +8,7 @@ Sources (all installed on the machine, nothing downloaded at run time):
   * Debian `fortunes-zh` (chinese, tang300, song100): Chinese poems and sayings.
   * very_short: posts of 8-40 characters, half English (fortunes of that
     length), half Chinese (lines and sentences of the fortunes-zh records),
-    variants with one or two characters or words changed (issue 19); the
+    variants with one or two characters or words changed; the
     originals arrive in topic order, so unrelated posts on the same topic
     (the next line of a poem, a quote from the same file) are their neighbours.
 

@@ -12,9 +12,9 @@ Markdown table, then recall per edit type and the kinds of false positives
 (the analysis section of docs/ACCURACY.md), then one JSON summary line
 starting with `QUALITY_JSON ` for tests.
 
-Targets, checked for the default config (issue 19, which raised issue 5's):
+Targets, checked for the default config (docs/ACCURACY.md):
 F1 >= 0.99 on long_en, >= 0.98 on short_en, >= 0.97 on short_zh, >= 0.969 on
-mixed (long_en and mixed: not lower than before issue 19); on very_short
+mixed; on very_short
 (8-40 characters) recall >= 0.95 and precision >= 0.98; precision >= 0.98 in
 every bucket of every stream that has at least MIN_SUPPORT predicted
 positives (fewer: not judged).

@@ -28,9 +28,6 @@ pass
 grep -q '^neardup demo summary (action drop, 291 records at 97/s)$' "$work/summary1.out" \
   || fail "summary header: $(head -2 "$work/summary1.out")"
 grep -q '^  in:         291 of 291 fed$' "$work/summary1.out" || fail "in: not 291 of 291"
-# (196 / 93 before issue 19's independent densification: it catches three more
-# hashtag reposts of short Chinese items and one same-template English item at
-# 0.729, and loses one short Chinese match)
 grep -q '^  unique:     193$' "$work/summary1.out" || fail "unique: not 193"
 grep -q '^  duplicates: 96$' "$work/summary1.out" || fail "duplicates: not 96"
 grep -q '^  invalid:    2 ' "$work/summary1.out" || fail "invalid: not 2"

@@ -23,7 +23,7 @@ if command -v promtool >/dev/null; then
   check "promtool check rules deploy/prometheus/alerts.yml" promtool check rules "$deploy/prometheus/alerts.yml"
   check "promtool test rules deploy/prometheus/alerts_test.yml" \
     bash -c "cd '$deploy/prometheus' && promtool test rules alerts_test.yml"
-  # Every alert the issue asks for exists.
+  # Every alert docs/METRICS.md promises exists.
   for alert in NeardupConsumerLagGrowing NeardupDeadLetters NeardupNoInput NeardupProduceErrors; do
     check "alert $alert defined" grep -q "alert: $alert\$" "$deploy/prometheus/alerts.yml"
   done
@@ -43,7 +43,7 @@ else
   skip "python3 yaml not installed (tests/unit/yaml_files_test.cc parses them with yaml-cpp)"
 fi
 
-# --- Grafana dashboard: the panels the issue asks for, and every query is valid PromQL.
+# --- Grafana dashboard: the expected panels, and every query is valid PromQL.
 dashboard=$deploy/grafana/neardup-dashboard.json
 check "dashboard has the required panels" python3 - "$dashboard" <<'PY'
 import json, sys

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The accuracy targets on the CI-sized quality evaluation (bench/quality, five
 # streams including very_short: 8-40 characters): with the DEFAULT
-# configuration, issue 19's F1, recall and precision targets (score.py's
+# configuration, the F1, recall and precision targets (score.py's
 # docstring lists them: e.g. F1 >= 0.97 on short Chinese, precision >= 0.98 in
 # every length bucket, recall >= 0.95 on very short posts).
 # Prints the table and exits 1 when a target is missed.

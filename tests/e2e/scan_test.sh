@@ -113,7 +113,7 @@ done
 read -r unique duplicate invalid <"$gen.counts"
 # 8 of the 800 one-word edits estimate under the 0.7 threshold and come out
 # unique: the accuracy decides that (docs/ACCURACY.md), not the threads; pinned
-# so that any change to it shows (9 before issue 19's independent densification).
+# so that any change to it shows.
 missed=8
 unique=$((unique + missed)) duplicate=$((duplicate - missed))
 counted="$(grep -c '"verdict":"unique"' "$gen.1") $(grep -c '"verdict":"duplicate"' "$gen.1") $(grep -c '"verdict":"invalid"' "$gen.1")"

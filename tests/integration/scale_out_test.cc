@@ -264,7 +264,7 @@ TEST_F(ScaleOutTest, KillingTheJudgingInstanceMidStreamLosesNothingAndJudgesTheS
 
   kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
                            [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
-  // 10 rounds of 30 pairs, 10 ms apart; the judge dies after round 4.
+  // 10 batches of 30 pairs, 10 ms apart; the judge dies after the fifth (round == 4).
   std::vector<Pair> all;
   for (int round = 0; round < 10; ++round) {
     std::vector<Pair> pairs = pairs_across(group, 30, 1000 + static_cast<std::uint64_t>(round));

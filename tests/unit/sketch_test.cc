@@ -274,7 +274,7 @@ TEST(Sketch, DensifyOrdersArePermutationsAndNeighboursRarelyShareASource) {
 // shares one of 3 bands of 4 bins with probability 1 - (1 - J^4)^3. Rotation
 // densification (an empty bin copying its right neighbour) made the three
 // bands (neighbouring bins) nearly one band for such texts: 0.79 here where
-// independent bins give ~0.87 (issue 19).
+// independent bins give ~0.87.
 TEST(Sketch, ShortTextsShareABandAsOftenAsIndependentBinsPredict) {
   std::mt19937_64 rng(23);
   const SketchOptions options;
