@@ -28,6 +28,9 @@ using kafka::KafkaError;
 
 struct SimulatedJudgeCrash {};
 
+/// Exactly-once: request records decided per judge transaction at most.
+constexpr std::size_t kRequestsPerTransaction = 32;
+
 std::uint64_t random_id() {
   std::random_device entropy;
   return (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
@@ -383,7 +386,10 @@ struct Judge::State {
       if (judge.crash_requested_.load()) throw SimulatedJudgeCrash{};
       polled.clear();
       // Short waits: a verdict is waited for (a request never waits for the batch to fill).
-      consumer->poll_batch(polled, 500, std::chrono::milliseconds(active ? 2 : 50));
+      // Exactly-once: each pass ends in a transaction, and its verdicts are
+      // invisible until it commits; a pass of fewer requests lets them flow.
+      consumer->poll_batch(polled, txn ? kRequestsPerTransaction : 500,
+                           std::chrono::milliseconds(active ? 2 : 50));
       if (consumer->fatal())
         throw KafkaError("judge consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
                          kafka::Severity::fatal);

@@ -64,7 +64,7 @@ kfake_start() {
     -c group.min.session.timeout.ms=1000 "${kfake_args[@]}" >"$work/kfake.addrs" 2>>"$work/kfake.err" &
   kfake_pid=$!
   pids+=($kfake_pid)
-  three_addresses() { [ "$(grep -c . "$work/kfake.addrs" 2>/dev/null)" -ge 3 ]; }
+  three_addresses() { [ -s "$work/kfake.addrs" ] && [ "$(grep -c . "$work/kfake.addrs")" -ge 3 ]; }
   wait_for 30 three_addresses || fail "kfake did not start: $(tail -5 "$work/kfake.err")"
   brokers=$(paste -sd, "$work/kfake.addrs")
   kfake_ports=$(sed 's/.*://' "$work/kfake.addrs" | paste -sd,)
