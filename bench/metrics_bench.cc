@@ -1,4 +1,4 @@
-// What metrics cost the service (issue: counting must not slow the hot path).
+// What metrics cost the service (counting must not slow the hot path).
 // The pipeline thread only bumps plain counters in its snapshot; every
 // progress tick (500 ms by default) it converts and publishes a copy, and each
 // scrape renders the last copy. These benchmarks time those two steps, so the

@@ -1,4 +1,4 @@
-// Cost of the sketch stage (issue 5):
+// Cost of the sketch stage:
 // - SketchWindowProbeInsert/N: a full window of N entries with the sketch index
 //   beside it (random fingerprints, sketches and band keys), probe + verify +
 //   insert per item; reports bytes_per_entry of window + sketch index together,

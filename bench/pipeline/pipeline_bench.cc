@@ -50,7 +50,7 @@
 // and reports the pair with the median ratio: on a shared machine one pair can
 // land in a slow or a fast moment; the pairs' spread is printed too.
 // --metrics adds a third run, neardup with its Prometheus exporter on and scraped,
-// and prints metrics_on/metrics_off (issue: counting must not slow the hot path).
+// and prints metrics_on/metrics_off (counting must not slow the hot path).
 // --page adds --repeat pairs of runs, neardup without and with the page's record
 // (metrics/recent_pairs.h: each kept text cached, each duplicate pair recorded, as
 // `neardup run` does when its metrics endpoint is on), and prints the median
