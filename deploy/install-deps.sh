@@ -29,7 +29,7 @@ if [ "$mode" = all ]; then
   # below), and headless Chromium for the page's browser test (a CJK font so
   # its screenshot shows the Chinese texts).
   packages+=(
-    kcat prometheus
+    kcat prometheus dpkg-dev
     fortunes fortunes-zh python3 python3-yaml systemd
     clang clang-format
     chromium fonts-wqy-zenhei
