@@ -53,7 +53,8 @@ void Service::Impl::start_verdicts() {
   props["group.id"] = cfg.kafka.group_id + ".verdicts";  // never joined nor committed
   props["enable.auto.commit"] = "false";
   props["enable.partition.eof"] = "false";
-  props["fetch.wait.max.ms"] = "5";
+  props.insert_or_assign("fetch.wait.max.ms",
+                         std::string("5"));  // (GCC 12 -Wrestrict, as in judge.cc)
   props["auto.offset.reset"] =
       "earliest";  // (a verdict topic trimmed or recreated: from its start)
   verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, options.broker_health);
