@@ -417,7 +417,8 @@ ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string
   if (n <= 0) {
     throw kafka::KafkaError(
         "window changelog topic '" + topic +
-            "' does not exist: create it (cleanup.policy=delete, retention.ms >= "
+            "' does not exist: create it (`neardup topics create`; cleanup.policy=delete, "
+            "retention.ms >= "
             "window.duration) or set kafka.changelog_topic: \"\" to run without one",
         RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, kafka::Severity::fatal);
   }

@@ -40,8 +40,9 @@ void Service::Impl::start_verdicts() {
         "exactly one partition each (docs/KAFKA.md \"Several instances\"); or set "
         "kafka.judge_topic: \"\" to let every instance judge its own messages. Create them "
         "before the group's first instance starts: a broker that creates a topic on first "
-        "use gives it its default partition count (`neardup broker --groups G` creates a "
-        "group's own topics)";
+        "use gives it its default partition count (`neardup topics create --config FILE` "
+        "creates every topic a configuration uses; on the embedded broker, `neardup broker "
+        "--groups G`)";
     // Missing: it may be being created (a restart may find it). More than one
     // partition: only a person can fix that (exit 2, as a configuration error).
     if (n == 0)
