@@ -380,8 +380,20 @@ int Service::Impl::run() {
     }
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
+    const auto subscribed = Clock::now();
+    bool said_waiting = false;
     while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
       poll_and_judge();
+      if (!said_waiting && !stats.assigned && Clock::now() - subscribed > std::chrono::seconds(5)) {
+        said_waiting = true;
+        const auto it = consumer_properties.find("session.timeout.ms");
+        log(config::LogLevel::info,
+            "no partitions assigned yet: group '" + cfg.kafka.group_id +
+                "' is rebalancing; a member that stopped without leaving (or a broker that "
+                "missed its leave) holds its partitions until its session times out "
+                "(session.timeout.ms: " +
+                (it != consumer_properties.end() ? it->second + " ms" : std::string("45 s")) + ")");
+      }
       if (judged_remotely) {
         poll_verdicts(std::chrono::milliseconds(inflight >= 0 ? 0 : 5));
         raise_if_judge_failed();
