@@ -1,4 +1,6 @@
 // `neardup fingerprint` and `neardup compare`: the engine on one or two texts.
+// compare's exit status is its answer, as cmp(1)'s: 0 near-duplicates, 1 not,
+// 2 trouble (a usage or configuration error, a text that cannot be judged).
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -36,9 +38,18 @@ candidate below the threshold, or never compared: more than k bits apart and
 no shared band, whatever the similarity). A and B are texts, not records: the
 input section (fields, input.max_bytes) and dedup.scope do not apply.
 
+exit status, as cmp(1) and diff(1): 0 the texts are near-duplicates; 1 they
+are not; 2 a usage or configuration error, or a text with nothing to judge
+(no words or characters: the verdict line says "invalid").
+
 example:
   neardup compare "Markets rally as rates fall" "Markets rally as rates fall!!"
+  if neardup compare "$old" "$new" >/dev/null; then echo "near-duplicate"; fi
 )";
+
+constexpr int kNearDuplicates = 0;
+constexpr int kDifferent = 1;
+constexpr int kTrouble = 2;  // as a usage error (app/main.cc)
 
 config::Config load(const cli::Args& args) {
   config::Config config =
@@ -100,7 +111,7 @@ int run_compare(std::span<const std::string> raw_args) {
     std::printf("verdict    invalid: %s\n",
                 std::string(first.kind == dedup::VerdictKind::invalid ? first.error : second.error)
                     .c_str());
-    return 0;
+    return kTrouble;
   }
   const bool duplicate = second.kind == dedup::VerdictKind::duplicate;
   std::printf("verdict    %s: %s\n", duplicate ? "near-duplicate" : "different",
@@ -109,9 +120,9 @@ int run_compare(std::span<const std::string> raw_args) {
     // explain_pair mirrors Engine::decide; a disagreement is a bug (or the
     // band index's rare bucket-and-tag alias), said rather than hidden.
     std::fprintf(stderr, "neardup compare: the window's verdict and the explanation disagree\n");
-    return 1;
+    return kTrouble;
   }
-  return 0;
+  return duplicate ? kNearDuplicates : kDifferent;
 }
 
 const cli::Registrar kFingerprint{

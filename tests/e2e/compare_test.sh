@@ -2,8 +2,10 @@
 # `neardup compare A B` explains the verdict the window would reach: on every
 # pair of a sample (English and Chinese texts with words or characters
 # swapped, inserted, dropped; seeded), its verdict equals `neardup scan`'s on
-# the two-record stream [A, B], its similarity is scan's, and the path it
-# names is consistent with the distance and bands it prints.
+# the two-record stream [A, B], its exit status says the same (0
+# near-duplicates, 1 not, as cmp and diff), its similarity is scan's, and the
+# path it names is consistent with the distance and bands it prints. A usage
+# error or a text with nothing to judge exits 2, and --help says all three.
 set -euo pipefail
 neardup=${NEARDUP:?set NEARDUP to the neardup binary}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -39,10 +41,10 @@ for i in range(48):
             else: del c[j]
         b = "".join(c)
     pairs.append((a, b))
-failures, paths = [], set()
+failures, paths, statuses = [], set(), {}
 for n, (a, b) in enumerate(pairs):
     out = subprocess.run([neardup, "compare", a, b], capture_output=True, text=True)
-    if out.returncode != 0:
+    if out.returncode not in (0, 1):
         failures.append(f"pair {n}: compare exited {out.returncode}: {out.stderr.strip()}")
         continue
     fields = dict(re.match(r"(\w+)\s+(.*)", line).groups() for line in out.stdout.splitlines())
@@ -56,6 +58,9 @@ for n, (a, b) in enumerate(pairs):
     dup = verdict.startswith("near-duplicate:")
     if dup != (scan[1]["verdict"] == "duplicate"):
         failures.append(f"pair {n}: compare says {verdict!r}, scan says {scan[1]}")
+    statuses[out.returncode] = statuses.get(out.returncode, 0) + 1
+    if out.returncode != (0 if scan[1]["verdict"] == "duplicate" else 1):
+        failures.append(f"pair {n}: compare exited {out.returncode}, scan says {scan[1]['verdict']}")
     if dup and fields["similarity"].split()[0] != f'{scan[1]["similarity"]:.3f}':
         failures.append(f"pair {n}: similarity {fields['similarity']!r}, scan {scan[1]['similarity']}")
     distance = int(fields["distance"].split()[0])
@@ -73,7 +78,25 @@ for n, (a, b) in enumerate(pairs):
 for path in ("simhash", "band", "none"):
     if path not in paths:
         failures.append(f"the sample never reached the {path} path")
-print(f"compare_test: {len(pairs)} pairs, paths {sorted(paths)}")
+for status in (0, 1):
+    if status not in statuses:
+        failures.append(f"no pair of the sample exited {status}")
+# Trouble: 2, with the reason on stderr (usage) or on the verdict line (invalid).
+for args, expect in ((["only-one-text"], "expected two texts"),
+                     (["a", "b", "c"], "expected two texts"),
+                     (["--no-such-flag", "a", "b"], "unknown option"),
+                     (["", "the cat sat on the mat"], "verdict    invalid"),
+                     (["the cat sat on the mat", "!!! ..."], "verdict    invalid")):
+    out = subprocess.run([neardup, "compare", *args], capture_output=True, text=True)
+    if out.returncode != 2 or expect not in out.stdout + out.stderr:
+        failures.append(f"compare {args}: exited {out.returncode} (expected 2 and {expect!r}): "
+                        f"{(out.stdout + out.stderr).strip()}")
+help_text = " ".join(
+    subprocess.run([neardup, "compare", "--help"], capture_output=True, text=True).stdout.split())
+for phrase in ("0 the texts are near-duplicates; 1 they are not; 2 a usage",):
+    if phrase not in help_text:
+        failures.append(f"compare --help does not say {phrase!r}")
+print(f"compare_test: {len(pairs)} pairs, paths {sorted(paths)}, exit statuses {statuses}")
 if failures:
     print("\n".join(failures))
     sys.exit(1)
