@@ -2,45 +2,32 @@
 
 #include <simdjson.h>
 
-#include <charconv>
-
 #include "config/values.h"
 
 namespace neardup::stream {
 
 namespace {
 
-// Appends a scalar's text; returns false for objects and arrays.
-bool append_scalar(simdjson::dom::element element, std::string& out) {
+// What a JSON value is, in a person's words: "a number", "an object".
+const char* kind_of(simdjson::dom::element element) {
   using simdjson::dom::element_type;
-  char number[32];
   switch (element.type()) {
-    case element_type::STRING: {
-      std::string_view s = element.get_string().value_unsafe();
-      out.append(s);
-      return true;
-    }
-    case element_type::INT64: {
-      auto r = std::to_chars(number, number + sizeof number, element.get_int64().value_unsafe());
-      out.append(number, r.ptr);
-      return true;
-    }
-    case element_type::UINT64: {
-      auto r = std::to_chars(number, number + sizeof number, element.get_uint64().value_unsafe());
-      out.append(number, r.ptr);
-      return true;
-    }
-    case element_type::DOUBLE: {
-      auto r = std::to_chars(number, number + sizeof number, element.get_double().value_unsafe());
-      out.append(number, r.ptr);
-      return true;
-    }
+    case element_type::ARRAY:
+      return "an array";
+    case element_type::OBJECT:
+      return "an object";
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE:
+      return "a number";
+    case element_type::STRING:
+      return "a string";
     case element_type::BOOL:
-      out.append(element.get_bool().value_unsafe() ? "true" : "false");
-      return true;
-    default:
-      return false;
+      return "a boolean";
+    case element_type::NULL_VALUE:
+      return "null";
   }
+  return "a value of another kind";
 }
 
 void check_pointer(const std::string& pointer, const char* key) {
@@ -125,11 +112,15 @@ Decoded Decoder::decode(std::string_view raw) {
   for (const auto& field : options.text_fields) {
     simdjson::dom::element value;
     if (root.at_pointer(field).get(value) || value.is_null()) continue;
-    if (found) text.push_back(' ');
-    if (!append_scalar(value, text)) {
-      out.error = "text field " + field + " is not a string";
+    // Only a string is a text: {"title": 42} is not the text "42" (two
+    // records with different numbers would be judged near-duplicates).
+    std::string_view chars;
+    if (value.get_string().get(chars)) {
+      out.error = "text field " + field + " is " + kind_of(value) + ", not a string";
       return out;
     }
+    if (found) text.push_back(' ');
+    text.append(chars);
     found = true;
   }
   if (!found) {

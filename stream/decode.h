@@ -38,9 +38,10 @@ class Decoder {
   Decoder& operator=(Decoder&&) noexcept;
 
   /// O(bytes). Format text: the whole record is the text. Format json: one JSON
-  /// object; the text fields (JSON pointers) are joined with a space; numbers
-  /// and booleans in text fields are used as text; a missing or null field is
-  /// skipped, but at least one must be present.
+  /// object; the text fields (JSON pointers) are joined with a space; each must
+  /// be a string: any other value (a number, a boolean, an array, an object)
+  /// makes the record invalid ("text field /title is a number, not a string");
+  /// a missing or null field is skipped, but at least one must be present.
   Decoded decode(std::string_view raw);
 
  private:

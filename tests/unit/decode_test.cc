@@ -69,7 +69,47 @@ TEST(Decoder, ANullValueIsMalformedJsonNotACrash) {
 TEST(Decoder, MissingAndNonStringTextFieldsAreNamed) {
   Decoder decoder(json_options());
   EXPECT_EQ(decoder.decode(R"({"id":1})").error, "missing text field /text");
-  EXPECT_EQ(decoder.decode(R"({"text":{"a":1}})").error, "text field /text is not a string");
+  EXPECT_EQ(decoder.decode(R"({"text":{"a":1}})").error,
+            "text field /text is an object, not a string");
+}
+
+// A number is not a text: two records with {"title": 42} are not near-duplicates
+// of each other, they are both invalid, in scan and run alike.
+TEST(Decoder, ATextFieldThatIsNotAStringMakesTheRecordInvalid) {
+  auto options = json_options();
+  options.text_fields = {"/title"};
+  Decoder decoder(options);
+  const struct {
+    const char* record;
+    const char* error;
+  } cases[] = {
+      {R"({"id":1,"title":42})", "text field /title is a number, not a string"},
+      {R"({"id":2,"title":-4.5e3})", "text field /title is a number, not a string"},
+      {R"({"id":3,"title":18446744073709551615})", "text field /title is a number, not a string"},
+      {R"({"id":4,"title":true})", "text field /title is a boolean, not a string"},
+      {R"({"id":5,"title":["a","b"]})", "text field /title is an array, not a string"},
+      {R"({"id":6,"title":{"en":"a"}})", "text field /title is an object, not a string"},
+  };
+  for (const auto& c : cases) {
+    const Decoded decoded = decoder.decode(c.record);
+    EXPECT_FALSE(decoded.ok) << c.record;
+    EXPECT_EQ(decoded.error, c.error) << c.record;
+    EXPECT_FALSE(decoded.id.empty()) << c.record;  // still named by its id
+  }
+  // A string of digits is a text; null is an absent field.
+  const Decoded digits = decoder.decode(R"({"title":"42"})");
+  ASSERT_TRUE(digits.ok) << digits.error;
+  EXPECT_EQ(digits.text, "42");
+  EXPECT_EQ(decoder.decode(R"({"title":null})").error, "missing text field /title");
+}
+
+TEST(Decoder, ANonStringFieldAmongSeveralIsNamedEvenAfterAGoodOne) {
+  auto options = json_options();
+  options.text_fields = {"/title", "/body"};
+  Decoder decoder(options);
+  const Decoded decoded = decoder.decode(R"({"title":"Markets rally","body":7})");
+  EXPECT_FALSE(decoded.ok);
+  EXPECT_EQ(decoded.error, "text field /body is a number, not a string");
 }
 
 TEST(Decoder, OversizedRecordIsRejectedWithItsSize) {
