@@ -30,9 +30,6 @@ constexpr const char* kHelp =
     "  --topic T            the changelog topic; overrides kafka.changelog_topic\n"
     "  --timeout SECONDS    give up reading after this long (default 60; exit 1)\n"
     "\n"
-    "exit status: 0 read to the end; 1 broker unreachable, topic missing or timeout;\n"
-    "2 usage or configuration error.\n"
-    "\n"
     "example:\n"
     "  neardup changelog --brokers kafka-1:9092 | jq -c 'select(.scope == 7)'\n";
 

@@ -1,11 +1,13 @@
 // `neardup demo`: the README's run command. The service on the embedded broker,
 // fed a demo stream (deploy/demo/feed.jsonl: news items and reposts with small
-// edits) at a steady rate, with a progress line, metrics and the page, for
-// --duration; then a summary that is the same on every run.
+// edits; installed as share/neardup/demo/feed.jsonl) at a steady rate, with a
+// progress line, metrics and the page, for --duration; then a summary that is
+// the same on every run.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -16,10 +18,6 @@
 #include "config/values.h"
 #include "stream/host.h"
 #include "stream/kafka.h"
-
-#ifndef NEARDUP_SOURCE_DIR_DEFAULT
-#define NEARDUP_SOURCE_DIR_DEFAULT "."
-#endif
 
 namespace neardup::app {
 namespace {
@@ -40,7 +38,9 @@ constexpr const char* kHelp =
     "  --duration D           how long to run: 60s (default), 5m, 90 (seconds), ...\n"
     "  --rate N               lines per second (default 5: the demo feed's 291\n"
     "                         lines take 58 s)\n"
-    "  --feed FILE            default deploy/demo/feed.jsonl\n"
+    "  --feed FILE            default: deploy/demo/feed.jsonl in the repository\n"
+    "                         (the current directory), else the installed copy,\n"
+    "                         ../share/neardup/demo/feed.jsonl from the executable\n"
     "  --action A             drop (default), tag or route\n"
     "  --metrics-listen ADDR  default 127.0.0.1:9464 (\"\" disables)\n"
     "\n"
@@ -48,11 +48,30 @@ constexpr const char* kHelp =
     "  neardup demo                         # then open http://127.0.0.1:9464/\n"
     "  neardup demo --duration 5 --rate 97  # the whole feed in 3 s\n";
 
+// The demo feed without --feed: the repository's (run from its root), else the
+// one installed beside the executable (CMakeLists.txt installs it to
+// share/neardup/demo/ under the prefix, the executable to bin/). Throws, naming
+// every place it looked, when there is none.
+std::string find_feed() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> looked{"deploy/demo/feed.jsonl"};
+  std::error_code error;
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  if (!error)
+    looked.push_back(
+        (executable.parent_path() / "../share/neardup/demo/feed.jsonl").lexically_normal());
+  for (const auto& path : looked) {
+    if (fs::is_regular_file(path, error)) return path.string();
+  }
+  std::string places;
+  for (const auto& path : looked) places += (places.empty() ? "" : ", ") + path.string();
+  throw std::runtime_error("cannot find the demo feed: looked in " + places +
+                           " (run from the repository root, install neardup, or pass --feed FILE)");
+}
+
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error("cannot read the demo feed '" + path +
-                             "' (run from the repository root or pass --feed)");
+  if (!in) throw std::runtime_error("cannot read the demo feed '" + path + "'");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) lines.push_back(line);
@@ -64,7 +83,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 int run_demo(std::span<const std::string> raw) {
   cli::Args args(raw, {"feed", "rate", "duration", "action", "metrics-listen"});
   args.expect_no_positionals();
-  const auto feed = read_lines(args.get("feed").value_or("deploy/demo/feed.jsonl"));
+  const auto feed = read_lines(args.has("feed") ? *args.get("feed") : find_feed());
   const long long rate = args.get_int("rate", 1, 1'000'000).value_or(5);
   std::chrono::milliseconds duration{60'000};
   if (auto text = args.get("duration")) {

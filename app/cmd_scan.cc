@@ -49,9 +49,9 @@ Output: one JSON object per input line, in input order:
   {"id":3,"verdict":"invalid","error":"malformed JSON: ..."}
 "distance" is the SimHash distance in bits; "similarity" (when the MinHash
 sketch decided) the estimated shingle Jaccard. A bad line never stops the
-scan; an input that cannot be read or an output that cannot be written does
-(exit status 1, the message says which). Wrong options or an invalid
-configuration exit 2 before anything is read.
+scan (it gets an "invalid" verdict); an input that cannot be read or an output
+that cannot be written does, and the message says which. Wrong options and an
+invalid configuration stop it before anything is read.
 
 example:
   neardup scan --text-field /title --text-field /body news.jsonl

@@ -72,5 +72,42 @@ done
 # Runtime failures: 1 (worth a retry or a restart).
 expect 1 "cannot open" -- "$neardup" scan "$tmp/does-not-exist.jsonl"
 
+# The demo feed of an installed neardup: bin/neardup finds
+# share/neardup/demo/feed.jsonl beside it from any directory (an empty feed
+# here: found, and refused before any broker starts); without it, the error
+# names every place it looked.
+inst=$(cd "$tmp" && pwd -P)/prefix
+mkdir -p "$inst/bin" "$inst/share/neardup/demo" "$tmp/elsewhere"
+cp "$neardup" "$inst/bin/neardup"
+: >"$inst/share/neardup/demo/feed.jsonl"
+expect 1 "the demo feed '$inst/share/neardup/demo/feed.jsonl' is empty" -- \
+  env -C "$tmp/elsewhere" "$inst/bin/neardup" demo --metrics-listen ""
+rm "$inst/share/neardup/demo/feed.jsonl"
+expect 1 "cannot find the demo feed: looked in deploy/demo/feed.jsonl, $inst/share/neardup/demo/feed.jsonl" -- \
+  env -C "$tmp/elsewhere" "$inst/bin/neardup" demo --metrics-listen ""
+rm -rf "$inst"
+
+# The exit-status contract is said once per --help (app/main.cc prints it):
+# no subcommand repeats it. compare states its own (its status is its answer:
+# 0 near-duplicates, 1 not), once.
+"$neardup" --help | sed -n '/^commands:/,/^$/p' | awk -F'  +' 'NF > 1 { print $2 }' >"$tmp/commands"
+[ "$(wc -l <"$tmp/commands")" -ge 9 ] || { echo "FAIL  neardup --help lists $(wc -l <"$tmp/commands") commands"; failures=$((failures + 1)); }
+while IFS= read -r command; do
+  # shellcheck disable=SC2086  # "config check" is two words
+  "$neardup" $command --help >"$tmp/help" 2>&1 || { echo "FAIL  neardup $command --help exited $?"; failures=$((failures + 1)); }
+  paragraphs=$(grep -c '^exit status' "$tmp/help")
+  shared=$(grep -c '^exit status: 0 success' "$tmp/help")
+  own=$(grep -c '^exit status, as cmp' "$tmp/help")
+  if [ "$command" = compare ]; then ok=$([ "$own" -eq 1 ] && [ "$shared" -le 1 ] && echo 1); else
+    ok=$([ "$paragraphs" -eq 1 ] && [ "$shared" -eq 1 ] && echo 1); fi
+  if [ -n "$ok" ]; then
+    echo "ok    neardup $command --help: the exit status once"
+  else
+    echo "FAIL  neardup $command --help has $paragraphs exit-status paragraphs:"
+    grep -n -A2 '^exit status' "$tmp/help" | sed 's/^/      /'
+    failures=$((failures + 1))
+  fi
+done <"$tmp/commands"
+
 [ "$failures" -eq 0 ] || { echo "cli_test: $failures failure(s)"; exit 1; }
 echo "cli_test: all as documented"
