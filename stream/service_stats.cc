@@ -65,11 +65,15 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.unique = s.unique + s.passed;
   m.duplicate = s.duplicate;
   m.invalid = s.invalid;
+  // Every duplicate, at its SimHash distance: one bucket per bit up to k, and
+  // +Inf for those the sketch stage found through a shared band (more than k
+  // bits away). Filled bucket by bucket: one observe() per duplicate would be
+  // O(duplicates).
+  auto& distance = m.match_distance;
   for (std::size_t d = 0; d < s.match_distance.size(); ++d) {
-    // Filled bucket by bucket: one observe() per duplicate would be O(duplicates).
-    if (d < m.match_distance.counts.size()) m.match_distance.counts[d] += s.match_distance[d];
-    m.match_distance.count += s.match_distance[d];
-    m.match_distance.sum += static_cast<double>(d * s.match_distance[d]);
+    distance.counts[std::min(d, distance.counts.size() - 1)] += s.match_distance[d];
+    distance.count += s.match_distance[d];
+    distance.sum += static_cast<double>(d * s.match_distance[d]);
   }
   m.window_entries = s.engine.window.entries;
   m.window_bytes = s.engine.window.bytes;

@@ -59,5 +59,25 @@ TEST(ServiceStats, CandidatesPerProbeReachTheMetric) {
   EXPECT_EQ(c.counts.back(), 1u);
 }
 
+// Every duplicate has a SimHash distance, also those the sketch stage found
+// through a shared LSH band (more than k bits away): each is counted, those
+// beyond k in +Inf only, and the sum is exact.
+TEST(ServiceStats, MatchDistanceCountsEveryDuplicateThoseBeyondKInInf) {
+  ServiceSnapshot snapshot;
+  snapshot.match_distance.assign(65, 0);  // 0..64 bits
+  for (int d : {0, 1, 3, 4, 9, 64}) ++snapshot.match_distance[static_cast<std::size_t>(d)];
+  const auto& h = to_metrics(snapshot, 3).match_distance;
+  EXPECT_EQ(h.count, 6u);
+  EXPECT_DOUBLE_EQ(h.sum, 0 + 1 + 3 + 4 + 9 + 64);
+  EXPECT_EQ(in_bucket(h, 0), 1u);
+  EXPECT_EQ(in_bucket(h, 1), 1u);
+  EXPECT_EQ(in_bucket(h, 2), 0u);
+  EXPECT_EQ(in_bucket(h, 3), 1u);
+  EXPECT_EQ(h.counts.back(), 3u) << "4, 9 and 64 bits: +Inf";
+  std::uint64_t in_buckets = 0;
+  for (auto n : h.counts) in_buckets += n;
+  EXPECT_EQ(in_buckets, h.count);
+}
+
 }  // namespace
 }  // namespace neardup::stream
