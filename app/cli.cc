@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "config/values.h"
+#include "stream/client_properties.h"
+#include "stream/kafka.h"
 
 namespace neardup::app::cli {
 
@@ -112,9 +114,66 @@ void apply_env(config::Config& config) {
   config::apply_env_overrides(config);  // (after: a refused variable keeps the hints above)
 }
 
+std::string check_client_property(const std::string& name, const std::string& value) {
+  try {
+    stream::kafka::make_conf({{name, value}});
+  } catch (const stream::kafka::KafkaError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<std::string> client_property_errors(const config::Config& config,
+                                                const std::string& origin) {
+  // The embedded broker's address is known once it runs; any address reads the same.
+  const std::string brokers = config.kafka.brokers.value_or("127.0.0.1:9092");
+  stream::kafka::Properties consumer = stream::consumer_properties(brokers, config.kafka);
+  stream::kafka::Properties producer = stream::default_producer_properties(brokers);
+  for (const auto& [name, value] : config.kafka.producer) producer[name] = value;
+  // What stream/service.cc adds under exactly-once (keep the two alike):
+  // librdkafka refuses a message.timeout.ms above transaction.timeout.ms.
+  if (config.kafka.delivery == config::Delivery::exactly_once) {
+    producer["transactional.id"] =
+        config.kafka.transactional_id.empty() ? "neardup-check" : config.kafka.transactional_id;
+    if (!config.kafka.producer.contains("transaction.timeout.ms"))
+      producer["transaction.timeout.ms"] = "30000";
+    if (!config.kafka.producer.contains("message.timeout.ms"))
+      producer["message.timeout.ms"] = producer["transaction.timeout.ms"];
+    if (!config.kafka.consumer.contains("isolation.level"))
+      consumer["isolation.level"] = "read_committed";
+  }
+  std::vector<std::string> errors;
+  // Every property set (make_conf), then the client created from them, which
+  // is where librdkafka checks properties against each other (acks with
+  // enable.idempotence, ...). The client gets no bootstrap.servers, so it
+  // connects nowhere, and logs nothing; files named by *.location properties
+  // belong to the host that runs neardup and are not opened here.
+  auto probe = [&](const char* key, stream::kafka::Properties properties, auto create) {
+    try {
+      stream::kafka::make_conf(properties);
+      std::erase_if(properties, [](const auto& property) {
+        return property.first == "bootstrap.servers" || property.first == "debug" ||
+               property.first.ends_with(".location");
+      });
+      properties["log_level"] = "0";
+      create(properties);
+    } catch (const stream::kafka::KafkaError& e) {
+      errors.push_back(origin + ": " + key + ": " + e.what());
+    }
+  };
+  probe("kafka.consumer", std::move(consumer), [](const stream::kafka::Properties& properties) {
+    stream::kafka::Consumer client(properties, {});
+  });
+  probe("kafka.producer", std::move(producer), [](const stream::kafka::Properties& properties) {
+    stream::kafka::Producer client(properties, {});
+  });
+  return errors;
+}
+
 config::Config kafka_command_config(const Args& args) {
-  config::Config cfg =
-      args.get("config") ? config::load_config(*args.get("config")) : config::Config{};
+  config::Config cfg = args.get("config")
+                           ? config::load_config(*args.get("config"), check_client_property)
+                           : config::Config{};
   apply_env(cfg);
   if (auto brokers = args.get("brokers")) {
     if (!config::is_broker_list(*brokers))

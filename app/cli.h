@@ -67,9 +67,25 @@ class Args {
 /// overrides would silently ignore). Throws config::ConfigError.
 void apply_env(config::Config& config);
 
+/// A config::PropertyCheck that asks librdkafka: `name` = `value` set on a
+/// fresh client configuration (stream::kafka::make_conf, as `neardup run`
+/// builds its clients). Returns "" when accepted, else make_conf's message
+/// ("kafka property 'sesion.timeout.ms': No such configuration property: ...").
+std::string check_client_property(const std::string& name, const std::string& value);
+
+/// The clients' whole property maps as `neardup run` builds them (neardup's
+/// defaults, then kafka.consumer or kafka.producer, then what kafka.delivery
+/// exactly-once adds), each set on a fresh client configuration and a client
+/// created from it without brokers (it connects nowhere; files named by
+/// *.location properties are not opened). One line per map librdkafka refuses,
+/// "ORIGIN: kafka.producer: cannot create Kafka producer: ...". Empty when all pass.
+std::vector<std::string> client_property_errors(const config::Config& config,
+                                                const std::string& origin);
+
 /// The configuration of a command that talks to Kafka: `--config FILE` (else
-/// the defaults), then the NEARDUP_* variables, then `--brokers`. Throws
-/// UsageError for a malformed `--brokers`, config::ConfigError for the rest.
+/// the defaults, its kafka.consumer and kafka.producer properties checked by
+/// check_client_property), then the NEARDUP_* variables, then `--brokers`.
+/// Throws UsageError for a malformed `--brokers`, config::ConfigError for the rest.
 config::Config kafka_command_config(const Args& args);
 
 /// Who may read the page, from the metrics.* keys. The password is read from

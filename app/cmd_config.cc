@@ -4,6 +4,7 @@
 #include <iterator>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "app/cli.h"
 #include "config/config.h"
@@ -16,10 +17,13 @@ namespace {
 constexpr const char* kHelp =
     "usage: neardup config check [--no-env] [--show-secrets] FILE|-\n"
     "\n"
-    "Validates a neardup configuration file. On success prints 'FILE: ok' and then\n"
-    "the effective configuration as YAML (every key, defaults included, with the\n"
-    "NEARDUP_* environment overrides applied) and exits 0. On error prints\n"
-    "'FILE:LINE:COLUMN: KEY: expected ..., got ...' to stderr and exits 2.\n"
+    "Validates a neardup configuration file as `neardup run` reads it, the\n"
+    "kafka.consumer and kafka.producer properties included (librdkafka checks\n"
+    "their names and values). On success prints 'FILE: ok' and then the\n"
+    "effective configuration as YAML (every key, defaults included, with the\n"
+    "NEARDUP_* environment overrides applied) and exits 0. Otherwise prints every\n"
+    "error, one a line ('FILE:LINE:COLUMN: KEY: expected ..., got ...'), to\n"
+    "stderr and exits 2.\n"
     "Secret librdkafka properties (sasl.password, ssl.key.password, ...) print as\n"
     "<redacted> unless --show-secrets is given. Warns on stderr (the exit status\n"
     "stays 0) when metrics.page would serve message texts on an address other\n"
@@ -55,16 +59,20 @@ int run_config_check(std::span<const std::string> raw) {
     throw cli::UsageError("expected exactly one FILE (or - for stdin)");
   const std::string& path = args.positionals().front();
   try {
+    const std::string origin = path == "-" ? "<stdin>" : path;
     config::Config config;
     if (path == "-") {
       std::string text(std::istreambuf_iterator<char>(std::cin), {});
-      config = config::parse_config(text, "<stdin>");
+      config = config::parse_config(text, origin, cli::check_client_property);
     } else {
-      config = config::load_config(path);
+      config = config::load_config(path, cli::check_client_property);
     }
     if (!args.has("no-env")) cli::apply_env(config);
+    // Each property passed on its own; the maps `run` builds from them must too.
+    if (auto errors = cli::client_property_errors(config, origin); !errors.empty())
+      throw config::ConfigError(std::move(errors));
     warn_if_page_exposed(config.metrics);
-    std::cout << (path == "-" ? "<stdin>" : path) << ": ok\n"
+    std::cout << origin << ": ok\n"
               << config::to_yaml(config, args.has("show-secrets") ? config::Secrets::show
                                                                   : config::Secrets::redact);
     return 0;

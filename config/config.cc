@@ -44,6 +44,9 @@ struct Key {
   std::function<bool(Config&, const std::optional<std::string>&)> set;
   // scalar: the value as written back by to_yaml (nullopt = null).
   std::function<std::optional<std::string>(const Config&)> show;
+  // scalar, optional: what to add after "got '...'" when `set` refused the
+  // text ("" = nothing): the reason when the text is close to valid.
+  std::function<std::string(const std::string&)> hint;
 
   // list: validates one item; then stores the whole list (false = invalid list).
   std::function<bool(const std::string&)> item_ok;
@@ -170,14 +173,25 @@ Key topic_key(std::string path, bool optional, std::string KafkaOptions::*member
       [member](auto& config) -> auto& { return config.kafka.*member; });
 }
 
-/// A window duration from `least` ms to 365 days.
+bool is_bare_number(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// A window duration from `least` ms to 365 days, with a unit: a bare number
+/// ("24") is refused, since 24 seconds is rarely what "duration: 24" means.
 Key duration_key(std::string path, const std::string& expected, std::int64_t least,
                  std::chrono::milliseconds dedup::WindowOptions::*member) {
   Key key;
   key.path = std::move(path);
   key.expected = expected + " (at most 365d)";
+  key.hint = [](const std::string& text) -> std::string {
+    if (!is_bare_number(text)) return "";
+    return ", a number without a unit (write " + text + "s, " + text + "m or " + text + "h)";
+  };
   key.set = [least, member](Config& config, const std::optional<std::string>& text) {
-    auto value = text ? parse_duration(*text) : std::nullopt;
+    // (parse_duration reads a bare number as seconds, for command-line flags)
+    auto value = text && !is_bare_number(*text) ? parse_duration(*text) : std::nullopt;
     if (!value || value->count() < least || value->count() > kMaxWindowMs) return false;
     config.dedup.window.*member = *value;
     return true;
@@ -404,10 +418,22 @@ const std::vector<Key>& keys() {
         "window.refresh_on_duplicate",
         [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));
 
+    // IPv4 addresses and host names only: the civetweb library neardup serves
+    // with (Debian's 1.15) is built without IPv6, so `run` could not bind
+    // "[::1]:9464" (metrics/http_server.cc).
     k.push_back(string_key(
-        "metrics.listen", "an address like 127.0.0.1:9464 or \"\" to disable",
-        [](const std::string& text) { return text.empty() || is_host_port(text, 0); },
+        "metrics.listen",
+        "an IPv4 address or host name with a port like 127.0.0.1:9464 or 0.0.0.0:9464, or \"\" "
+        "to disable",
+        [](const std::string& text) {
+          return text.empty() || (text.front() != '[' && is_host_port(text, 0));
+        },
         [](auto& config) -> auto& { return config.metrics.listen; }));
+    k.back().hint = [](const std::string& text) -> std::string {
+      if (text.empty() || text.front() != '[') return "";
+      return " (IPv6 addresses cannot be served: neardup's HTTP server, civetweb, is built "
+             "without IPv6)";
+    };
     k.push_back(choice_key<PageMode>(
         "metrics.page",
         {{"auto", PageMode::automatic}, {"on", PageMode::on}, {"off", PageMode::off}},
@@ -477,11 +503,10 @@ bool is_section(const std::string& path) {
 // ---- errors -----------------------------------------------------------------
 
 // A key or value as an error message shows it: control characters escaped,
-// long ones cut after 80 bytes.
-std::string printable(std::string_view value) {
-  constexpr std::size_t kMax = 80;
+// long ones cut after `max` bytes.
+std::string printable(std::string_view value, std::size_t max = 80) {
   std::string out;
-  for (std::size_t i = 0; i < value.size() && i < kMax; ++i) {
+  for (std::size_t i = 0; i < value.size() && i < max; ++i) {
     auto c = static_cast<unsigned char>(value[i]);
     if (c < 0x20 || c == 0x7f) {
       static constexpr char kHex[] = "0123456789abcdef";
@@ -490,16 +515,21 @@ std::string printable(std::string_view value) {
       out += static_cast<char>(c);
     }
   }
-  if (value.size() > kMax) out += "...";
+  if (value.size() > max) out += "...";
   return out;
 }
 
 // A value quoted for an error message (printable(), in quotes).
 std::string quoted(std::string_view value) { return "'" + printable(value) + "'"; }
 
+std::string expected_message(const std::string& where, const std::string& expected,
+                             const std::string& got) {
+  return where + ": expected " + expected + ", got " + got;
+}
+
 [[noreturn]] void fail_expected(const std::string& where, const std::string& expected,
                                 const std::string& got) {
-  throw ConfigError(where + ": expected " + expected + ", got " + got);
+  throw ConfigError(expected_message(where, expected, got));
 }
 
 /// Where each key was set, to point errors that involve two keys at the right one.
@@ -509,6 +539,16 @@ class Locator {
   virtual bool was_set(const std::string& path) const = 0;
   /// "file:L:C: path" or "environment NEARDUP_X"
   virtual std::string where(const std::string& path) const = 0;
+  /// Whether `path`, or the section it is in, was refused on its own.
+  bool failed(const std::string& path) const {
+    return std::any_of(failed_.begin(), failed_.end(), [&](const std::string& refused) {
+      return path == refused || path.starts_with(refused + ".");
+    });
+  }
+  void mark_failed(const std::string& path) { failed_.insert(path); }
+
+ private:
+  std::set<std::string> failed_;
 };
 
 std::size_t producer_message_max_bytes_impl(const KafkaOptions& kafka) {
@@ -520,8 +560,24 @@ std::size_t producer_message_max_bytes_impl(const KafkaOptions& kafka) {
   return ec == std::errc() && ptr == end && value > 0 ? value : kDefaultProducerMessageMaxBytes;
 }
 
-// Checks that involve more than one key. Blames a key the user set, if any.
-void check_cross(const Config& config, const Locator& locator) {
+// Checks that involve more than one key; returns their errors. Blames a key
+// the user set, if any. A check whose keys already failed on their own is
+// skipped (its verdict would be on a default, not on what was written).
+std::vector<std::string> check_cross(const Config& config, const Locator& locator) {
+  std::vector<std::string> errors;
+  // Runs `body` (which throws ConfigError) unless one of `paths` failed.
+  auto check = [&](std::initializer_list<const char*> paths, auto&& body) {
+    for (const char* path : paths) {
+      if (locator.failed(path)) return false;
+    }
+    try {
+      body();
+    } catch (const ConfigError& e) {
+      errors.emplace_back(e.what());
+      return false;
+    }
+    return true;
+  };
   auto blame = [&](std::initializer_list<const char*> paths) -> std::string {
     for (const char* path : paths) {
       if (locator.was_set(path)) return path;
@@ -529,7 +585,8 @@ void check_cross(const Config& config, const Locator& locator) {
     return *paths.begin();
   };
   const auto& index = config.dedup.index;
-  if (index.blocks != 0 && (index.blocks < index.max_distance + 1 || index.blocks > 16)) {
+  const bool blocks_ok = check({"dedup.blocks", "dedup.max_distance"}, [&] {
+    if (index.blocks == 0 || (index.blocks >= index.max_distance + 1 && index.blocks <= 16)) return;
     if (blame({"dedup.blocks", "dedup.max_distance"}) == "dedup.blocks") {
       fail_expected(locator.where("dedup.blocks"),
                     "0 (automatic) or an integer in " + std::to_string(index.max_distance + 1) +
@@ -540,18 +597,24 @@ void check_cross(const Config& config, const Locator& locator) {
                   "an integer in 0.." + std::to_string(index.blocks - 1) +
                       " (below dedup.blocks = " + std::to_string(index.blocks) + ")",
                   quoted(std::to_string(index.max_distance)));
-  }
+  });
   // The window's own limits (its tables are sized up front), said here with
   // the key to blame rather than when a command starts.
-  try {
-    dedup::validate(index, config.dedup.window);
-  } catch (const std::invalid_argument& e) {
-    const std::string path = blame({"dedup.blocks", "window.max_entries", "dedup.max_distance"});
-    throw ConfigError(locator.where(path) + ": " + e.what());
+  if (blocks_ok) {
+    check({"dedup.blocks", "window.max_entries", "dedup.max_distance"}, [&] {
+      try {
+        dedup::validate(index, config.dedup.window);
+      } catch (const std::invalid_argument& e) {
+        const std::string path =
+            blame({"dedup.blocks", "window.max_entries", "dedup.max_distance"});
+        throw ConfigError(locator.where(path) + ": " + e.what());
+      }
+    });
   }
   // Every input that passes input.max_bytes must fit in an output record.
-  const std::size_t record_max = producer_message_max_bytes(config.kafka);
-  if (config.input.max_bytes + kRecordHeadroomBytes > record_max) {
+  check({"input.max_bytes", "kafka.producer"}, [&] {
+    const std::size_t record_max = producer_message_max_bytes(config.kafka);
+    if (config.input.max_bytes + kRecordHeadroomBytes <= record_max) return;
     const std::string path = blame({"input.max_bytes", "kafka.producer"});
     throw ConfigError(
         locator.where(path) + ": input.max_bytes (" + std::to_string(config.input.max_bytes) +
@@ -561,18 +624,22 @@ void check_cross(const Config& config, const Locator& locator) {
         "): messages near input.max_bytes could not be republished. Lower input.max_bytes, or "
         "raise "
         "kafka.producer message.max.bytes (and the output topics' max.message.bytes)");
-  }
+  });
   const auto& sketch = config.dedup.sketch;
-  if (sketch.enabled && sketch.bands * sketch.band_bins > 128 / sketch.bits) {
-    const std::string path = blame({"dedup.sketch.band_bins", "dedup.sketch.bands",
-                                    "dedup.sketch.bits", "dedup.sketch.enabled"});
-    fail_expected(
-        locator.where(path),
-        "dedup.sketch.bands * dedup.sketch.band_bins <= " + std::to_string(128 / sketch.bits) +
-            " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
-        quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
-  }
-  if (config.scope.starts_with("/") && config.input.format != InputFormat::json) {
+  check(
+      {"dedup.sketch.band_bins", "dedup.sketch.bands", "dedup.sketch.bits", "dedup.sketch.enabled"},
+      [&] {
+        if (!sketch.enabled || sketch.bands * sketch.band_bins <= 128 / sketch.bits) return;
+        const std::string path = blame({"dedup.sketch.band_bins", "dedup.sketch.bands",
+                                        "dedup.sketch.bits", "dedup.sketch.enabled"});
+        fail_expected(
+            locator.where(path),
+            "dedup.sketch.bands * dedup.sketch.band_bins <= " + std::to_string(128 / sketch.bits) +
+                " (the bins of a " + std::to_string(sketch.bits) + "-bit sketch)",
+            quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
+      });
+  check({"dedup.scope", "input.format"}, [&] {
+    if (!config.scope.starts_with("/") || config.input.format == InputFormat::json) return;
     const std::string path = blame({"dedup.scope", "input.format"});
     fail_expected(locator.where(path),
                   path == "dedup.scope"
@@ -580,10 +647,12 @@ void check_cross(const Config& config, const Locator& locator) {
                             " is a field of a JSON record)"
                       : "json (dedup.scope " + config.scope + " is a field of a JSON record)",
                   quoted(path == "dedup.scope" ? config.scope : std::string("text")));
-  }
-  const auto& text = config.dedup.text;
-  if (text.weighting == dedup::Weighting::tf_idf && text.idf_source == dedup::IdfSource::file &&
-      text.idf_file.empty()) {
+  });
+  check({"dedup.idf_file", "dedup.idf_source", "dedup.weighting"}, [&] {
+    const auto& text = config.dedup.text;
+    if (text.weighting != dedup::Weighting::tf_idf || text.idf_source != dedup::IdfSource::file ||
+        !text.idf_file.empty())
+      return;
     std::string path = blame({"dedup.idf_file", "dedup.idf_source", "dedup.weighting"});
     std::string got = path == "dedup.idf_file"     ? "''"
                       : path == "dedup.idf_source" ? "'file'"
@@ -593,28 +662,33 @@ void check_cross(const Config& config, const Locator& locator) {
             ? "a file path (required when idf_source is file and weighting is tf_idf)"
             : "dedup.idf_file to be set (idf_source file with weighting tf_idf reads it)";
     fail_expected(locator.where(path), expected, got);
-  }
-  const auto& metrics = config.metrics;
-  if (metrics.page_user.empty() != metrics.page_password_file.empty()) {
+  });
+  check({"metrics.page_user", "metrics.page_password_file"}, [&] {
+    const auto& metrics = config.metrics;
+    if (metrics.page_user.empty() == metrics.page_password_file.empty()) return;
     const bool user_set = !metrics.page_user.empty();
     fail_expected(locator.where(user_set ? "metrics.page_user" : "metrics.page_password_file"),
                   user_set ? "metrics.page_password_file set as well (the file holding the "
                              "password of metrics.page_user)"
                            : "metrics.page_user set as well (the user whose password this is)",
                   quoted(user_set ? metrics.page_user : metrics.page_password_file));
-  }
+  });
   const auto& kafka = config.kafka;
-  for (const auto& [named, topic] : {std::pair{kafka.changelog_topic_named, &kafka.changelog_topic},
-                                     std::pair{kafka.judge_topic_named, &kafka.judge_topic},
-                                     std::pair{kafka.verdict_topic_named, &kafka.verdict_topic}}) {
-    if (named || is_topic_name(*topic)) continue;
-    if (topic == &kafka.verdict_topic && kafka.judge_topic.empty()) continue;  // (unused)
-    fail_expected(locator.where("kafka.group_id"),
-                  "a group id that makes topic names (" + quoted(*topic) +
-                      " is not: [a-zA-Z0-9._-], at most 249), or kafka.changelog_topic, "
-                      "judge_topic and verdict_topic named",
-                  quoted(kafka.group_id));
-  }
+  check({"kafka.group_id", "kafka.changelog_topic", "kafka.judge_topic", "kafka.verdict_topic"},
+        [&] {
+          for (const auto& [named, topic] :
+               {std::pair{kafka.changelog_topic_named, &kafka.changelog_topic},
+                std::pair{kafka.judge_topic_named, &kafka.judge_topic},
+                std::pair{kafka.verdict_topic_named, &kafka.verdict_topic}}) {
+            if (named || is_topic_name(*topic)) continue;
+            if (topic == &kafka.verdict_topic && kafka.judge_topic.empty()) continue;  // (unused)
+            fail_expected(locator.where("kafka.group_id"),
+                          "a group id that makes topic names (" + quoted(*topic) +
+                              " is not: [a-zA-Z0-9._-], at most 249), or kafka.changelog_topic, "
+                              "judge_topic and verdict_topic named",
+                          quoted(kafka.group_id));
+          }
+        });
   const std::pair<const char*, const std::string*> outputs[] = {
       {"kafka.output_topic", &kafka.output_topic},
       {"kafka.duplicates_topic", &kafka.duplicates_topic},
@@ -623,22 +697,25 @@ void check_cross(const Config& config, const Locator& locator) {
       {"kafka.judge_topic", &kafka.judge_topic},
       {"kafka.verdict_topic", &kafka.verdict_topic}};
   for (const auto& [path, topic] : outputs) {
-    if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) ==
-        kafka.input_topics.end())
-      continue;
-    std::string blamed = blame({path, "kafka.input_topics"});
-    if (blamed == path) {
-      fail_expected(locator.where(path),
-                    "a topic that is not one of kafka.input_topics (it would loop)",
+    check({path, "kafka.input_topics"}, [&, path = path, topic = topic] {
+      if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) ==
+          kafka.input_topics.end())
+        return;
+      std::string blamed = blame({path, "kafka.input_topics"});
+      if (blamed == path) {
+        fail_expected(locator.where(path),
+                      "a topic that is not one of kafka.input_topics (it would loop)",
+                      quoted(*topic));
+      }
+      fail_expected(locator.where(blamed),
+                    "input topics other than " + std::string(path) + " (it would loop)",
                     quoted(*topic));
-    }
-    fail_expected(locator.where(blamed),
-                  "input topics other than " + std::string(path) + " (it would loop)",
-                  quoted(*topic));
+    });
   }
   // The changelog, judge and verdict topics are read back as neardup's own
   // records: a topic that also carries anything else would mix the two (and
-  // its readers would skip the other records as corrupt).
+  // its readers would skip the other records as corrupt). Each pair once.
+  std::set<std::pair<std::string_view, std::string_view>> reported;
   for (const char* own : {"kafka.changelog_topic", "kafka.judge_topic", "kafka.verdict_topic"}) {
     const std::string* own_topic = nullptr;
     for (const auto& [path, topic] : outputs)
@@ -647,13 +724,21 @@ void check_cross(const Config& config, const Locator& locator) {
     if (std::string_view(own) == "kafka.verdict_topic" && kafka.judge_topic.empty()) continue;
     for (const auto& [path, topic] : outputs) {
       if (std::string_view(path) == own || *topic != *own_topic) continue;
-      const std::string blamed = blame({own, path});
-      const std::string other = blamed == path ? own : path;
-      fail_expected(locator.where(blamed),
-                    "a topic other than " + other + " (" + own + " needs a topic of its own)",
-                    quoted(*topic));
+      if (!reported
+               .emplace(std::min<std::string_view>(own, path),
+                        std::max<std::string_view>(own, path))
+               .second)
+        continue;
+      check({own, path}, [&, path = path, topic = topic] {
+        const std::string blamed = blame({own, path});
+        const std::string other = blamed == path ? own : path;
+        fail_expected(locator.where(blamed),
+                      "a topic other than " + other + " (" + own + " needs a topic of its own)",
+                      quoted(*topic));
+      });
     }
   }
+  return errors;
 }
 
 // ---- YAML -------------------------------------------------------------------
@@ -676,8 +761,10 @@ std::string kind_of(const YAML::Node& node) {
 
 class YamlReader final : public Locator {
  public:
-  YamlReader(std::string origin, Config& config) : origin_(std::move(origin)), config_(config) {}
+  YamlReader(std::string origin, Config& config, const PropertyCheck& check_property)
+      : origin_(std::move(origin)), config_(config), check_property_(check_property) {}
 
+  /// Throws ConfigError with every error of the document.
   void read_root(const YAML::Node& root) {
     if (root.IsNull()) return;  // empty file: all defaults
     if (!root.IsMap()) {
@@ -688,7 +775,8 @@ class YamlReader final : public Locator {
     }
     read_map(root, "");
     derive_group_topics(config_.kafka);
-    check_cross(config_, *this);
+    for (auto& error : check_cross(config_, *this)) errors_.push_back(std::move(error));
+    if (!errors_.empty()) throw ConfigError(std::move(errors_));
   }
 
   bool was_set(const std::string& path) const override { return set_at_.count(path) > 0; }
@@ -711,6 +799,13 @@ class YamlReader final : public Locator {
     return value.IsNull() ? at(key.Mark(), key.Mark()) : at(value.Mark(), key.Mark());
   }
 
+  // An error of the value of `path` (which then keeps its default, and the
+  // cross-key checks that involve it are skipped).
+  void refuse(const std::string& path, std::string message) {
+    errors_.push_back(std::move(message));
+    mark_failed(path);
+  }
+
   void read_map(const YAML::Node& map, const std::string& prefix) {
     std::map<std::string, std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
@@ -718,28 +813,32 @@ class YamlReader final : public Locator {
       const YAML::Node value = it->second;
       const std::string key_at = at(key_node.Mark(), map.Mark());
       if (!key_node.IsScalar()) {
-        throw ConfigError(key_at + ": " + (prefix.empty() ? "(top level)" : prefix) +
+        errors_.push_back(key_at + ": " + (prefix.empty() ? "(top level)" : prefix) +
                           ": expected a key name, got " + kind_of(key_node));
+        continue;
       }
       const std::string& name = key_node.Scalar();
       const std::string path = prefix.empty() ? name : prefix + "." + name;
       if (auto [first, fresh] = seen.emplace(name, key_at); !fresh) {
-        throw ConfigError(key_at + ": " + printable(path) + ": duplicate key (first set at " +
+        errors_.push_back(key_at + ": " + printable(path) + ": duplicate key (first set at " +
                           first->second + ")");
+        continue;
       }
       if (const Key* key = find_key(path)) {
         // The same key in dotted and nested form ("dedup.k" and "dedup: {k}") is a duplicate too.
-        if (auto [first, fresh] = keys_at_.emplace(path, key_at); !fresh)
-          throw ConfigError(key_at + ": " + path + ": duplicate key (first set at " +
+        if (auto [first, fresh] = keys_at_.emplace(path, key_at); !fresh) {
+          errors_.push_back(key_at + ": " + path + ": duplicate key (first set at " +
                             first->second + ")");
+          continue;
+        }
         set_at_[path] = value_at(value, key_node);
         read_value(*key, key_node, value);
       } else if (is_section(path)) {
         if (value.IsNull()) continue;  // "dedup:" with nothing under it keeps the defaults
         if (!value.IsMap()) {
-          throw ConfigError(value_at(value, key_node) + ": " + path +
-                            ": expected a mapping with keys " + join(children(path)) + ", got " +
-                            kind_of(value));
+          refuse(path, value_at(value, key_node) + ": " + path + ": expected a mapping with keys " +
+                           join(children(path)) + ", got " + kind_of(value));
+          continue;
         }
         read_map(value, path);
       } else {
@@ -751,7 +850,7 @@ class YamlReader final : public Locator {
           message += " (valid keys" + (prefix.empty() ? std::string() : " under " + prefix) + ": " +
                      join(valid) + ")";
         }
-        throw ConfigError(message);
+        errors_.push_back(std::move(message));
       }
     }
   }
@@ -763,24 +862,33 @@ class YamlReader final : public Locator {
         if (value.IsNull() && key.nullable) {
           key.set(config_, std::nullopt);
         } else if (!value.IsScalar() || !key.set(config_, value.Scalar())) {
-          fail_expected(where, key.expected, kind_of(value));
+          std::string got = kind_of(value);
+          if (value.IsScalar() && key.hint) got += key.hint(value.Scalar());
+          refuse(key.path, expected_message(where, key.expected, got));
         }
         return;
       }
       case Shape::list: {
-        if (!value.IsSequence()) fail_expected(where, key.list_expected, kind_of(value));
+        if (!value.IsSequence()) {
+          refuse(key.path, expected_message(where, key.list_expected, kind_of(value)));
+          return;
+        }
         std::vector<std::string> items;
         std::size_t index = 0;
+        bool refused = false;
         for (const auto& item : value) {
           if (!item.IsScalar() || !key.item_ok(item.Scalar())) {
-            fail_expected(
-                at(item.Mark(), value.Mark()) + ": " + key.path + "[" + std::to_string(index) + "]",
-                key.expected, kind_of(item));
+            refuse(key.path, expected_message(at(item.Mark(), value.Mark()) + ": " + key.path +
+                                                  "[" + std::to_string(index) + "]",
+                                              key.expected, kind_of(item)));
+            refused = true;
+          } else {
+            items.push_back(item.Scalar());
           }
-          items.push_back(item.Scalar());
           ++index;
         }
-        if (!key.set_list(config_, items)) fail_expected(where, key.list_expected, "an empty list");
+        if (!refused && !key.set_list(config_, items))
+          refuse(key.path, expected_message(where, key.list_expected, "an empty list"));
         return;
       }
       case Shape::map: {
@@ -788,24 +896,38 @@ class YamlReader final : public Locator {
           key.map(config_).clear();
           return;
         }
-        if (!value.IsMap()) fail_expected(where, key.expected, kind_of(value));
+        if (!value.IsMap()) {
+          refuse(key.path, expected_message(where, key.expected, kind_of(value)));
+          return;
+        }
         Map properties;
         for (auto it = value.begin(); it != value.end(); ++it) {
           const YAML::Node name_node = it->first;
           const YAML::Node property = it->second;
           const std::string name_at = at(name_node.Mark(), value.Mark());
           if (!name_node.IsScalar() || name_node.Scalar().empty()) {
-            fail_expected(name_at + ": " + key.path, "a property name", kind_of(name_node));
+            refuse(key.path, expected_message(name_at + ": " + key.path, "a property name",
+                                              kind_of(name_node)));
+            continue;
           }
           const std::string name = name_node.Scalar();
           if (!property.IsScalar()) {
-            fail_expected(value_at(property, name_node) + ": " + key.path + "." + printable(name),
-                          "a scalar property value (passed to librdkafka as text)",
-                          kind_of(property));
+            refuse(
+                key.path,
+                expected_message(
+                    value_at(property, name_node) + ": " + key.path + "." + printable(name),
+                    "a scalar property value (passed to librdkafka as text)", kind_of(property)));
+            continue;
           }
           if (!properties.emplace(name, property.Scalar()).second) {
-            throw ConfigError(name_at + ": " + key.path + "." + printable(name) +
-                              ": duplicate key");
+            refuse(key.path, name_at + ": " + key.path + "." + printable(name) + ": duplicate key");
+            continue;
+          }
+          // As the Kafka client reads it: a misspelled name or a bad value
+          // would otherwise pass here and stop `neardup run` later.
+          if (check_property_) {
+            if (std::string why = check_property_(name, property.Scalar()); !why.empty())
+              refuse(key.path, name_at + ": " + key.path + ": " + printable(why, 1024));
           }
         }
         key.map(config_) = std::move(properties);
@@ -822,6 +944,8 @@ class YamlReader final : public Locator {
 
   std::string origin_;
   Config& config_;
+  const PropertyCheck& check_property_;
+  std::vector<std::string> errors_;             // in the order of the file
   std::map<std::string, std::string> set_at_;   // path -> "file:L:C" of its value
   std::map<std::string, std::string> keys_at_;  // path -> "file:L:C" of its key (duplicates)
 };
@@ -893,7 +1017,19 @@ std::string position(const std::string& origin, const YAML::Mark& mark) {
 
 }  // namespace
 
-Config parse_config(const std::string& yaml_text, const std::string& origin) {
+ConfigError::ConfigError(const std::string& message)
+    : std::runtime_error(message), errors_{message} {}
+
+ConfigError::ConfigError(std::vector<std::string> messages)
+    : std::runtime_error([&] {
+        std::string lines;
+        for (const auto& message : messages) lines += (lines.empty() ? "" : "\n") + message;
+        return lines;
+      }()),
+      errors_(std::move(messages)) {}
+
+Config parse_config(const std::string& yaml_text, const std::string& origin,
+                    const PropertyCheck& check_property) {
   Config config;
   YAML::Node root;
   try {
@@ -916,7 +1052,7 @@ Config parse_config(const std::string& yaml_text, const std::string& origin) {
     throw ConfigError(position(origin, e.mark) + ": invalid YAML: " + e.msg);
   }
   try {
-    YamlReader reader(origin, config);
+    YamlReader reader(origin, config, check_property);
     reader.read_root(root);
   } catch (const YAML::Exception& e) {  // defensive: a node access that yaml-cpp refuses
     throw ConfigError(origin + ": invalid YAML: " + e.msg);
@@ -930,7 +1066,7 @@ void derive_group_topics(KafkaOptions& kafka) {
   if (!kafka.verdict_topic_named) kafka.verdict_topic = kafka.group_id + "-verdicts";
 }
 
-Config load_config(const std::string& path) {
+Config load_config(const std::string& path, const PropertyCheck& check_property) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw ConfigError(path + ": cannot open: " + std::strerror(errno));
   std::string text;
@@ -942,12 +1078,13 @@ Config load_config(const std::string& path) {
     }
   }
   if (file.bad()) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
-  return parse_config(text, path);
+  return parse_config(text, path, check_property);
 }
 
 void apply_env_overrides(Config& config, const EnvLookup& lookup) {
   Config updated = config;  // all or nothing: a bad variable leaves `config` untouched
   EnvLocator locator;
+  std::vector<std::string> errors;
   for (const auto& key : keys()) {
     if (key.shape == Shape::map) continue;
     const std::string name = env_name(key.path);
@@ -955,22 +1092,33 @@ void apply_env_overrides(Config& config, const EnvLookup& lookup) {
     if (!value) continue;
     locator.mark(key.path);
     const std::string where = "environment " + name;
+    auto refuse = [&](std::string message) {
+      errors.push_back(std::move(message));
+      locator.mark_failed(key.path);
+    };
     if (key.shape == Shape::scalar) {
-      if (!key.set(updated, *value)) fail_expected(where, key.expected, quoted(*value));
+      if (!key.set(updated, *value)) {
+        refuse(expected_message(where, key.expected,
+                                quoted(*value) + (key.hint ? key.hint(*value) : "")));
+      }
       continue;
     }
     auto items = split_list(*value);
+    bool refused = false;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (!key.item_ok(items[i])) {
-        fail_expected(where + "[" + std::to_string(i) + "]", key.expected, quoted(items[i]));
+        refuse(expected_message(where + "[" + std::to_string(i) + "]", key.expected,
+                                quoted(items[i])));
+        refused = true;
       }
     }
-    if (!key.set_list(updated, items)) {
-      fail_expected(where, key.list_expected + " (comma-separated)", quoted(*value));
+    if (!refused && !key.set_list(updated, items)) {
+      refuse(expected_message(where, key.list_expected + " (comma-separated)", quoted(*value)));
     }
   }
   derive_group_topics(updated.kafka);
-  check_cross(updated, locator);
+  for (auto& error : check_cross(updated, locator)) errors.push_back(std::move(error));
+  if (!errors.empty()) throw ConfigError(std::move(errors));
   config = std::move(updated);
 }
 

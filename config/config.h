@@ -113,17 +113,34 @@ inline constexpr std::size_t kRecordHeadroomBytes = 16 * 1024;
 /// value when it is a number, else kDefaultProducerMessageMaxBytes.
 std::size_t producer_message_max_bytes(const KafkaOptions& kafka);
 
-/// Thrown for any invalid configuration. what() reads
-/// "FILE:LINE:COLUMN: KEY: expected ..., got '...'" (a person can act on it).
+/// Thrown for any invalid configuration, with every error found: each reads
+/// "FILE:LINE:COLUMN: KEY: expected ..., got '...'" (a person can act on it),
+/// and what() is them all, one a line, in the order of the file.
 class ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message);
+  /// `messages`: at least one.
+  explicit ConfigError(std::vector<std::string> messages);
+  /// One line each, without a trailing newline.
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::vector<std::string> errors_;
 };
 
+/// Checks one property of kafka.consumer or kafka.producer (its name and value
+/// as written) the way the Kafka client will read it; returns "" when it is
+/// accepted, else why not. config/ does not link librdkafka: app/ passes one
+/// that asks it (app/cli.h, check_client_property).
+using PropertyCheck = std::function<std::string(const std::string& name, const std::string& value)>;
+
 /// Parses and validates YAML text; `origin` names it in errors (a file path).
-/// Unknown keys are rejected with the nearest valid key suggested.
-/// Throws ConfigError.
-Config parse_config(const std::string& yaml_text, const std::string& origin);
+/// Unknown keys are rejected with the nearest valid key suggested. With
+/// `check_property`, every kafka.consumer and kafka.producer property passes
+/// through it too. Throws ConfigError with every error of the text (a YAML
+/// syntax error stops the reading: it is then the only one).
+Config parse_config(const std::string& yaml_text, const std::string& origin,
+                    const PropertyCheck& check_property = {});
 
 /// Sets the group's own topics that no file or variable named to
 /// "<group_id>-window", "<group_id>-judge" and "<group_id>-verdicts" (the
@@ -133,7 +150,7 @@ Config parse_config(const std::string& yaml_text, const std::string& origin);
 void derive_group_topics(KafkaOptions& kafka);
 
 /// Reads and parses a file. Throws ConfigError (unreadable file included).
-Config load_config(const std::string& path);
+Config load_config(const std::string& path, const PropertyCheck& check_property = {});
 
 /// Of `names` (environment variable names), those that start with NEARDUP_
 /// and name no configuration key but come near one: likely typos, which
@@ -147,7 +164,8 @@ std::vector<std::pair<std::string, std::string>> misspelled_env_variables(
 /// Every scalar key `section.name` has the variable NEARDUP_SECTION_NAME (list keys
 /// take comma-separated values; the consumer/producer maps have none). A variable
 /// that is set, even to "", overrides; values are validated like YAML values and
-/// errors read "environment NEARDUP_X: expected ..., got '...'".
+/// errors read "environment NEARDUP_X: expected ..., got '...'" (every one is
+/// reported).
 /// Not thread-safe with concurrent setenv (it reads the process environment).
 void apply_env_overrides(Config& config);
 

@@ -23,8 +23,9 @@ std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t mi
                                           std::int64_t max);
 
 /// "24h", "10m", "90s", "500ms", "2d", compounds like "1h30m", or a bare
-/// integer meaning seconds ("90"). Units: ms, s, m, h, d. nullopt when
-/// malformed, negative or beyond ~292 years (int64 milliseconds).
+/// integer meaning seconds ("90"; command-line flags accept it, configuration
+/// keys refuse it). Units: ms, s, m, h, d. nullopt when malformed, negative or
+/// beyond ~292 years (int64 milliseconds).
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 /// The shortest compound form parse_duration reads back exactly: "24h", "1h30m", "500ms", "0s".

@@ -47,6 +47,36 @@ expect 2 "NEARDUP_ACTION" -- env NEARDUP_ACTION=bogus "$neardup" scan /dev/null
 printf 'kafka:\n  consumer:\n    no.such.property: "1"\n' >"$tmp/property.yaml"
 expect 2 "no.such.property" -- "$neardup" run --config "$tmp/property.yaml" --brokers 127.0.0.1:9
 
+# config check reads a file as run does: what run refuses, the check refuses,
+# in the same words (the properties through librdkafka as well).
+printf 'kafka:\n  consumer:\n    sesion.timeout.ms: 6000\n' >"$tmp/misspelled.yaml"
+expect 2 "misspelled.yaml:3:5: kafka.consumer: kafka property 'sesion.timeout.ms': No such configuration property" -- \
+  "$neardup" config check --no-env "$tmp/misspelled.yaml"
+expect 2 "misspelled.yaml:3:5: kafka.consumer: kafka property 'sesion.timeout.ms': No such configuration property" -- \
+  "$neardup" run --config "$tmp/misspelled.yaml" --brokers 127.0.0.1:9
+printf 'kafka:\n  producer: {acks: 1}\n' >"$tmp/acks.yaml"
+expect 2 "kafka.producer: cannot create Kafka producer: .acks. must be set to .all." -- \
+  "$neardup" config check --no-env "$tmp/acks.yaml"
+expect 2 "cannot create Kafka producer: .acks. must be set to .all." -- \
+  "$neardup" run --config "$tmp/acks.yaml" --brokers 127.0.0.1:9
+printf 'metrics:\n  listen: "[::1]:9472"\n' >"$tmp/ipv6.yaml"
+for command in "config check --no-env" "run --config"; do
+  # shellcheck disable=SC2086 # the words of the command
+  expect 2 "ipv6.yaml:2:11: metrics.listen: .*IPv6 addresses cannot be served" -- \
+    "$neardup" $command "$tmp/ipv6.yaml"
+done
+printf 'window:\n  duration: 24\n' >"$tmp/bare.yaml"
+expect 2 "bare.yaml:2:13: window.duration: .*got '24', a number without a unit \\(write 24s, 24m or 24h\\)" -- \
+  "$neardup" config check --no-env "$tmp/bare.yaml"
+# Every error of a file, one a line.
+printf 'dedup:\n  max_distance: 99\nwindow:\n  duration: 24\naction: nuke\n' >"$tmp/three.yaml"
+expect 2 "three.yaml:5:9: action" -- "$neardup" config check --no-env "$tmp/three.yaml"
+if [ "$(grep -c '^.*three.yaml:[0-9]*:[0-9]*: ' "$tmp/err")" -eq 3 ] && [ "$(wc -l <"$tmp/err")" -eq 3 ]; then
+  echo "ok    config check three.yaml: 3 errors, 3 lines"
+else
+  echo "FAIL  config check three.yaml: expected 3 lines:"; sed 's/^/      /' "$tmp/err"; failures=$((failures + 1))
+fi
+
 # A misspelled variable is ignored, as every variable that names no key, but said
 # (the check itself passes: 0).
 printf 'action: tag\n' >"$tmp/ok.yaml"

@@ -2,12 +2,14 @@
 // parsers, environment overrides and the to_yaml round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,7 +88,7 @@ window:
   duration: 1h30m
   max_entries: 5000
 metrics:
-  listen: "[::1]:9100"
+  listen: "localhost:9100"
 log:
   format: json
   level: debug
@@ -147,7 +149,7 @@ TEST(Config, EverySectionParses) {
   EXPECT_EQ(config.dedup.text.idf_file, "/var/lib/neardup/idf.tsv");
   EXPECT_EQ(config.dedup.window.duration, 90min);
   EXPECT_EQ(config.dedup.window.max_entries, 5000u);
-  EXPECT_EQ(config.metrics.listen, "[::1]:9100");
+  EXPECT_EQ(config.metrics.listen, "localhost:9100");
   EXPECT_EQ(config.log.format, LogFormat::json);
   EXPECT_EQ(config.log.level, LogLevel::debug);
 }
@@ -170,8 +172,25 @@ TEST(Config, WindowMaxFutureIsADurationFromZeroAndAMinuteByDefault) {
             "365d), got 'soon'");
 }
 
-TEST(Config, IntegerWindowDurationMeansSeconds) {
-  EXPECT_EQ(parse_config("window: {duration: 90}", "t.yaml").dedup.window.duration, 90s);
+TEST(ConfigErrors, BareNumberDurationIsRefusedNamingTheKey) {
+  // "duration: 24" would be 24 seconds to parse_duration: a unit is required.
+  EXPECT_EQ(error_of("window:\n  duration: 24\n"),
+            "t.yaml:2:13: window.duration: expected a duration like 24h, 10m, 90s or 500ms (at "
+            "most 365d), got '24', a number without a unit (write 24s, 24m or 24h)");
+  EXPECT_EQ(error_of("window: {max_future: 0}"),
+            "t.yaml:1:22: window.max_future: expected a duration like 1m, 90s or 0s (at most "
+            "365d), got '0', a number without a unit (write 0s, 0m or 0h)");
+  Config config;
+  try {
+    apply_env_overrides(config, env({{"NEARDUP_WINDOW_DURATION", "90"}}));
+    ADD_FAILURE() << "NEARDUP_WINDOW_DURATION=90 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(starts_with(e.what(), "environment NEARDUP_WINDOW_DURATION: expected a duration"))
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("got '90', a number without a unit"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(parse_config("window: {duration: 90s}", "t.yaml").dedup.window.duration, 90s);
 }
 
 // ---- error positions: "t.yaml:LINE:COLUMN: KEY: ..." with 1-based positions.
@@ -736,6 +755,178 @@ TEST(ConfigCheckCommand, OutputParsesBackToTheSameConfig) {
   EXPECT_EQ(read_file(dir / "err"),
             (dir / "bad.yaml").string() + ":2:3: log.levl: unknown key (did you mean 'level'?)\n");
   EXPECT_EQ(read_file(dir / "out"), "");
+  std::filesystem::remove_all(dir);
+}
+
+// ---- every error of a file, one a line, in the order of the file.
+
+std::vector<std::string> errors_of(const std::string& yaml, const PropertyCheck& check = {}) {
+  try {
+    parse_config(yaml, "t.yaml", check);
+  } catch (const ConfigError& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+TEST(ConfigAllErrors, EveryErrorOfAFileIsReported) {
+  const std::string yaml =
+      "dedup:\n"
+      "  max_distance: 99\n"
+      "window:\n"
+      "  duration: 24\n"
+      "action: nuke\n";
+  const std::vector<std::string> expected{
+      "t.yaml:2:17: dedup.max_distance: expected an integer in 0..8, got '99'",
+      "t.yaml:4:13: window.duration: expected a duration like 24h, 10m, 90s or 500ms (at most "
+      "365d), got '24', a number without a unit (write 24s, 24m or 24h)",
+      "t.yaml:5:9: action: expected one of drop|tag|route, got 'nuke'"};
+  EXPECT_EQ(errors_of(yaml), expected);
+  // what() is the same lines, one a line.
+  EXPECT_EQ(error_of(yaml), expected[0] + "\n" + expected[1] + "\n" + expected[2]);
+}
+
+TEST(ConfigAllErrors, SingleErrorReadsAsBefore) {
+  EXPECT_EQ(errors_of("action: nuke\n"),
+            std::vector<std::string>{"t.yaml:1:9: action: expected one of drop|tag|route, got "
+                                     "'nuke'"});
+}
+
+TEST(ConfigAllErrors, UnknownDuplicateListAndSectionErrorsAllCount) {
+  const auto errors = errors_of(
+      "dedup:\n"
+      "  max_distnce: 3\n"  // unknown key
+      "kafka:\n"
+      "  input_topics: [ok, 'a b', 'c d']\n"  // two bad items
+      "  group_id: g\n"
+      "  group_id: h\n"  // duplicate
+      "window: 5\n"      // a scalar where a section belongs
+      "log: {level: loud}\n");
+  ASSERT_EQ(errors.size(), 6u) << ::testing::PrintToString(errors);
+  EXPECT_TRUE(starts_with(errors[0], "t.yaml:2:3: dedup.max_distnce: unknown key")) << errors[0];
+  EXPECT_TRUE(starts_with(errors[1], "t.yaml:4:22: kafka.input_topics[1]: expected")) << errors[1];
+  EXPECT_TRUE(starts_with(errors[2], "t.yaml:4:29: kafka.input_topics[2]: expected")) << errors[2];
+  EXPECT_TRUE(starts_with(errors[3], "t.yaml:6:3: kafka.group_id: duplicate key")) << errors[3];
+  EXPECT_TRUE(starts_with(errors[4], "t.yaml:7:9: window: expected a mapping")) << errors[4];
+  EXPECT_TRUE(starts_with(errors[5], "t.yaml:8:14: log.level: expected one of")) << errors[5];
+}
+
+TEST(ConfigAllErrors, CrossKeyChecksJoinTheKeyErrors) {
+  // A bad action, and blocks below max_distance + 1: both.
+  const auto errors = errors_of("action: nuke\ndedup: {max_distance: 5, blocks: 4}\n");
+  ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
+  EXPECT_TRUE(starts_with(errors[0], "t.yaml:1:9: action:")) << errors[0];
+  EXPECT_TRUE(starts_with(errors[1],
+                          "t.yaml:2:34: dedup.blocks: expected 0 (automatic) or an "
+                          "integer in 6..16"))
+      << errors[1];
+}
+
+TEST(ConfigAllErrors, CrossKeyCheckOfARefusedKeyIsSkipped) {
+  // max_distance refused keeps its default (3): judging blocks against it
+  // would blame a key for a value nobody wrote.
+  EXPECT_EQ(errors_of("dedup: {max_distance: 99, blocks: 2}\n").size(), 1u);
+  // A scope on a field with input.format refused: one error, the format's.
+  const auto errors = errors_of("input: {format: jsn}\ndedup: {scope: /user}\n");
+  ASSERT_EQ(errors.size(), 1u) << ::testing::PrintToString(errors);
+  EXPECT_TRUE(starts_with(errors[0], "t.yaml:1:17: input.format:")) << errors[0];
+}
+
+TEST(ConfigAllErrors, TopicsSharedByTwoOwnKeysAreOneError) {
+  const auto errors = errors_of("kafka: {changelog_topic: mine, judge_topic: mine}\n");
+  EXPECT_EQ(errors.size(), 1u) << ::testing::PrintToString(errors);
+}
+
+TEST(ConfigAllErrors, EnvironmentReportsEveryVariable) {
+  Config config;
+  try {
+    apply_env_overrides(config, env({{"NEARDUP_ACTION", "nuke"},
+                                     {"NEARDUP_LOG_LEVEL", "loud"},
+                                     {"NEARDUP_WINDOW_DURATION", "24"}}));
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.errors().size(), 3u) << e.what();
+    EXPECT_TRUE(starts_with(e.errors()[0], "environment NEARDUP_ACTION:")) << e.what();
+  }
+  EXPECT_EQ(to_yaml(config), to_yaml(Config{}));  // all or nothing
+}
+
+// ---- kafka.consumer / kafka.producer through a property check (app/ passes
+// librdkafka's; this one knows two names).
+
+std::string known_properties(const std::string& name, const std::string& value) {
+  if (name == "session.timeout.ms" || name == "linger.ms") {
+    return value.find_first_not_of("0123456789") == std::string::npos
+               ? ""
+               : "kafka property '" + name + "': Invalid value";
+  }
+  return "kafka property '" + name + "': No such configuration property: \"" + name + "\"";
+}
+
+TEST(ConfigProperties, EveryRefusedPropertyIsReportedAtItsName) {
+  const auto errors = errors_of(
+      "kafka:\n"
+      "  consumer:\n"
+      "    sesion.timeout.ms: 6000\n"
+      "    session.timeout.ms: soon\n"
+      "  producer: {linger.ms: 5}\n",
+      known_properties);
+  const std::vector<std::string> expected{
+      "t.yaml:3:5: kafka.consumer: kafka property 'sesion.timeout.ms': No such configuration "
+      "property: \"sesion.timeout.ms\"",
+      "t.yaml:4:5: kafka.consumer: kafka property 'session.timeout.ms': Invalid value"};
+  EXPECT_EQ(errors, expected);
+  // Without a check (config/ alone), properties pass as text.
+  EXPECT_TRUE(errors_of("kafka: {consumer: {sesion.timeout.ms: 6000}}\n").empty());
+}
+
+TEST(ConfigMetrics, Ipv6ListenerIsRefusedSayingWhy) {
+  const std::string error = error_of("metrics: {listen: '[::1]:9472'}\n");
+  EXPECT_TRUE(starts_with(error,
+                          "t.yaml:1:19: metrics.listen: expected an IPv4 address or host "
+                          "name with a port like 127.0.0.1:9464"))
+      << error;
+  EXPECT_NE(error.find("got '[::1]:9472' (IPv6 addresses cannot be served"), std::string::npos)
+      << error;
+  EXPECT_EQ(parse_config("metrics: {listen: 'localhost:0'}", "t.yaml").metrics.listen,
+            "localhost:0");
+  Config config;
+  EXPECT_TRUE(starts_with(env_error(config, {{"NEARDUP_METRICS_LISTEN", "[::]:9464"}}),
+                          "environment NEARDUP_METRICS_LISTEN: expected an IPv4 address"));
+}
+
+TEST(ConfigCheckCommand, ReportsEveryErrorWithLibrdkafkaChecks) {
+  if (!std::filesystem::exists(NEARDUP_BINARY)) GTEST_SKIP() << "neardup binary not built";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("neardup_config_all_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "bad.yaml") << "kafka:\n  consumer: {sesion.timeout.ms: 6000}\n"
+                                     "window:\n  duration: 24\n"
+                                     "metrics:\n  listen: '[::1]:9472'\n";
+  const std::string command = std::string(NEARDUP_BINARY) + " config check --no-env '" +
+                              (dir / "bad.yaml").string() + "' >'" + (dir / "out").string() +
+                              "' 2>'" + (dir / "err").string() + "'";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  const std::string err = read_file(dir / "err");
+  const std::string at = (dir / "bad.yaml").string() + ":";
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 3) << err;
+  EXPECT_NE(err.find(at + "2:14: kafka.consumer: kafka property 'sesion.timeout.ms'"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find(at + "4:13: window.duration:"), std::string::npos) << err;
+  EXPECT_NE(err.find(at + "6:11: metrics.listen:"), std::string::npos) << err;
+
+  // Properties librdkafka checks against each other, when it creates a client.
+  std::ofstream(dir / "acks.yaml") << "kafka:\n  producer: {acks: 1}\n";
+  const std::string acks = std::string(NEARDUP_BINARY) + " config check --no-env '" +
+                           (dir / "acks.yaml").string() + "' >/dev/null 2>'" +
+                           (dir / "err").string() + "'";
+  const int acks_status = std::system(acks.c_str());
+  EXPECT_TRUE(WIFEXITED(acks_status) && WEXITSTATUS(acks_status) == 2) << acks_status;
+  EXPECT_NE(read_file(dir / "err").find("kafka.producer: cannot create Kafka producer: `acks`"),
+            std::string::npos)
+      << read_file(dir / "err");
   std::filesystem::remove_all(dir);
 }
 
