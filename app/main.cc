@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
     for (const auto& arg : rest) {
       if (arg == "--") break;  // what follows is operands (a file named -h)
       if (arg == "--help" || arg == "-h") {
-        std::cout << chosen->help << kExitStatusHelp;
+        // (a command whose status is its answer, like compare, says so itself)
+        std::cout << chosen->help
+                  << (chosen->help.find("\nexit status") == std::string::npos ? kExitStatusHelp
+                                                                              : "");
         return 0;
       }
     }

@@ -22,7 +22,8 @@ Service::Impl::~Impl() {
 
 Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
-  stats.match_distance.assign(static_cast<std::size_t>(cfg.dedup.index.max_distance) + 1, 0);
+  // Every duplicate's SimHash distance, 0..64 bits (one the sketch stage found may exceed k).
+  stats.match_distance.assign(65, 0);
   auto producer_props = default_producer_properties(options.brokers);
   for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
   auto consumer_props = stream::consumer_properties(options.brokers, cfg.kafka);
@@ -57,7 +58,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     auto request_props = producer_props;
     request_props.erase("transactional.id");
     request_props.erase("transaction.timeout.ms");
-    request_props["linger.ms"] = "1";  // a request's verdict is waited for
+    request_props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
     request_producer = std::make_unique<kafka::Producer>(
         request_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
         options.broker_health);

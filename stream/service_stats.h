@@ -52,7 +52,7 @@ struct ServiceSnapshot {
   std::uint64_t changelog_corrupt = 0;   ///< changelog records skipped as unreadable
   std::uint64_t changelog_written = 0;   ///< changelog records acknowledged (not in `produced`)
   double changelog_rebuild_seconds = 0;
-  std::vector<std::uint64_t> match_distance;  ///< duplicates per distance 0..k
+  std::vector<std::uint64_t> match_distance;  ///< duplicates per SimHash distance 0..64
   LatencyHistogram end_to_end;                ///< message timestamp -> output acknowledged
   std::uint64_t processing_ns = 0;  ///< time inside decode + analysis (worker) + decision, summed
   metrics::Histogram processing_seconds = metrics::ServiceStats::with_buckets(0).processing_seconds;

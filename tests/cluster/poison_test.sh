@@ -129,7 +129,7 @@ run_once() {
   dead tomb 15 '' # a tombstone: some reason, checked below
   grep '^tomb|' "$work/dead.txt" | grep -q 'neardup-error=.' || fail "$delivery: the null value has no neardup-error"
   dead notext 16 'missing text field /text'
-  dead nonstring 17 'text field /text is not a string'
+  dead nonstring 17 'text field /text is an object, not a string'
   dead emptytext 18 'empty text'
   dead punct 19 'no words or characters to compare'
   dead badutf8 30 'malformed JSON'

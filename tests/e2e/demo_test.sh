@@ -49,6 +49,25 @@ while IFS= read -r line; do
 done <"$work/readme_summary.txt"
 pass
 
+# --- neardup_match_distance counts every duplicate, those the sketch stage
+# found through a shared band (more than k bits away, in +Inf) too.
+port=$(free_port)
+"$NEARDUP" demo --feed "$feed" --duration 8 --rate 97 --metrics-listen "127.0.0.1:$port" \
+  >"$work/metrics.out" 2>"$work/run.err" &
+demo_pid=$!
+pids+=($demo_pid)
+all_judged() {
+  curl -s --max-time 2 "http://127.0.0.1:$port/metrics" >"$work/metrics.txt" &&
+    grep -q '^neardup_messages_total{verdict="duplicate"} 96$' "$work/metrics.txt"
+}
+wait_for 30 all_judged || fail "the demo's /metrics never counted 96 duplicates"
+count=$(sed -n 's/^neardup_match_distance_count //p' "$work/metrics.txt")
+[ "$count" = 96 ] || fail "neardup_match_distance_count is $count, for 96 duplicates"
+grep -q '^neardup_match_distance_bucket{le="+Inf"} 96$' "$work/metrics.txt" ||
+  fail "neardup_match_distance: $(grep '^neardup_match_distance_bucket' "$work/metrics.txt")"
+wait "$demo_pid" || fail "the demo with metrics exited $?"
+pass
+
 # --- no raw librdkafka lines, in either stream of either run.
 if grep -Eq "$raw_rdkafka" "$work"/summary*.out "$work"/run*.err; then
   fail "raw librdkafka log lines: $(grep -Eh "$raw_rdkafka" "$work"/summary*.out "$work"/run*.err | head -3)"
