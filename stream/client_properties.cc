@@ -1,5 +1,7 @@
 #include "stream/client_properties.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace neardup::stream {
@@ -18,7 +20,7 @@ std::map<std::string, std::string> default_consumer_properties(const std::string
       // during which the group's partitions stay unassigned). The service
       // polls continuously; a revoke's drain runs inside the poll, which
       // librdkafka does not count.
-      {"max.poll.interval.ms", "60000"},
+      {"max.poll.interval.ms", std::to_string(kDefaultMaxPollIntervalMs)},
       // Throughput: large prefetch queue, fetches answered quickly.
       {"queued.min.messages", "200000"},
       {"fetch.wait.max.ms", "20"},
@@ -49,6 +51,13 @@ std::map<std::string, std::string> consumer_properties(const std::string& broker
                                                        const config::KafkaOptions& kafka) {
   auto props = default_consumer_properties(brokers, kafka.group_id);
   for (const auto& [k, v] : kafka.consumer) props[k] = v;
+  // librdkafka requires max.poll.interval.ms >= session.timeout.ms: a session
+  // longer than the default rebalance timeout lengthens that too.
+  if (!kafka.consumer.count("max.poll.interval.ms")) {
+    if (auto it = kafka.consumer.find("session.timeout.ms"); it != kafka.consumer.end())
+      props["max.poll.interval.ms"] = std::to_string(
+          std::max(kDefaultMaxPollIntervalMs, std::strtoll(it->second.c_str(), nullptr, 10)));
+  }
   return props;
 }
 

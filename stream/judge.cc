@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <optional>
 #include <random>
@@ -463,8 +464,13 @@ void Judge::run() {
     // rebalance: while it waits, nobody judges. The judge polls every 50 ms at
     // most; a takeover's rebuild runs inside the poll, which librdkafka does
     // not count against this interval.
-    if (!options_.config.kafka.consumer.count("max.poll.interval.ms"))
-      props["max.poll.interval.ms"] = "20000";
+    // (librdkafka requires it to be at least the session timeout)
+    if (!options_.config.kafka.consumer.count("max.poll.interval.ms")) {
+      props.insert_or_assign(
+          "max.poll.interval.ms",
+          std::to_string(
+              std::max(20000LL, std::strtoll(props["session.timeout.ms"].c_str(), nullptr, 10))));
+    }
     state.consumer = std::make_unique<kafka::Consumer>(
         props,
         [&state](bool assigned, const rd_kafka_topic_partition_list_t& parts) {

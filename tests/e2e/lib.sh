@@ -5,7 +5,7 @@ work=$(mktemp -d)
 pids=()
 passed=0
 cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ -n "${NEARDUP_TEST_KEEP:-}" ]; then echo "$name: scratch folder kept: $work"; else rm -rf "$work"; fi
 }
