@@ -1,11 +1,16 @@
 #pragma once
-// `neardup run`'s engine room: consume -> decode -> dedup::Engine -> produce,
-// with at-least-once delivery. Two threads: a dedup worker (stream/dedup_worker.h),
-// which owns the window, decodes, analyzes and judges the batch just polled,
-// in order, while the pipeline thread produces the batch before it by its
-// verdicts. Everything else (offsets, produce, commit, rebalance, following the
-// changelog, stop) is on the pipeline thread; a revoke or a stop first
-// finishes the batch in flight. librdkafka's own threads do the network I/O.
+// `neardup run`'s engine room: consume -> decode -> analysis -> window decision
+// -> produce, at-least-once (default) or exactly-once (kafka.delivery; Kafka
+// transactions, stream/transaction.h). Three threads: a dedup worker
+// (stream/dedup_worker.h) decodes and analyzes the batch just polled, in
+// order; the group's judge (stream/judge.h, the default: kafka.judge_topic)
+// takes the window decisions of every instance in one order, on its own thread
+// in whichever process holds the judge topic (without a judge, the worker
+// owns the window and decides itself); the pipeline thread sends requests,
+// routes verdicts and produces the batch before. Everything else (offsets,
+// produce, commit, rebalance, following the changelog, stop) is on the
+// pipeline thread; a revoke or a stop first finishes the batch in flight.
+// librdkafka's own threads do the network I/O.
 //
 // The parts, one concept each (each header says what it owns):
 //   sources.h          interned input partitions, window refs
@@ -15,6 +20,8 @@
 //   window_restore.h   rebuilding the window from the changelog at start
 //   service_stats.h    the counters and their Prometheus view
 //   host.h             the embedded broker, metrics endpoint and progress line around a Service
+//   service_impl.h     the state shared by service.cc, service_delivery.cc,
+//                      service_rebalance.cc and service_judge.cc
 //
 // Delivery: every input message gets an entry in the OffsetLedger with the
 // number of its output records not yet acknowledged; offsets are committed

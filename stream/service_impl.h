@@ -2,8 +2,9 @@
 // Service::Impl, the state of one `neardup run` service, shared by the files
 // that implement it (one concern each): service.cc (construction, the poll
 // loop, batches, shutdown), service_delivery.cc (delivery reports, offset
-// commits and transactions), service_rebalance.cc (assignments and
-// revocations). Internal to stream/: include only from those files.
+// commits, the input's hold and transactions), service_rebalance.cc
+// (assignments and revocations) and service_judge.cc (requests to the group
+// judge, its verdicts). Internal to stream/: include only from those files.
 //
 // Threads: everything here is the pipeline thread's (run(), and the delivery
 // and rebalance callbacks librdkafka serves inside its poll calls), except
