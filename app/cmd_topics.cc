@@ -25,7 +25,7 @@ constexpr const char* kHelp =
     "kafka.verdict_topic with exactly one (the judge needs one order; a broker that\n"
     "creates topics on first use would give them its default count). A topic that\n"
     "exists is left as it is and reported; a judge or verdict topic of more than one\n"
-    "partition is an error (exit status 1).\n"
+    "partition is an error (exit status 2, as for run).\n"
     "Prints one line per topic.\n"
     "delete: deletes those topics and their data (tests, scratch clusters); --yes\n"
     "is required.\n"
@@ -83,7 +83,19 @@ int run_topics(std::span<const std::string> raw) {
     }
     return ok ? 0 : 1;
   }
-  const auto outcomes = stream::kafka::create_topics(props, wanted, timeout);
+  std::vector<stream::kafka::TopicOutcome> outcomes;
+  try {
+    outcomes = stream::kafka::create_topics(props, wanted, timeout);
+  } catch (const stream::kafka::KafkaError& e) {
+    if (e.code() != RD_KAFKA_RESP_ERR__TIMED_OUT) throw;
+    throw stream::kafka::KafkaError(
+        std::string(e.what()) +
+            " (a cluster without an admin API, such as the embedded broker of `neardup "
+            "broker`, cannot create topics this way: `neardup broker --topics a,b --groups G` "
+            "creates them there)",
+        e.code(), e.severity());
+  }
+  bool layout_wrong = false;
   stream::kafka::Producer probe(props, nullptr);
   for (std::size_t i = 0; i < outcomes.size() && i < wanted.size(); ++i) {
     const auto& o = outcomes[i];
@@ -102,7 +114,7 @@ int run_topics(std::span<const std::string> raw) {
     const int has = stream::kafka::partition_count(probe.handle(), o.name, timeout);
     const bool judged = want == 1 && i >= wanted.size() - stream::judge_topics(cfg.kafka).size();
     if (judged && has != 1) {
-      ok = false;
+      layout_wrong = true;
       std::cout << "wrong   " << o.name << ": has " << has
                 << " partitions; the judge and verdict topics need exactly 1 (delete and create "
                    "it again, or name another in kafka.judge_topic / kafka.verdict_topic)\n";
@@ -111,7 +123,8 @@ int run_topics(std::span<const std::string> raw) {
     std::cout << "exists  " << o.name << " (" << has << (has == 1 ? " partition)" : " partitions)")
               << '\n';
   }
-  return ok ? 0 : 1;
+  if (!ok) return 1;
+  return layout_wrong ? 2 : 0;
 }
 
 const cli::Registrar kTopics{

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "metrics/recent_pairs.h"
+#include "stream/broker_health.h"
 
 namespace neardup::stream {
 
@@ -29,9 +30,10 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   auto consumer_props = stream::consumer_properties(options.brokers, cfg.kafka);
   exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
   if (exactly_once) {
-    producer_props["transactional.id"] = cfg.kafka.transactional_id.empty()
-                                             ? default_transactional_id(cfg.kafka.group_id)
-                                             : cfg.kafka.transactional_id;
+    transactional_id = cfg.kafka.transactional_id.empty()
+                           ? default_transactional_id(cfg.kafka.group_id)
+                           : cfg.kafka.transactional_id;
+    producer_props["transactional.id"] = transactional_id;
     // A crashed instance's open transaction holds read_committed consumers
     // back until it times out (or the instance restarts with its id).
     if (!cfg.kafka.producer.count("transaction.timeout.ms"))
@@ -75,7 +77,11 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       },
       options.broker_health);
   if (exactly_once) {
-    txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
+    txn = std::make_unique<TransactionCycle>(
+        *producer, *consumer, std::chrono::seconds(30),
+        "another producer took transactional.id '" + transactional_id +
+            "': this instance restarted elsewhere, or another instance has the same "
+            "kafka.transactional_id (each instance needs its own, stable across its restarts)");
   } else {
     consumer->on_commit([this](rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* o) {
       on_commit_result(err, o);
@@ -374,18 +380,24 @@ int Service::Impl::run() {
       publish();
       return 0;
     }
-    if (txn) txn->start();
+    if (txn) {
+      log(config::LogLevel::info, "exactly-once: transactional.id '" + transactional_id + "'");
+      txn->start();
+    }
     if (judged_remotely) {
       start_verdicts();
       judge = std::make_unique<Judge>(std::move(*judge_options));
     }
+    warn_of_missing_outputs();
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
     const auto subscribed = Clock::now();
     bool said_waiting = false;
     while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
       poll_and_judge();
-      if (!said_waiting && !stats.assigned && Clock::now() - subscribed > std::chrono::seconds(5)) {
+      if (stats.assigned) said_waiting = true;  // (only the first assignment is explained)
+      if (!said_waiting && Clock::now() - subscribed > std::chrono::seconds(5) &&
+          (!options.broker_health || options.broker_health->snapshot().reachable)) {
         said_waiting = true;
         const auto it = consumer_properties.find("session.timeout.ms");
         log(config::LogLevel::info,
@@ -448,6 +460,24 @@ int Service::Impl::run() {
     return stop_after_fatal(e.what());
   } catch (const SimulatedCrash&) {
     return crash();
+  }
+}
+
+void Service::Impl::warn_of_missing_outputs() {
+  std::vector<const std::string*> outputs{&cfg.kafka.output_topic, &cfg.kafka.dead_letter_topic};
+  if (cfg.action == config::Action::route) outputs.push_back(&cfg.kafka.duplicates_topic);
+  for (const std::string* topic : outputs) {
+    if (topic->empty()) continue;
+    try {
+      if (kafka::partition_count(producer->handle(), *topic, std::chrono::seconds(5)) > 0) continue;
+    } catch (const KafkaError&) {
+      continue;  // (unknown: the brokers' state shows elsewhere)
+    }
+    log(config::LogLevel::warn,
+        "topic '" + *topic +
+            "' does not exist: records to it fail, and stop the service, unless the cluster "
+            "creates topics on first use (`neardup topics create --config FILE` creates every "
+            "topic a configuration uses)");
   }
 }
 

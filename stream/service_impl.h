@@ -71,6 +71,7 @@ struct Service::Impl {
   std::atomic<bool>& stop;
   std::uint64_t instance_id = 0;  // marks this process's changelog records
   bool exactly_once = false;      // kafka.delivery: exactly-once
+  std::string transactional_id;   // exactly-once: the producer's
   bool judged_remotely = false;   // kafka.judge_topic set: the group's judge decides (judge.h)
   kafka::Properties consumer_properties;
 
@@ -287,6 +288,8 @@ struct Service::Impl {
   void poll_and_judge();
 
   int run();
+  /// Warns of an output, duplicates (route) or dead-letter topic the cluster does not have.
+  void warn_of_missing_outputs();
 
   /// A crash as a test simulates it: nothing more reaches the broker.
   int crash();

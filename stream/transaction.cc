@@ -22,12 +22,18 @@ struct GroupMetadataDeleter {
   }
 };
 
-kafka::KafkaError fatal(const std::string& what, const rd_kafka_error_t* error) {
-  return kafka::KafkaError("transaction: " + what + ": " + rd_kafka_error_string(error),
-                           rd_kafka_error_code(error), kafka::Severity::fatal);
-}
-
 }  // namespace
+
+kafka::KafkaError TransactionCycle::fatal(const char* what, const rd_kafka_error_t* error) const {
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+  const bool fenced = code == RD_KAFKA_RESP_ERR__FENCED ||
+                      code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+                      code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+  return kafka::KafkaError(std::string("transaction: ") + what + ": " +
+                               rd_kafka_error_string(error) +
+                               (fenced && !fenced_hint_.empty() ? " (" + fenced_hint_ + ")" : ""),
+                           code, kafka::Severity::fatal);
+}
 
 std::string default_transactional_id(const std::string& group) {
   char host[256] = {};
@@ -37,8 +43,11 @@ std::string default_transactional_id(const std::string& group) {
 }
 
 TransactionCycle::TransactionCycle(kafka::Producer& producer, kafka::Consumer& consumer,
-                                   std::chrono::milliseconds timeout)
-    : producer_(producer), consumer_(consumer), timeout_(timeout) {}
+                                   std::chrono::milliseconds timeout, std::string fenced_hint)
+    : producer_(producer),
+      consumer_(consumer),
+      timeout_(timeout),
+      fenced_hint_(std::move(fenced_hint)) {}
 
 template <typename Call>
 rd_kafka_error_t* TransactionCycle::retry(const char* what, Call call) {

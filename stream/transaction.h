@@ -32,8 +32,10 @@ class TransactionCycle {
  public:
   /// `producer` was created with transactional.id set; `consumer` is the group member whose offsets
   /// commit.
+  /// `fenced_hint` is appended to the error when another producer with the
+  /// same transactional.id fenced this one (what the operator should check).
   TransactionCycle(kafka::Producer& producer, kafka::Consumer& consumer,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::string fenced_hint = {});
 
   /// Registers the transactional id (aborting what a previous run with the same
   /// id left open) and begins the first transaction. Throws kafka::KafkaError.
@@ -58,10 +60,13 @@ class TransactionCycle {
   /// throws for fatal ones and for retriable ones past the deadline.
   template <typename Call>
   rd_kafka_error_t* retry(const char* what, Call call);
+  /// The fatal error to throw for `error`, with fenced_hint_ when it is a fencing.
+  kafka::KafkaError fatal(const char* what, const rd_kafka_error_t* error) const;
 
   kafka::Producer& producer_;
   kafka::Consumer& consumer_;
   const std::chrono::milliseconds timeout_;
+  const std::string fenced_hint_;
   std::uint64_t committed_ = 0, aborted_ = 0;
 };
 
