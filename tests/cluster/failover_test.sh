@@ -38,44 +38,14 @@ start_instance() { # start_instance N: logs to run<N>.err
 start_instance 1
 start_instance 2
 # (the last assignment each logged: 2 and 2)
-last_assigned() { grep -o 'assigned [0-9]* partition' "$work/run$1.err" | tail -1 | grep -o '[0-9]*' || echo 0; }
 split() { [ "$(last_assigned 1)" = 2 ] && [ "$(last_assigned 2)" = 2 ]; }
 wait_for 60 split || { cp "$work/run1.err" "$work/run.err"; fail "the two instances did not split the 4 partitions ($(last_assigned 1), $(last_assigned 2))"; }
-judging() { grep -l 'judge: this instance now judges' "$work"/run[12].err 2>/dev/null | head -1; }
-has_judge() { [ -n "$(judging)" ]; }
+has_judge() { [ -n "$(current_judge 1 2)" ]; }
 wait_for 30 has_judge || { cp "$work/run1.err" "$work/run.err"; fail "no instance became the judge"; }
-judge_log=$(judging)
-judge_index=${judge_log##*/run}
-judge_index=${judge_index%.err}
+judge_index=$(current_judge 1 2)
 survivor=$((3 - judge_index))
 pass
 
-# pairs FIRST COUNT: p<partition>.txt, "o<i>|text" on p, "c<i>|TEXT!" on p+2;
-# all.jsonl gets every message in the order scan reads them (original, then copy).
-pairs() {
-  python3 - "$work" "$1" "$2" <<'PY'
-import json, random, sys
-work, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-files = {p: open(f"{work}/p{p}.txt", "w") for p in range(4)}
-with open(f"{work}/all.jsonl", "a") as jsonl:
-    for i in range(first, first + count):
-        rng = random.Random(i)
-        text = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8)) for _ in range(16))
-        p = i % 4
-        files[p].write(f"o{i}|{text}\n")
-        files[(p + 2) % 4].write(f"c{i}|{text.upper()}!\n")
-        jsonl.write(json.dumps({"id": f"o{i}", "text": text}) + "\n")
-        jsonl.write(json.dumps({"id": f"c{i}", "text": text.upper() + "!"}) + "\n")
-PY
-}
-send() {
-  local senders=() p pid
-  for p in 0 1 2 3; do
-    kcat -b "$brokers" -P -t "$in" -p "$p" -K '|' -l "$work/p$p.txt" &
-    senders+=($!)
-  done
-  for pid in "${senders[@]}"; do wait "$pid" || fail "kcat could not produce"; done
-}
 keys() { read_committed "$out" | cut -d'|' -f1 | sort -u | grep -c . || true; }
 at_least() { [ "$(keys)" -ge "$1" ]; }
 
@@ -92,9 +62,8 @@ pairs 100 100
 send
 cp "$work/run$survivor.err" "$work/run.err"
 wait_for 90 at_least 400 || { cp "$work/run$survivor.err" "$work/run.err"; fail "expected 400 distinct outputs after the kill, got $(keys)"; }
-took_over() { grep -l 'judge: this instance now judges' "$work/run$survivor.err" "$work/run3.err" 2>/dev/null | head -1; }
-[ -n "$(took_over)" ] || fail "neither the survivor nor the new instance took over the judging"
-echo "$name: $(basename "$(took_over)" .err) judges now; 400 distinct outputs $((SECONDS - killed_at)) s after the kill"
+[ -n "$(current_judge "$survivor" 3)" ] || fail "neither the survivor nor the new instance took over the judging"
+echo "$name: instance $(current_judge "$survivor" 3) judges now; 400 distinct outputs $((SECONDS - killed_at)) s after the kill"
 pass
 # the survivors share the partitions again (2 + 2)
 resplit() { [ "$(($(last_assigned $survivor) + $(last_assigned 3)))" = 4 ] && [ "$(last_assigned 3)" -ge 1 ]; }

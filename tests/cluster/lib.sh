@@ -148,3 +148,46 @@ finish() {
   echo "$name: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
+
+# ---- instances of one group (run<N>.err logs)
+# last_assigned N: the partitions instance N's last assignment gave it.
+last_assigned() { grep -o 'assigned [0-9]* partition' "$work/run$1.err" | tail -1 | grep -o '[0-9]*' || echo 0; }
+# current_judge N...: which of the instances judges now (its last judge line
+# says so: a joining instance can take the judging over), or nothing.
+current_judge() {
+  local i last
+  for i in "$@"; do
+    last=$(grep -o 'judge: \(this instance now judges\|no longer judging\)' "$work/run$i.err" 2>/dev/null | tail -1 || true)
+    [ "$last" = "judge: this instance now judges" ] && { echo "$i"; return 0; }
+  done
+  return 0
+}
+
+# pairs FIRST COUNT: p<partition>.txt, "o<i>|text" on p, "c<i>|TEXT!" on p+2, so
+# that original and copy are read by different instances; all.jsonl gets every
+# message in the order `neardup scan` reads them (original, then copy).
+pairs() {
+  python3 - "$work" "$1" "$2" <<'PY'
+import json, random, sys
+work, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+files = {p: open(f"{work}/p{p}.txt", "w") for p in range(4)}
+with open(f"{work}/all.jsonl", "a") as jsonl:
+    for i in range(first, first + count):
+        rng = random.Random(i)
+        text = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8)) for _ in range(16))
+        p = i % 4
+        files[p].write(f"o{i}|{text}\n")
+        files[(p + 2) % 4].write(f"c{i}|{text.upper()}!\n")
+        jsonl.write(json.dumps({"id": f"o{i}", "text": text}) + "\n")
+        jsonl.write(json.dumps({"id": f"c{i}", "text": text.upper() + "!"}) + "\n")
+PY
+}
+# send: the p<partition>.txt files of pairs() to the input topic's 4 partitions.
+send() {
+  local senders=() p pid
+  for p in 0 1 2 3; do
+    kcat -b "$brokers" -P -t "$(topic input)" -p "$p" -K '|' -l "$work/p$p.txt" &
+    senders+=($!)
+  done
+  for pid in "${senders[@]}"; do wait "$pid" || fail "kcat could not produce"; done
+}

@@ -39,22 +39,11 @@ for i in 1 2; do
   run_pid[$i]=$!
   pids+=($!)
 done
-last_assigned() { grep -o 'assigned [0-9]* partition' "$work/run$1.err" | tail -1 | grep -o '[0-9]*' || echo 0; }
 split() { [ "$(last_assigned 1)" = 2 ] && [ "$(last_assigned 2)" = 2 ]; }
 wait_for 90 split || { cp "$work/run1.err" "$work/run.err"; fail "the two instances did not split the 4 partitions"; }
-# judging: the instance whose last judge line says it judges (a joining
-# instance can take the judging over).
-judging() {
-  local i last
-  for i in 1 2; do
-    last=$(grep -o 'judge: \(this instance now judges\|no longer judging\)' "$work/run$i.err" | tail -1 || true)
-    [ "$last" = "judge: this instance now judges" ] && { echo "$i"; return 0; }
-  done
-  return 0
-}
-has_judge() { [ -n "$(judging)" ]; }
+has_judge() { [ -n "$(current_judge 1 2)" ]; }
 wait_for 60 has_judge || { cp "$work/run1.err" "$work/run.err"; fail "no instance became the judge"; }
-frozen=$(judging)
+frozen=$(current_judge 1 2)
 other=$((3 - frozen))
 cp "$work/run$other.err" "$work/run.err"
 addr=$(metrics_address "$work/run$other.err")
@@ -89,7 +78,7 @@ pass
 
 # The frozen one's session ends (45 s): the other takes over the judging and
 # then its partitions; everything comes out.
-took_over() { [ "$(judging)" = "$other" ]; }
+took_over() { [ "$(current_judge "$other")" = "$other" ]; }
 wait_for 90 took_over || fail "instance $other never took over the judging"
 wait_for 30 ready || fail "/readyz did not return to 200 after the takeover: $(curl -s --max-time 5 "http://$addr/readyz")"
 keys() { kcat -b "$brokers" -C -t "$(topic output)" -e -q -f '%k\n' 2>/dev/null | sort -u | grep -c . || true; }

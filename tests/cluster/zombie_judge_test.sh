@@ -39,41 +39,15 @@ start_instance() { # start_instance N: transactional id <prefix>tx-N, logs to ru
 }
 start_instance 1
 start_instance 2
-last_assigned() { grep -o 'assigned [0-9]* partition' "$work/run$1.err" | tail -1 | grep -o '[0-9]*' || echo 0; }
 split() { [ "$(last_assigned 1)" = 2 ] && [ "$(last_assigned 2)" = 2 ]; }
 wait_for 60 split || { cp "$work/run1.err" "$work/run.err"; fail "the two instances did not split the 4 partitions ($(last_assigned 1), $(last_assigned 2))"; }
-judging() { grep -l 'judge: this instance now judges' "$work"/run[12].err 2>/dev/null | head -1; }
-has_judge() { [ -n "$(judging)" ]; }
+has_judge() { [ -n "$(current_judge 1 2)" ]; }
 wait_for 30 has_judge || { cp "$work/run1.err" "$work/run.err"; fail "no instance became the judge"; }
-zombie_log=$(judging)
-zombie=${zombie_log##*/run}
-zombie=${zombie%.err}
+zombie=$(current_judge 1 2)
 other=$((3 - zombie))
 cp "$work/run$other.err" "$work/run.err"
 pass
 
-# pairs FIRST COUNT: p<partition>.txt, "o<i>|text" on p, "c<i>|TEXT!" on p+2.
-pairs() {
-  python3 - "$work" "$1" "$2" <<'PY'
-import random, sys
-work, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-files = {p: open(f"{work}/p{p}.txt", "w") for p in range(4)}
-for i in range(first, first + count):
-    rng = random.Random(i)
-    text = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8)) for _ in range(16))
-    p = i % 4
-    files[p].write(f"o{i}|{text}\n")
-    files[(p + 2) % 4].write(f"c{i}|{text.upper()}!\n")
-PY
-}
-send() {
-  local senders=() p pid
-  for p in 0 1 2 3; do
-    kcat -b "$brokers" -P -t "$in" -p "$p" -K '|' -l "$work/p$p.txt" &
-    senders+=($!)
-  done
-  for pid in "${senders[@]}"; do wait "$pid" || fail "kcat could not produce"; done
-}
 keys() { read_committed "$out" | cut -d'|' -f1 | sort -u | grep -c . || true; }
 at_least() { [ "$(keys)" -ge "$1" ]; }
 
@@ -90,7 +64,7 @@ sleep 0.5
 kill -STOP "${run_pids[$zombie]}"
 stopped_at=$SECONDS
 wait "$sender" || fail "kcat could not produce"
-took_over() { grep -q 'judge: this instance now judges' "$work/run$other.err"; }
+took_over() { [ "$(current_judge "$other")" = "$other" ]; }
 wait_for 30 took_over || fail "instance $other did not take over the judging within 30 s of the freeze"
 owns_all() { [ "$(last_assigned $other)" = 4 ]; }
 wait_for 30 owns_all || fail "instance $other did not take over every input partition"
