@@ -16,6 +16,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: neardup config check [--no-env] [--show-secrets] FILE|-\n"
+    "       neardup config check [--no-env] [--show-secrets] --config FILE\n"
     "\n"
     "Validates a neardup configuration file as `neardup run` reads it, the\n"
     "kafka.consumer and kafka.producer properties included (librdkafka checks\n"
@@ -54,10 +55,13 @@ void warn_if_page_exposed(const config::MetricsOptions& options) {
 }
 
 int run_config_check(std::span<const std::string> raw) {
-  cli::Args args(raw, {}, {"no-env", "show-secrets"});
-  if (args.positionals().size() != 1)
-    throw cli::UsageError("expected exactly one FILE (or - for stdin)");
-  const std::string& path = args.positionals().front();
+  cli::Args args(raw, {"config"}, {"no-env", "show-secrets"});
+  // (--config FILE as for run, or the file alone)
+  std::vector<std::string> files = args.positionals();
+  if (auto config = args.get("config")) files.push_back(*config);
+  if (files.size() != 1)
+    throw cli::UsageError("expected exactly one FILE (or - for stdin, or --config FILE)");
+  const std::string path = files.front();
   try {
     const std::string origin = path == "-" ? "<stdin>" : path;
     config::Config config;

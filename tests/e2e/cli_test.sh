@@ -37,6 +37,8 @@ expect 2 "unknown command" -- "$neardup" no-such-command
 # and key.
 printf 'window:\n  max_entries: 1073741825\n' >"$tmp/big.yaml"
 expect 2 "big.yaml:2:16: window.max_entries: expected an integer in 1..1073741824" -- "$neardup" config check "$tmp/big.yaml"
+# (the file as for run, too)
+expect 2 "big.yaml:2:16: window.max_entries: expected an integer in 1..1073741824" -- "$neardup" config check --config "$tmp/big.yaml"
 printf 'dedup:\n  blocks: 16\n' >"$tmp/blocks.yaml"
 expect 2 "blocks.yaml:2:11: dedup.blocks: index layout blocks 16" -- "$neardup" run --config "$tmp/blocks.yaml"
 printf 'kafka:\n  changelog_topic: output\n' >"$tmp/changelog.yaml"
