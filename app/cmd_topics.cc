@@ -1,5 +1,6 @@
 // `neardup topics`: creates (or deletes) every topic a configuration uses, on
 // any cluster, through Kafka's admin API.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -25,7 +26,9 @@ constexpr const char* kHelp =
     "kafka.verdict_topic with exactly one (the judge needs one order; a broker that\n"
     "creates topics on first use would give them its default count). A topic that\n"
     "exists is left as it is and reported; a judge or verdict topic of more than one\n"
-    "partition is an error (exit status 2, as for run).\n"
+    "partition is an error (exit status 2, as for run). The changelog topic gets\n"
+    "cleanup.policy=delete and retention.ms of twice window.duration (at least\n"
+    "2 h), the judge and verdict topics retention.ms of an hour.\n"
     "Prints one line per topic.\n"
     "delete: deletes those topics and their data (tests, scratch clusters); --yes\n"
     "is required.\n"
@@ -62,9 +65,19 @@ int run_topics(std::span<const std::string> raw) {
   auto props = stream::default_producer_properties(*cfg.kafka.brokers);
   for (const auto& [k, v] : cfg.kafka.producer) props[k] = v;
   std::vector<stream::kafka::NewTopic> wanted;
-  for (const std::string& t : stream::service_topics(cfg.kafka))
-    wanted.push_back({t, partitions, replicas});
-  for (const std::string& t : stream::judge_topics(cfg.kafka)) wanted.push_back({t, 1, replicas});
+  for (const std::string& t : stream::service_topics(cfg.kafka)) {
+    stream::kafka::NewTopic& topic =
+        wanted.emplace_back(stream::kafka::NewTopic{t, partitions, replicas, {}});
+    // The changelog: kept for twice the window (a rebuild ignores older
+    // entries), deleted, not compacted (every batch has its own key).
+    if (t == cfg.kafka.changelog_topic) {
+      const auto window = std::max<long long>(cfg.dedup.window.duration.count(), 3'600'000);
+      topic.configs = {{"cleanup.policy", "delete"}, {"retention.ms", std::to_string(2 * window)}};
+    }
+  }
+  // Requests and verdicts matter until answered and read: an hour.
+  for (const std::string& t : stream::judge_topics(cfg.kafka))
+    wanted.push_back({t, 1, replicas, {{"cleanup.policy", "delete"}, {"retention.ms", "3600000"}}});
 
   bool ok = true;
   if (!create) {

@@ -435,6 +435,14 @@ std::vector<TopicOutcome> create_topics(const Properties& properties,
                        Severity::fatal);
     }
     requests.push_back(request);
+    for (const auto& [name, value] : t.configs) {
+      if (rd_kafka_resp_err_t err =
+              rd_kafka_NewTopic_set_config(request, name.c_str(), value.c_str())) {
+        release();
+        throw KafkaError("topic '" + t.name + "': config " + name + ": " + rd_kafka_err2str(err),
+                         err, Severity::fatal);
+      }
+    }
   }
   try {
     auto outcomes = admin_request(

@@ -93,7 +93,8 @@ int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milli
 struct NewTopic {
   std::string name;
   int partitions = 1;
-  int replication_factor = -1;  ///< -1: the cluster's default.replication.factor
+  int replication_factor = -1;                 ///< -1: the cluster's default.replication.factor
+  std::map<std::string, std::string> configs;  ///< topic configs, e.g. retention.ms
 };
 
 /// What the cluster answered for one topic of create_topics() or delete_topics().
