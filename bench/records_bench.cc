@@ -2,7 +2,7 @@
 // stream/changelog.h): an instance encoding a request, the judge decoding it,
 // encoding one verdict per entry and a changelog entry per kept message, and
 // the instance decoding the verdicts. What the judge thread spends besides the
-// decisions themselves (docs/KAFKA.md "The service against isolation").
+// decisions themselves (docs/CONTRIBUTING.md "The service against isolation").
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
