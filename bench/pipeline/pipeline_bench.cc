@@ -570,8 +570,8 @@ class ExternalTopics {
   void create(const config::Config& cfg, int partitions) {
     std::vector<stream::kafka::NewTopic> wanted;
     for (const std::string& t : stream::service_topics(cfg.kafka))
-      wanted.push_back({t, partitions, -1});
-    for (const std::string& t : stream::judge_topics(cfg.kafka)) wanted.push_back({t, 1, -1});
+      wanted.push_back({t, partitions, -1, {}});
+    for (const std::string& t : stream::judge_topics(cfg.kafka)) wanted.push_back({t, 1, -1, {}});
     const auto outcomes = stream::kafka::create_topics(admin_, wanted, kTimeout);
     bool ok = outcomes.size() == wanted.size();
     for (const auto& o : outcomes) {
