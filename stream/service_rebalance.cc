@@ -6,6 +6,14 @@ using namespace service_detail;
 using kafka::KafkaError;
 
 void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+  if (input_held) {
+    // librdkafka keeps a partition's pause across its revocation and a later
+    // assignment to this member (it would never be read again): what leaves
+    // or arrives is resumed here, before librdkafka fetches it, and
+    // hold_back_input pauses the assignment again while the hold applies.
+    kafka::PartitionListPtr copy(rd_kafka_topic_partition_list_copy(&parts));
+    rd_kafka_resume_partitions(consumer->handle(), copy.get());
+  }
   if (assigned) {
     for (int i = 0; i < parts.cnt; ++i) {
       const std::uint32_t index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
