@@ -211,9 +211,10 @@ void Service::Impl::hold_back_input() {
     }
   }
   const bool hold = held_for_judge || commits_failing_since.has_value();
-  // An eager assignment comes unpaused. (Resuming a partition that was never
-  // paused is not harmless: librdkafka restarts its fetch from the position
-  // the application last saw, and what it had queued comes again.)
+  // An eager assignment comes unpaused (on_rebalance resumed what it paused
+  // before). Resuming a partition that was never paused is not harmless:
+  // librdkafka restarts its fetch from the position the application last
+  // saw, and what it had queued comes again.
   if (std::exchange(reapply_hold, false)) input_held = false;
   if (hold == input_held) return;
   rd_kafka_topic_partition_list_t* parts = nullptr;
