@@ -13,11 +13,11 @@ cd "$root"
 ordinal='first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|[0-9]+(st|nd|rd|th)'
 number='one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|twenty'
 patterns=(
-  '\b(issue|round|session)s?[ -]?#?[0-9]+\b'              # issue 19, round 3, session 12, (session 13)
+  '\b(iss[u]e|rou[n]d|sess[i]on)s?[ -]?#?[0-9]+\b'        # a word, then its number (written so that it does not match itself)
   "\\b(issue|round|session)s? ($number)\\b"                # round one
   "\\b($ordinal) (development )?(round|session)s?\\b"      # the third session, the 4th round
   '\b(this|that|the same|previous|earlier|last|next) sessions?\b'  # this session's changes
-  '\b(issue|pr|pull request|bug|ticket|fixes|closes) ?#[0-9]+'     # issue #27, fixes #3
+  '\b(iss[u]e|pr|pull request|bug|ticket|fixes|closes) ?#[0-9]+'  # a word, then #number
   '\(#[0-9]+\)'                                            # (#27)
 )
 args=()
