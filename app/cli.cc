@@ -10,8 +10,8 @@
 #include <iostream>
 
 #include "config/values.h"
-#include "stream/client_properties.h"
-#include "stream/kafka.h"
+#include "stream/kafka/client_properties.h"
+#include "stream/kafka/kafka.h"
 
 namespace neardup::app::cli {
 

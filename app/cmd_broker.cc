@@ -7,8 +7,8 @@
 #include "app/cli.h"
 #include "config/config.h"
 #include "config/values.h"
-#include "stream/embedded_broker.h"
-#include "stream/process.h"
+#include "stream/core/process.h"
+#include "stream/kafka/embedded_broker.h"
 
 namespace neardup::app {
 namespace {

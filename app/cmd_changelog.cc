@@ -5,9 +5,9 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "stream/changelog.h"
-#include "stream/client_properties.h"
-#include "stream/process.h"
+#include "stream/changelog/changelog_reader.h"
+#include "stream/core/process.h"
+#include "stream/kafka/client_properties.h"
 
 namespace neardup::app {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "app/cli.h"
 #include "config/values.h"
-#include "stream/host.h"
-#include "stream/kafka.h"
+#include "stream/kafka/kafka.h"
+#include "stream/service/host.h"
 
 namespace neardup::app {
 namespace {

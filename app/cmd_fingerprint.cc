@@ -11,7 +11,7 @@
 #include "dedup/engine.h"
 #include "dedup/explain.h"
 #include "dedup/fingerprinter.h"
-#include "stream/json_out.h"
+#include "stream/records/json_out.h"
 
 namespace neardup::app {
 namespace {

@@ -4,7 +4,7 @@
 #include "app/cli.h"
 #include "config/config.h"
 #include "metrics/metrics.h"
-#include "stream/host.h"
+#include "stream/service/host.h"
 
 namespace neardup::app {
 namespace {

@@ -10,9 +10,9 @@
 #include "app/cli.h"
 #include "config/config.h"
 #include "config/values.h"
-#include "stream/json_out.h"
-#include "stream/pipeline.h"
-#include "stream/scan.h"
+#include "stream/pipeline/pipeline.h"
+#include "stream/records/json_out.h"
+#include "stream/scan/scan.h"
 
 namespace neardup::app {
 namespace {

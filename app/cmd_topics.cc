@@ -6,10 +6,10 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "stream/client_properties.h"
-#include "stream/embedded_broker.h"
-#include "stream/kafka.h"
-#include "stream/process.h"
+#include "stream/core/process.h"
+#include "stream/kafka/client_properties.h"
+#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/kafka.h"
 
 namespace neardup::app {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "dedup/options.h"
-#include "stream/changelog.h"
-#include "stream/changelog_writer.h"
-#include "stream/judge_record.h"
+#include "stream/changelog/changelog_writer.h"
+#include "stream/records/changelog_record.h"
+#include "stream/records/judge_record.h"
 
 namespace {
 

@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "bench/feed.h"
-#include "stream/json_out.h"
-#include "stream/scan.h"
+#include "stream/records/json_out.h"
+#include "stream/scan/scan.h"
 
 namespace {
 
@@ -18,7 +19,7 @@ std::string make_feed(std::size_t records) {
   std::size_t i = 0;
   for (const auto& text : generator.feed(records, 170)) {
     line = "{\"id\":" + std::to_string(++i) + ",\"text\":";
-    neardup::stream::append_json_string(line, text);
+    neardup::base::append_json_string(line, text);
     line += "}\n";
     feed += line;
   }

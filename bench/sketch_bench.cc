@@ -25,14 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "bench/feed.h"
 #include "dedup/engine.h"
 #include "dedup/normalize.h"
 #include "dedup/sketch.h"
 #include "dedup/sketch_index.h"
 #include "dedup/window.h"
-#include "stream/json_out.h"
-#include "stream/scan.h"
+#include "stream/records/json_out.h"
+#include "stream/scan/scan.h"
 
 namespace neardup::dedup {
 namespace {
@@ -150,7 +151,7 @@ std::string to_jsonl(const std::vector<std::string>& texts) {
   std::size_t i = 0;
   for (const auto& text : texts) {
     line = "{\"id\":" + std::to_string(++i) + ",\"text\":";
-    neardup::stream::append_json_string(line, text);
+    neardup::base::append_json_string(line, text);
     line += "}\n";
     feed += line;
   }
@@ -193,7 +194,7 @@ std::string make_small_vocabulary_feed(std::size_t records) {
       texts.push_back(text);
     }
     line = "{\"id\":" + std::to_string(i) + ",\"text\":";
-    neardup::stream::append_json_string(line, text);
+    neardup::base::append_json_string(line, text);
     line += "}\n";
     feed += line;
   }

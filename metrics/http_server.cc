@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "metrics/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace neardup::metrics {
 namespace {
@@ -137,7 +137,7 @@ struct HttpServer::Impl {
   std::string host;  ///< numeric, without brackets
   int port = 0;
   std::string bound;
-  Mutex log_mutex;
+  base::Mutex log_mutex;
   /// civetweb's messages while starting (from its threads): why a bind failed.
   std::string startup_log GUARDED_BY(log_mutex);
   std::atomic<bool> started{false};
@@ -203,7 +203,7 @@ struct HttpServer::Impl {
   static int log(const mg_connection* connection, const char* message) {
     auto* impl = static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
     if (impl != nullptr && message != nullptr && !impl->started.load(std::memory_order_acquire)) {
-      MutexLock lock(impl->log_mutex);
+      base::MutexLock lock(impl->log_mutex);
       if (impl->startup_log.empty()) impl->startup_log = message;
     }
     return 1;  // handled: civetweb writes nothing itself
@@ -253,12 +253,12 @@ struct HttpServer::Impl {
     error.text = text.data();
     error.text_buffer_size = text.size();
     {
-      MutexLock lock(log_mutex);
+      base::MutexLock lock(log_mutex);
       startup_log.clear();
     }
     context = mg_start2(&init, &error);
     if (context != nullptr) return "";
-    MutexLock lock(log_mutex);
+    base::MutexLock lock(log_mutex);
     return startup_log.empty() ? std::string(text.data()) : startup_log;
   }
 

@@ -7,12 +7,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "base/log.h"
+#include "base/thread_annotations.h"
 #include "metrics/http_server.h"
-#include "metrics/log.h"
 #include "metrics/page.h"
 #include "metrics/recent_pairs.h"
 #include "metrics/render.h"
-#include "metrics/thread_annotations.h"
 
 namespace neardup::metrics {
 
@@ -55,7 +55,7 @@ struct Exporter::Impl {
   const RecentPairs* pairs = nullptr;    // likewise (the object itself is thread-safe)
   PageAccess access;                     // likewise
   std::atomic<bool> page_served{false};  // set once the bound address is known
-  mutable Mutex mutex;
+  mutable base::Mutex mutex;
   std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) =
       std::make_shared<const ServiceStats>();
   RateMeter rates GUARDED_BY(mutex);
@@ -70,7 +70,7 @@ struct Exporter::Impl {
     if (request.path == "/metrics") {
       std::shared_ptr<const ServiceStats> stats;
       {
-        MutexLock lock(mutex);
+        base::MutexLock lock(mutex);
         stats = last;
       }
       return {200,
@@ -84,7 +84,7 @@ struct Exporter::Impl {
         return {200, "text/plain; charset=utf-8", "ready\n", {}};
       std::string body = "not ready";
       {
-        MutexLock lock(mutex);
+        base::MutexLock lock(mutex);
         if (!why_not.empty()) body += ": " + why_not;
       }
       return {503, "text/plain; charset=utf-8", body + "\n", {}};
@@ -124,7 +124,7 @@ struct Exporter::Impl {
     PageCounts counts;
     std::shared_ptr<const ServiceStats> stats;
     {
-      MutexLock lock(mutex);
+      base::MutexLock lock(mutex);
       stats = last;
       rates.fill(counts);
     }
@@ -154,7 +154,7 @@ Exporter::Exporter(const std::string& listen, const BuildInfo& build, const Rece
                            std::memory_order_release);
   if (const std::string warning = page_exposure_warning(impl_->access, bound, loopback);
       !warning.empty()) {
-    log(LogLevel::warn, warning);
+    base::log(base::LogLevel::warn, warning);
   }
 }
 
@@ -163,14 +163,14 @@ Exporter::~Exporter() = default;
 void Exporter::publish(const ServiceStats& stats) {
   auto copy = std::make_shared<const ServiceStats>(stats);  // copied outside the lock
   const auto now = RateMeter::Clock::now();
-  MutexLock lock(impl_->mutex);
+  base::MutexLock lock(impl_->mutex);
   impl_->last.swap(copy);
   impl_->rates.add(now, stats.unique + stats.duplicate + stats.invalid, stats.duplicate);
 }
 
 void Exporter::set_ready(bool ready, std::string why_not) {
   {
-    MutexLock lock(impl_->mutex);
+    base::MutexLock lock(impl_->mutex);
     impl_->why_not.swap(why_not);  // the old text is freed outside the lock
   }
   impl_->ready.store(ready, std::memory_order_relaxed);

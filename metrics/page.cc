@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/json.h"
 #include "metrics/digest.h"
 
 namespace neardup::metrics {
@@ -213,47 +214,6 @@ void append_html_escaped(std::string& out, std::string_view text) {
   }
 }
 
-void append_json_string(std::string& out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7F) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    } else if (c == 0xE2 && i + 2 < text.size() &&
-               static_cast<unsigned char>(text[i + 1]) == 0x80 &&
-               (static_cast<unsigned char>(text[i + 2]) == 0xA8 ||
-                static_cast<unsigned char>(text[i + 2]) == 0xA9)) {
-      out += static_cast<unsigned char>(text[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
-
 // ------------------------------------------------------------------ rendering
 
 namespace {
@@ -374,7 +334,7 @@ void side_html(std::string& out, std::string_view role, const Location& at, cons
 
 void location_json(std::string& out, const Location& at) {
   out += "\"topic\":";
-  append_json_string(out, at.topic);
+  base::append_json_string(out, at.topic, base::JsonEscape::html_safe);
   out +=
       ",\"partition\":" + std::to_string(at.partition) + ",\"offset\":" + std::to_string(at.offset);
 }
@@ -387,7 +347,7 @@ void side_json(std::string& out, const Location& at, const ShownText& text,
   out += text.held ? "true" : "false";
   out += ",\"text\":";
   if (text.held && !redacted)
-    append_json_string(out, text.text);
+    base::append_json_string(out, text.text, base::JsonEscape::html_safe);
   else
     out += "null";
   out += ",\"truncated\":";
@@ -397,7 +357,7 @@ void side_json(std::string& out, const Location& at, const ShownText& text,
     for (std::size_t i = 0; i < diff->size(); ++i) {
       if (i) out += ',';
       out += "{\"text\":";
-      append_json_string(out, (*diff)[i].text);
+      base::append_json_string(out, (*diff)[i].text, base::JsonEscape::html_safe);
       out += ",\"changed\":";
       out += (*diff)[i].changed ? "true" : "false";
       out += '}';

@@ -71,10 +71,6 @@ inline constexpr std::size_t kMaxDiffTokens = 2000;
 
 /// Appends `text` escaped for HTML text and attribute values (& < > " ').
 void append_html_escaped(std::string& out, std::string_view text);
-/// Appends `text` as a JSON string with its quotes. `text` must be valid UTF-8
-/// (RecentPairs' texts are); controls, quotes, backslashes, < > & and
-/// U+2028/U+2029 are escaped, so the result is also safe inside a <script>.
-void append_json_string(std::string& out, std::string_view text);
 
 /// The Content-Security-Policy of the page: nothing but its own inline style
 /// and script (by their SHA-256) and requests to its own origin (the reload).

@@ -1,6 +1,6 @@
 #include "metrics/progress.h"
 
-#include "metrics/log.h"
+#include "base/log.h"
 
 #include <unistd.h>
 
@@ -64,7 +64,7 @@ bool ProgressLine::update(const ServiceStats& stats, std::chrono::steady_clock::
   if (now - previous_time_ < interval_) return false;
   const double seconds = std::chrono::duration<double>(now - previous_time_).count();
   const std::string line = format_progress(*previous_, stats, seconds);
-  write_progress_line(out_, line);  // under the log's lock: a log line never cuts into it
+  base::write_progress_line(out_, line);  // under the log's lock: a log line never cuts into it
   printed_ = true;
   previous_ = stats;
   previous_time_ = now;
@@ -73,7 +73,7 @@ bool ProgressLine::update(const ServiceStats& stats, std::chrono::steady_clock::
 
 void ProgressLine::finish() {
   if (!printed_) return;
-  end_progress_line(out_);  // nothing when a log line has ended it already
+  base::end_progress_line(out_);  // nothing when a log line has ended it already
   printed_ = false;
 }
 

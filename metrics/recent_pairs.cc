@@ -95,7 +95,7 @@ RecentPairs::RecentPairs(Limits limits) : limits_(limits) {
   // At most half full, so probe runs stay short.
   index_.assign(std::bit_ceil(limits_.texts * 2), -1);
   index_mask_ = index_.size() - 1;
-  MutexLock lock(mutex_);
+  base::MutexLock lock(mutex_);
   ring_.resize(limits_.ring);
   originals_.reserve(limits_.originals);
 }
@@ -161,7 +161,7 @@ void RecentPairs::duplicate(const DuplicateSeen& seen) {
   const std::int32_t slot = find_slot(seen.original_key);
   const CachedText* original = slot >= 0 ? &texts_[static_cast<std::size_t>(slot)] : nullptr;
   const std::int64_t now = wall_ms();
-  MutexLock lock(mutex_);
+  base::MutexLock lock(mutex_);
   const std::uint64_t seq = ++recorded_;
 
   // The originals table: the least recently duplicated one makes room.
@@ -218,7 +218,7 @@ PairsSnapshot RecentPairs::snapshot() const {
   out.originals = limits_.originals;
   std::vector<const Original*> order;
   {
-    MutexLock lock(mutex_);
+    base::MutexLock lock(mutex_);
     out.recorded = recorded_;
     const std::size_t n = std::min<std::uint64_t>(recorded_, ring_.size());
     out.pairs.reserve(n);

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "metrics/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace neardup::metrics {
 
@@ -150,7 +150,7 @@ class RecentPairs {
   std::vector<std::int32_t> index_;  // open addressing (linear probing): slot in texts_, or -1
   std::size_t index_mask_ = 0;
   // ---- shared with snapshot()
-  mutable Mutex mutex_;
+  mutable base::Mutex mutex_;
   std::vector<RecentPair> ring_ GUARDED_BY(mutex_);
   std::size_t next_pair_ GUARDED_BY(mutex_) = 0;
   std::uint64_t recorded_ GUARDED_BY(mutex_) = 0;

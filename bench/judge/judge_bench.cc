@@ -31,14 +31,14 @@
 #include <vector>
 
 #include "bench/feed.h"
-#include "stream/changelog.h"
-#include "stream/embedded_broker.h"
-#include "stream/judge.h"
-#include "stream/judge_record.h"
-#include "stream/kafka.h"
-#include "stream/pipeline.h"
-#include "stream/process.h"
-#include "stream/service.h"
+#include "stream/core/process.h"
+#include "stream/judge/judge.h"
+#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/kafka.h"
+#include "stream/pipeline/pipeline.h"
+#include "stream/records/changelog_record.h"
+#include "stream/records/judge_record.h"
+#include "stream/service/service.h"
 
 namespace {
 

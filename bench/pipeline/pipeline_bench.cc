@@ -93,11 +93,11 @@
 #include "bench/feed.h"
 #include "metrics/metrics.h"
 #include "metrics/recent_pairs.h"
-#include "stream/client_properties.h"
-#include "stream/embedded_broker.h"
-#include "stream/kafka.h"
-#include "stream/pipeline.h"
-#include "stream/service.h"
+#include "stream/kafka/client_properties.h"
+#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/kafka.h"
+#include "stream/pipeline/pipeline.h"
+#include "stream/service/service.h"
 
 namespace {
 

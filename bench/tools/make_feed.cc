@@ -8,8 +8,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/json.h"
 #include "bench/feed.h"
-#include "stream/json_out.h"
+#include "stream/records/json_out.h"
 
 int main(int argc, char** argv) {
   char* end = nullptr;
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   std::string line;
   for (std::size_t i = 0; i < texts.size(); ++i) {
     line = "{\"id\":" + std::to_string(i) + ",\"text\":";
-    neardup::stream::append_json_string(line, texts[i]);
+    neardup::base::append_json_string(line, texts[i]);
     line += "}\n";
     if (std::fputs(line.c_str(), stdout) == EOF) {
       std::perror("neardup_make_feed: stdout");

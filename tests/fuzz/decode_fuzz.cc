@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "stream/decode.h"
+#include "stream/pipeline/decode.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stream/changelog.h"
-#include "stream/judge_record.h"
+#include "stream/records/changelog_record.h"
+#include "stream/records/judge_record.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "stream/embedded_broker.h"
-#include "stream/kafka.h"
-#include "stream/service.h"
+#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/kafka.h"
+#include "stream/service/service.h"
 
 namespace neardup::stream::testing {
 

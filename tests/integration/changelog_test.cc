@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "stream/changelog.h"
-#include "stream/embedded_broker.h"
-#include "stream/kafka.h"
-#include "stream/service.h"
+#include "stream/changelog/changelog_reader.h"
+#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/kafka.h"
+#include "stream/service/service.h"
 #include "tests/integration/broker_fixture.h"
 
 namespace neardup::stream {

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "stream/service.h"
+#include "stream/service/service.h"
 #include "tests/integration/broker_fixture.h"
 
 namespace neardup::stream {

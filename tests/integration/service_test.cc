@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "stream/embedded_broker.h"
-#include "stream/event_time.h"
-#include "stream/kafka.h"
-#include "stream/service.h"
+#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/kafka.h"
+#include "stream/pipeline/event_time.h"
+#include "stream/service/service.h"
 #include "tests/integration/broker_fixture.h"
 
 namespace neardup::stream {

@@ -1,7 +1,7 @@
 // stream/broker_health: the broker connection state machine, fed the events
 // librdkafka would send (no broker needed; time is a parameter).
 
-#include "stream/broker_health.h"
+#include "stream/kafka/broker_health.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -14,7 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "metrics/log.h"
+#include "base/log.h"
 
 namespace neardup::stream {
 namespace {
@@ -279,9 +279,9 @@ TEST(BrokerHealth, BrokerIsUpIfAnyClientIsConnectedToIt) {
 std::vector<std::string> logged(const std::function<void()>& act) {
   std::FILE* sink = std::tmpfile();
   if (sink == nullptr) return {"(no temporary file)"};
-  metrics::configure_logging(metrics::LogFormat::json, metrics::LogLevel::info, sink);
+  base::configure_logging(base::LogFormat::json, base::LogLevel::info, sink);
   act();
-  metrics::configure_logging(metrics::LogFormat::text, metrics::LogLevel::info, stderr);
+  base::configure_logging(base::LogFormat::text, base::LogLevel::info, stderr);
   std::rewind(sink);
   std::vector<std::string> lines;
   std::string line;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "dedup/engine.h"
-#include "stream/changelog.h"
-#include "stream/window_restore.h"
+#include "stream/changelog/window_restore.h"
+#include "stream/records/changelog_record.h"
 
 namespace neardup::stream {
 namespace {

@@ -1,9 +1,9 @@
 // The librdkafka properties neardup's clients start from (stream/client_properties.h).
-#include "stream/client_properties.h"
+#include "stream/kafka/client_properties.h"
 
 #include <gtest/gtest.h>
 
-#include "stream/kafka.h"
+#include "stream/kafka/kafka.h"
 
 namespace neardup::stream {
 namespace {

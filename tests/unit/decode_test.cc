@@ -1,4 +1,4 @@
-#include "stream/decode.h"
+#include "stream/pipeline/decode.h"
 
 #include <gtest/gtest.h>
 

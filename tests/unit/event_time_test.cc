@@ -1,5 +1,5 @@
 // The event time a message is judged at (stream/event_time.h).
-#include "stream/event_time.h"
+#include "stream/pipeline/event_time.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The judge topic's and the verdict topic's records (stream/judge_record.h):
 // what goes in comes out, and anything malformed is refused without throwing.
-#include "stream/judge_record.h"
+#include "stream/records/judge_record.h"
 
 #include <gtest/gtest.h>
 

@@ -23,8 +23,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/log.h"
 #include "metrics/http_server.h"
-#include "metrics/log.h"
 #include "metrics/metrics.h"
 #include "metrics/progress.h"
 #include "metrics/recent_pairs.h"
@@ -362,61 +362,6 @@ TEST(Exporter, PortInUseThrows) {
   EXPECT_THAT(listen_error(taken), HasSubstr("Address already in use"));
 }
 
-// ------------------------------------------------------------------ logs
-
-const auto kTime = std::chrono::system_clock::time_point(
-    std::chrono::milliseconds(1714564800123));  // 2024-05-01T12:00:00.123Z
-
-TEST(Log, TextLineHasTimeLevelMessageAndQuotedFields) {
-  const std::vector<LogField> fields{
-      {"count", 8}, {"topic", "input"}, {"error", "broker down"}, {"empty", ""}};
-  EXPECT_EQ(format_log_line(LogFormat::text, LogLevel::warn, kTime, "assigned\npartitions", fields),
-            "2024-05-01T12:00:00.123Z warn assigned\\npartitions count=8 topic=input "
-            "error=\"broker down\" empty=\"\"");
-}
-
-TEST(Log, JsonLineIsValidEvenForHostileText) {
-  const std::vector<LogField> fields{
-      {"count", 8}, {"ratio", 0.5}, {"ok", true}, {"bad", "a\"b\\c\x01\xff"}};
-  const std::string line =
-      format_log_line(LogFormat::json, LogLevel::error, kTime, "tab\there", fields);
-  EXPECT_EQ(
-      line,
-      "{\"ts\":\"2024-05-01T12:00:00.123Z\",\"level\":\"error\",\"msg\":\"tab\\there\",\"count\":8,"
-      "\"ratio\":0.5,\"ok\":true,\"bad\":\"a\\\"b\\\\c\\u0001\xEF\xBF\xBD\"}");
-  if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
-    const auto file =
-        std::filesystem::temp_directory_path() / ("neardup_log_" + std::to_string(::getpid()));
-    std::ofstream(file) << line;
-    const std::string command =
-        "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + file.string();
-    EXPECT_EQ(std::system(command.c_str()), 0) << line;
-    std::filesystem::remove(file);
-  }
-}
-
-TEST(Log, NonFiniteNumbersBecomeStrings) {
-  const std::vector<LogField> fields{{"x", std::nan("")}};
-  EXPECT_THAT(format_log_line(LogFormat::json, LogLevel::info, kTime, "m", fields),
-              HasSubstr("\"x\":\"NaN\""));
-}
-
-TEST(Log, LevelFilterAndSink) {
-  std::FILE* sink = std::tmpfile();
-  ASSERT_NE(sink, nullptr);
-  configure_logging(LogFormat::json, LogLevel::warn, sink);
-  EXPECT_FALSE(log_enabled(LogLevel::info));
-  log(LogLevel::info, "hidden");
-  log(LogLevel::error, "shown", {{"partition", 3}});
-  configure_logging(LogFormat::text, LogLevel::info, stderr);
-  std::rewind(sink);
-  std::string written;
-  for (int c; (c = std::fgetc(sink)) != EOF;) written += static_cast<char>(c);
-  std::fclose(sink);
-  EXPECT_THAT(written, ::testing::Not(HasSubstr("hidden")));
-  EXPECT_THAT(written, HasSubstr("\"level\":\"error\",\"msg\":\"shown\",\"partition\":3}\n"));
-}
-
 // ------------------------------------------------------------------ progress line
 
 TEST(Progress, ShowsRateDuplicateShareLagAndWindow) {
@@ -460,15 +405,15 @@ TEST(Progress, ALogLineAfterTheProgressLineStartsALineOfItsOwn) {
   // info").
   std::FILE* sink = std::tmpfile();
   ASSERT_NE(sink, nullptr);
-  configure_logging(LogFormat::text, LogLevel::info, sink);
+  base::configure_logging(base::LogFormat::text, base::LogLevel::info, sink);
   ProgressLine line(sink, std::chrono::seconds(1), /*force=*/true);
   const auto t0 = std::chrono::steady_clock::time_point{};
   ServiceStats s;
   line.update(s, t0);
   ASSERT_TRUE(line.update(s, t0 + std::chrono::seconds(1)));
-  log(LogLevel::info, "assigned 8 partition(s)");
+  base::log(base::LogLevel::info, "assigned 8 partition(s)");
   line.finish();  // the log line ended the progress line: no blank line
-  configure_logging(LogFormat::text, LogLevel::info, stderr);
+  base::configure_logging(base::LogFormat::text, base::LogLevel::info, stderr);
   std::rewind(sink);
   std::string written;
   for (int c; (c = std::fgetc(sink)) != EOF;) written += static_cast<char>(c);

@@ -1,6 +1,6 @@
 // The offset ledger: commits only past fully acknowledged inputs, whatever the
 // order of acknowledgements, revocations and offsets that go backwards. No broker.
-#include "stream/offset_ledger.h"
+#include "stream/core/offset_ledger.h"
 
 #include <gtest/gtest.h>
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "base/json.h"
 #include "metrics/page.h"
 #include "metrics/recent_pairs.h"
 
@@ -228,7 +229,8 @@ TEST(Escaping, HtmlEscapesMarkup) {
 
 TEST(Escaping, JsonEscapesControlsQuotesAndMarkup) {
   std::string out;
-  append_json_string(out, "a\"b\\c\n\x01</script>\xE2\x80\xA8\xE4\xB8\xAD");
+  base::append_json_string(out, "a\"b\\c\n\x01</script>\xE2\x80\xA8\xE4\xB8\xAD",
+                           base::JsonEscape::html_safe);
   EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\\u003c/script\\u003e\\u2028\xE4\xB8\xAD\"");
 }
 

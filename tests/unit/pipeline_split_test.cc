@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "dedup/engine.h"
-#include "stream/decode.h"
-#include "stream/pipeline.h"
+#include "stream/pipeline/decode.h"
+#include "stream/pipeline/pipeline.h"
 
 namespace neardup::stream {
 namespace {

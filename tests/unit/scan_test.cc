@@ -1,4 +1,4 @@
-#include "stream/scan.h"
+#include "stream/scan/scan.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "stream/json_out.h"
+#include "base/json.h"
+#include "stream/records/json_out.h"
 
 namespace neardup::stream {
 namespace {
@@ -208,7 +209,7 @@ TEST(Scan, DuplicateNamesItsOriginalsIdWhenIdsAreLongAndTheirBytesAreDropped) {
 
 TEST(JsonOut, EscapesControlCharactersAndReplacesInvalidUtf8) {
   std::string out;
-  append_json_string(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10));
+  base::append_json_string(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10));
   EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xc3\xa9\"");
 }
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "stream/scan.h"
+#include "stream/scan/scan.h"
 
 namespace neardup::stream {
 namespace {

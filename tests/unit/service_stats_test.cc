@@ -1,7 +1,7 @@
 // The service's counters as Prometheus sees them (to_metrics): no Kafka needed.
 #include <gtest/gtest.h>
 
-#include "stream/service.h"
+#include "stream/service/service.h"
 
 namespace neardup::stream {
 namespace {

@@ -1,0 +1,77 @@
+#include "stream/changelog/changelog_writer.h"
+
+namespace neardup::stream {
+
+ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
+                           dedup::EventTime time, dedup::Fingerprint fingerprint,
+                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
+                           dedup::ScopeId scope) {
+  ChangelogRecord r;
+  r.scope = scope;
+  r.fingerprint = fingerprint;
+  r.time = time;
+  r.topic = std::string(topic);
+  r.partition = partition;
+  r.offset = offset;
+  if (options.enabled && sketch.shingles != 0) {
+    r.has_sketch = true;
+    r.bits = options.bits;
+    r.band_bins = options.band_bins;
+    r.scheme = dedup::kSketchScheme;
+    r.bands = options.bands;
+    r.sketch = sketch;
+  }
+  return r;
+}
+
+ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& producer,
+                                 OffsetLedger& ledger, std::uint64_t instance)
+    : cfg_(config), producer_(producer), ledger_(ledger), batch_(instance) {}
+
+void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset,
+                             dedup::EventTime time, dedup::Fingerprint fingerprint,
+                             const dedup::SketchResult& sketch, dedup::ScopeId scope) {
+  const ChangelogRecord r = kept_entry(src.topic, src.partition, offset, time, fingerprint, sketch,
+                                       cfg_.dedup.sketch, scope);
+  batch_.add(r);
+  batch_tickets_.push_back(ticket);
+  ledger_.expect(ticket);
+  if (batch_.entries() >= kBatchMaxEntries || batch_.bytes() >= kBatchMaxBytes) flush();
+}
+
+void ChangelogWriter::flush() {
+  if (batch_.empty()) return;
+  ChangelogBatch::Encoded encoded = batch_.take();
+  const std::uint64_t number = next_batch_++;
+  kafka::Producer::Record rec;
+  rec.topic = cfg_.kafka.changelog_topic;
+  rec.key = encoded.key;
+  rec.has_key = true;
+  rec.value = encoded.value;
+  rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
+  rec.opaque =
+      reinterpret_cast<void*>(static_cast<std::uintptr_t>(Ticket{kBatchSource, number}.pack()));
+  in_flight_.emplace(number, std::move(batch_tickets_));
+  batch_tickets_ = {};
+  if (rd_kafka_resp_err_t err = producer_.produce(rec)) {
+    // Its entries stay outstanding in the ledger: none of those offsets commits.
+    in_flight_.erase(number);
+    throw kafka::KafkaError("cannot append to the window changelog '" + cfg_.kafka.changelog_topic +
+                                "': " + rd_kafka_err2str(err),
+                            err, kafka::Severity::fatal);
+  }
+}
+
+std::size_t ChangelogWriter::on_delivery(std::uint64_t number, bool delivered,
+                                         const std::function<void(Ticket)>& acknowledge) {
+  auto it = in_flight_.find(number);
+  if (it == in_flight_.end()) return 0;
+  const std::size_t n = it->second.size();
+  if (delivered) {
+    for (Ticket t : it->second) acknowledge(t);
+  }
+  in_flight_.erase(it);
+  return delivered ? n : 0;
+}
+
+}  // namespace neardup::stream

@@ -1,0 +1,206 @@
+#include "stream/changelog/window_restore.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "stream/core/process.h"
+#include "stream/pipeline/event_time.h"
+
+namespace neardup::stream {
+
+const dedup::SketchResult& SketchCompatibility::usable(const ChangelogRecord& r) {
+  static const dedup::SketchResult kNone{};
+  if (!r.has_sketch || !options_.enabled) return kNone;
+  if (r.bits != options_.bits || r.band_bins != options_.band_bins || r.bands != options_.bands ||
+      r.scheme != dedup::kSketchScheme) {
+    if (!mismatch_logged_) {
+      mismatch_logged_ = true;
+      log(config::LogLevel::warn,
+          "window changelog: records made with other dedup.sketch options (bits/bands/"
+          "band_bins) or by a build with another sketch scheme are remembered by their "
+          "fingerprint only");
+    }
+    return kNone;
+  }
+  return r.sketch;
+}
+
+std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
+                                          const config::Config& cfg, Sources& sources,
+                                          SketchCompatibility& sketches,
+                                          const RestoreHooks& hooks) {
+  // Compact entries (40 bytes), sorted and moved as the vector grows; the
+  // sketches (88 bytes) stay where they were appended. With the window sized
+  // at once and loaded ahead below, a takeover of 300,000 entries went from
+  // 0.96-0.98 to 0.56-0.62 s (neardup_judge_bench --only takeover).
+  struct Replayed {
+    dedup::EventTime time;
+    dedup::RecordRef ref;
+    dedup::Fingerprint fingerprint;
+    dedup::ScopeId scope;
+    std::size_t sketch = 0;  ///< 1 + its index in `sketch_store`, 0 for none
+  };
+  using Clock = std::chrono::steady_clock;
+  std::vector<Replayed> entries;
+  std::vector<dedup::SketchResult> sketch_store;
+  auto last_progress = Clock::now(), last_log = Clock::now();
+  // Entries stamped far ahead of this clock (written before window.max_future
+  // existed) count as this clock plus max_future: one of them would
+  // otherwise leave only itself in the rebuilt window.
+  const std::int64_t now = wall_ms();
+  std::uint64_t future = 0;
+  const bool complete = reader.catch_up(
+      [&](const ChangelogRecord& r) {
+        const dedup::SketchResult& sketch = sketches.usable(r);
+        std::size_t sketch_ref = 0;
+        if (sketch.shingles != 0) {
+          sketch_store.push_back(sketch);
+          sketch_ref = sketch_store.size();
+        }
+        const dedup::EventTime time = event_time_of(r.time.ms, now, cfg.dedup.window.max_future);
+        future += time < r.time ? 1 : 0;
+        entries.push_back(Replayed{time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
+                                   r.fingerprint, r.scope, sketch_ref});
+        if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
+          last_progress = Clock::now();
+          if (hooks.progress) hooks.progress();
+          if (last_progress - last_log >= std::chrono::seconds(10)) {
+            last_log = last_progress;
+            log(config::LogLevel::info,
+                "rebuilding the window: " + std::to_string(reader.records_read()) +
+                    " changelog records read");
+          }
+        }
+      },
+      hooks.corrupt, hooks.stopped);
+  if (!complete) return std::nullopt;
+  if (future != 0) {
+    log(config::LogLevel::warn,
+        std::to_string(future) + " changelog entr" + (future == 1 ? "y is" : "ies are") +
+            " stamped later than the clock plus window.max_future; rebuilt at that time");
+  }
+  // Event-time order; the same message written twice (reprocessed after a
+  // crash) is remembered once.
+  std::stable_sort(entries.begin(), entries.end(), [](const Replayed& a, const Replayed& b) {
+    return a.time != b.time ? a.time < b.time : a.ref.value < b.ref.value;
+  });
+  entries.erase(std::unique(entries.begin(), entries.end(),
+                            [](const Replayed& a, const Replayed& b) {
+                              return a.time == b.time && a.ref == b.ref &&
+                                     a.fingerprint == b.fingerprint;
+                            }),
+                entries.end());
+  std::size_t first = 0;
+  if (!entries.empty()) {
+    // Only what the window would still hold: the newest max_entries, within the duration.
+    const std::int64_t horizon = entries.back().time.ms - cfg.dedup.window.duration.count();
+    if (entries.size() > cfg.dedup.window.max_entries)
+      first = entries.size() - cfg.dedup.window.max_entries;
+    while (first < entries.size() && entries[first].time.ms < horizon) ++first;
+  }
+  // Growing step by step would move every entry and cell so far at each step:
+  // the inserts alone are 1.8-6.9x faster at 0.1-10M entries (BM_WindowRebuild).
+  engine.reserve(entries.size() - first);
+  static const dedup::SketchResult kNone{};
+  auto sketch_of = [&](const Replayed& e) -> const dedup::SketchResult& {
+    return e.sketch == 0 ? kNone : sketch_store[e.sketch - 1];
+  };
+  constexpr std::size_t kAhead = 8;
+  auto prefetch = [&](std::size_t i) {
+    if (i < entries.size())
+      engine.prefetch_remember(entries[i].fingerprint, sketch_of(entries[i]), entries[i].scope);
+  };
+  for (std::size_t i = first; i < first + kAhead; ++i) prefetch(i);
+  for (std::size_t i = first; i < entries.size(); ++i) {
+    prefetch(i + kAhead);
+    const Replayed& e = entries[i];
+    engine.remember(e.fingerprint, e.time, e.ref, sketch_of(e), e.scope);
+  }
+  return entries.size() - first;
+}
+
+ChangelogFollower::ChangelogFollower(const config::Config& config,
+                                     const kafka::Properties& consumer_properties, Sources& sources,
+                                     ServiceSnapshot& stats, std::uint64_t instance)
+    : cfg_(config),
+      sources_(sources),
+      stats_(stats),
+      instance_(instance),
+      reader_(consumer_properties, config.kafka.changelog_topic, std::chrono::seconds(10)),
+      sketches_(config.dedup.sketch) {}
+
+bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
+  const auto started = std::chrono::steady_clock::now();
+  log(config::LogLevel::info, "rebuilding the window from changelog '" +
+                                  cfg_.kafka.changelog_topic + "' (" +
+                                  std::to_string(reader_.partitions()) + " partition(s))");
+  hooks.corrupt = corrupt_handler();
+  const std::optional<std::size_t> replayed =
+      restore_window(reader_, engine, cfg_, sources_, sketches_, hooks);
+  if (!replayed) return false;
+  reader_.skip_instance(instance_);  // following: this process's own batches need no parsing
+  stats_.changelog_replayed = *replayed;
+  stats_.changelog_rebuild_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f", stats_.changelog_rebuild_seconds);
+  std::string line = "window rebuilt from changelog: " + std::to_string(stats_.changelog_replayed) +
+                     " entries in " + seconds + " s";
+  if (stats_.changelog_corrupt)
+    line += " (" + std::to_string(stats_.changelog_corrupt) + " unreadable record(s) skipped)";
+  log(config::LogLevel::info, line);
+  return true;
+}
+
+void ChangelogFollower::follow(std::vector<Remembered>& out) {
+  const std::int64_t now = wall_ms();
+  reader_.poll([&](const ChangelogRecord& r) { remember(r, now, out); }, corrupt_handler(), 2000);
+}
+
+void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
+  const std::int64_t now = wall_ms();
+  const bool complete =
+      reader_.read_to_end([&](const ChangelogRecord& r) { remember(r, now, out); },
+                          corrupt_handler(), std::chrono::seconds(10));
+  if (!complete) {
+    log(config::LogLevel::warn,
+        "window changelog: not read to its end within 10 s of an assignment; until it is, "
+        "near-copies of what the previous owner kept last can pass as unique");
+  }
+}
+
+void ChangelogFollower::remember(const ChangelogRecord& r, std::int64_t now,
+                                 std::vector<Remembered>& out) {
+  if (r.instance == instance_) return;
+  // (clamped: an instance of an earlier version may have written it)
+  const dedup::EventTime time = event_time_of(r.time.ms, now, cfg_.dedup.window.max_future);
+  out.push_back(Remembered{r.fingerprint, time,
+                           pack_ref(sources_.intern(r.topic, r.partition), r.offset),
+                           sketches_.usable(r), r.scope});
+  ++stats_.changelog_followed;
+}
+
+void warn_unreadable_record(std::string_view prefix, const std::string& topic,
+                            std::int32_t partition, std::int64_t offset, const std::string& reason,
+                            std::uint64_t& logged) {
+  if (++logged > 10) return;
+  log(config::LogLevel::warn, std::string(prefix) + "window changelog '" + topic + "' partition " +
+                                  std::to_string(partition) + " offset " + std::to_string(offset) +
+                                  ": unreadable record skipped (" + reason + ")");
+}
+
+void ChangelogFollower::on_corrupt(std::int32_t partition, std::int64_t offset,
+                                   const std::string& reason) {
+  ++stats_.changelog_corrupt;
+  warn_unreadable_record("", cfg_.kafka.changelog_topic, partition, offset, reason,
+                         corrupt_logged_);
+}
+
+ChangelogReader::Corrupt ChangelogFollower::corrupt_handler() {
+  return [this](std::int32_t p, std::int64_t o, const std::string& reason) {
+    on_corrupt(p, o, reason);
+  };
+}
+
+}  // namespace neardup::stream

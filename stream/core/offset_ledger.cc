@@ -1,0 +1,114 @@
+#include "stream/core/offset_ledger.h"
+
+#include <stdexcept>
+
+namespace neardup::stream {
+
+OffsetLedger::Partition& OffsetLedger::at(std::uint32_t source) {
+  if (source >= Ticket::kMaxSources)
+    throw std::out_of_range("offset ledger: source index over 65534");
+  if (source >= partitions_.size()) partitions_.resize(source + 1);
+  return partitions_[source];
+}
+
+void OffsetLedger::assign(std::uint32_t source) {
+  Partition& p = at(source);
+  p.assigned = true;
+  p.entries.clear();
+  p.first_seq = p.next_seq;
+  p.last_read = p.done_next = p.committed = -1;
+}
+
+void OffsetLedger::revoke(std::uint32_t source) {
+  Partition& p = at(source);
+  p.assigned = false;
+  p.entries.clear();
+  p.first_seq = p.next_seq;
+}
+
+bool OffsetLedger::assigned(std::uint32_t source) const {
+  return source < partitions_.size() && partitions_[source].assigned;
+}
+
+OffsetLedger::Added OffsetLedger::add(std::uint32_t source, std::int64_t offset,
+                                      std::int64_t timestamp_ms) {
+  Partition& p = at(source);
+  Added added;
+  added.ticket = Ticket{source, p.next_seq++};
+  if (p.last_read >= 0 && offset <= p.last_read) {
+    added.jumped_back = true;
+    added.previous_offset = p.last_read;
+    ++jumps_back_;
+  }
+  p.last_read = offset;
+  p.entries.push_back(Entry{offset, timestamp_ms, 0});
+  return added;
+}
+
+OffsetLedger::Entry* OffsetLedger::find(Ticket ticket) {
+  if (ticket.source >= partitions_.size()) return nullptr;
+  Partition& p = partitions_[ticket.source];
+  if (ticket.seq < p.first_seq) return nullptr;  // finished, or of a revoked assignment
+  const std::uint64_t i = ticket.seq - p.first_seq;
+  return i < p.entries.size() ? &p.entries[i] : nullptr;
+}
+
+std::optional<std::int64_t> OffsetLedger::offset_of(Ticket ticket) const {
+  const Entry* e = const_cast<OffsetLedger*>(this)->find(ticket);
+  return e ? std::optional<std::int64_t>(e->offset) : std::nullopt;
+}
+
+void OffsetLedger::expect(Ticket ticket) {
+  if (Entry* e = find(ticket)) ++e->outstanding;
+}
+
+std::optional<std::int64_t> OffsetLedger::acknowledge(Ticket ticket) {
+  Entry* e = find(ticket);
+  if (!e || e->outstanding == 0) return std::nullopt;
+  if (--e->outstanding != 0 || e->timestamp_ms <= 0) return std::nullopt;
+  return e->timestamp_ms;
+}
+
+void OffsetLedger::pop_finished(Partition& p) {
+  while (!p.entries.empty() && p.entries.front().outstanding == 0) {
+    p.done_next = p.entries.front().offset + 1;
+    p.entries.pop_front();
+    ++p.first_seq;
+    ++finished_;
+  }
+}
+
+std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(
+    const std::vector<std::uint32_t>* only) {
+  std::vector<Commit> out;
+  auto consider = [&](std::uint32_t source) {
+    if (source >= partitions_.size()) return;
+    Partition& p = partitions_[source];
+    if (!p.assigned) return;
+    pop_finished(p);
+    if (p.done_next >= 0 && p.done_next != p.committed) {
+      out.push_back(Commit{source, p.done_next});
+      p.committed = p.done_next;
+    }
+  };
+  if (only) {
+    for (std::uint32_t source : *only) consider(source);
+  } else {
+    for (std::uint32_t source = 0; source < partitions_.size(); ++source) consider(source);
+  }
+  return out;
+}
+
+void OffsetLedger::commit_failed(std::uint32_t source) {
+  if (source < partitions_.size()) partitions_[source].committed = -1;
+}
+
+std::int64_t OffsetLedger::committed_offset(std::uint32_t source) const {
+  return source < partitions_.size() ? partitions_[source].committed : -1;
+}
+
+std::size_t OffsetLedger::pending(std::uint32_t source) const {
+  return source < partitions_.size() ? partitions_[source].entries.size() : 0;
+}
+
+}  // namespace neardup::stream

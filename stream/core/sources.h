@@ -1,0 +1,83 @@
+#pragma once
+// The input topic-partitions `neardup run` has seen, interned once: a small
+// index (a "source") names a partition in window refs, ledger tickets and
+// delivery opaques. Pipeline thread only (the worker reads only indices).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dedup/types.h"
+#include "stream/core/offset_ledger.h"
+#include "stream/kafka/kafka.h"
+
+namespace neardup::stream {
+
+/// Packs (interned source index, offset) into a dedup::RecordRef: 16 bits of
+/// source index (a topic-partition), 48 bits of offset. The same message read
+/// twice gets the same ref, so a replay is never its own duplicate.
+constexpr dedup::RecordRef pack_ref(std::uint32_t source, std::int64_t offset) {
+  return dedup::RecordRef{(static_cast<std::uint64_t>(source) << 48) |
+                          (static_cast<std::uint64_t>(offset) & ((std::uint64_t{1} << 48) - 1))};
+}
+constexpr std::uint32_t ref_source(dedup::RecordRef ref) {
+  return static_cast<std::uint32_t>(ref.value >> 48);
+}
+constexpr std::int64_t ref_offset(dedup::RecordRef ref) {
+  return static_cast<std::int64_t>(ref.value & ((std::uint64_t{1} << 48) - 1));
+}
+
+/// An input topic-partition: interned once, index stable for the process.
+struct Source {
+  std::string topic;
+  std::int32_t partition = 0;
+  bool assigned = false;
+  std::int64_t position = -1;  ///< next offset to read (for lag), -1 unknown
+  /// exactly-once: where the last committed transaction resumes this
+  /// partition (-1 unknown), and the first offset read in this assignment.
+  std::int64_t committed = -1;
+  std::int64_t first_read = -1;
+  /// "topic/partition/offset", as the neardup-source and neardup-of headers write it.
+  std::string locate(std::int64_t offset) const {
+    return topic + "/" + std::to_string(partition) + "/" + std::to_string(offset);
+  }
+};
+
+class Sources {
+ public:
+  /// The index of (topic, partition), interning it on first sight. Throws
+  /// kafka::KafkaError (fatal) past 65534 partitions.
+  std::uint32_t intern(std::string_view topic, std::int32_t partition) {
+    std::string key(topic);
+    key.push_back('\0');
+    key += std::to_string(partition);
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second;
+    if (sources_.size() >= Ticket::kMaxSources) {
+      throw kafka::KafkaError("more than 65534 input partitions", RD_KAFKA_RESP_ERR__FAIL,
+                              kafka::Severity::fatal);
+    }
+    const auto index = static_cast<std::uint32_t>(sources_.size());
+    Source source;
+    source.topic = std::string(topic);
+    source.partition = partition;
+    sources_.push_back(std::move(source));
+    index_.emplace(std::move(key), index);
+    return index;
+  }
+  Source& operator[](std::uint32_t index) { return sources_[index]; }
+  const Source& operator[](std::uint32_t index) const { return sources_[index]; }
+  std::size_t size() const { return sources_.size(); }
+  auto begin() { return sources_.begin(); }
+  auto end() { return sources_.end(); }
+  auto begin() const { return sources_.begin(); }
+  auto end() const { return sources_.end(); }
+
+ private:
+  std::vector<Source> sources_;
+  std::unordered_map<std::string, std::uint32_t> index_;  // "topic\0partition"
+};
+
+}  // namespace neardup::stream

@@ -1,0 +1,489 @@
+#include "stream/kafka/kafka.h"
+
+#include <cstring>
+
+#include "base/log.h"
+#include "stream/kafka/broker_health.h"
+
+namespace neardup::stream::kafka {
+
+std::string_view to_string(Severity severity) {
+  switch (severity) {
+    case Severity::fatal:
+      return "fatal";
+    case Severity::retriable:
+      return "retriable";
+    case Severity::message:
+      return "message";
+  }
+  return "unknown";
+}
+
+Severity classify(rd_kafka_resp_err_t err, bool fatal_flag) {
+  if (fatal_flag || err == RD_KAFKA_RESP_ERR__FATAL) return Severity::fatal;
+  switch (err) {
+    // The record itself cannot be written; the client and the rest of the stream are fine.
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR__BAD_MSG:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+      return Severity::message;
+    // Configuration, authorization and missing topics: retrying cannot help.
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    case RD_KAFKA_RESP_ERR__SSL:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+    case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
+    case RD_KAFKA_RESP_ERR_INVALID_CONFIG:
+    case RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION:
+    case RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE:
+    case RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER:
+    case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+    case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+    case RD_KAFKA_RESP_ERR__FENCED:
+      return Severity::fatal;
+    default:
+      return Severity::retriable;
+  }
+}
+
+base::LogLevel log_level_of(int syslog_level) {
+  if (syslog_level <= 3) return base::LogLevel::error;  // emerg, alert, crit, err
+  if (syslog_level == 4) return base::LogLevel::warn;
+  if (syslog_level <= 6) return base::LogLevel::info;  // notice, info
+  return base::LogLevel::debug;
+}
+
+namespace {
+
+// Called on librdkafka's own threads (log.queue is false): base::log is thread-safe.
+void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
+  base::LogLevel ours = log_level_of(level);
+  // A connection that failed (facility FAIL) is retried by librdkafka and an
+  // outage of every broker is told in neardup's own words (BrokerHealth):
+  // a warning, not an error that pages someone.
+  if (ours == base::LogLevel::error && facility && std::strcmp(facility, "FAIL") == 0)
+    ours = base::LogLevel::warn;
+  if (!base::log_enabled(ours)) return;
+  base::log(
+      ours, text ? text : "",
+      {{"client", rk ? rd_kafka_name(rk) : "rdkafka"}, {"facility", facility ? facility : ""}});
+}
+
+/// make_conf() plus the callbacks that feed `health`, if any.
+ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health,
+                         int (*on_statistics)(rd_kafka_t*, char*, size_t, void*)) {
+  ConfPtr conf;
+  if (health && !properties.contains("statistics.interval.ms")) {
+    Properties with_statistics = properties;
+    with_statistics.emplace("statistics.interval.ms", kHealthStatisticsMs);
+    conf = make_conf(with_statistics);
+  } else {
+    conf = make_conf(properties);
+  }
+  rd_kafka_conf_set_opaque(conf.get(), opaque);
+  if (health) rd_kafka_conf_set_stats_cb(conf.get(), on_statistics);
+  return conf;
+}
+
+/// The fatal error's reason as "ERR_NAME: text", for fatal_reason().
+std::string fatal_reason_of(rd_kafka_t* rk) {
+  char buf[512];
+  rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+  return std::string(rd_kafka_err2name(orig)) + ": " + buf;
+}
+
+}  // namespace
+
+ConfPtr make_conf(const Properties& properties) {
+  ConfPtr conf(rd_kafka_conf_new());
+  rd_kafka_conf_set_log_cb(conf.get(), &on_log);
+  char errstr[512];
+  for (const auto& [name, value] : properties) {
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof errstr) !=
+        RD_KAFKA_CONF_OK) {
+      throw KafkaError("kafka property '" + name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG,
+                       Severity::fatal);
+    }
+  }
+  return conf;
+}
+
+int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* metadata = nullptr;
+  rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk, 0, rkt, &metadata, static_cast<int>(timeout.count()));
+  rd_kafka_topic_destroy(rkt);
+  if (err) {
+    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), err,
+                     classify(err));
+  }
+  int count = 0;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const auto& t = metadata->topics[i];
+    if (topic == t.topic && t.err == RD_KAFKA_RESP_ERR_NO_ERROR) count = t.partition_cnt;
+  }
+  rd_kafka_metadata_destroy(metadata);
+  return count;
+}
+
+// ---------------------------------------------------------------- Producer
+
+Producer::Producer(const Properties& properties, DeliveryHandler on_delivery, BrokerHealth* health)
+    : on_delivery_(std::move(on_delivery)), health_(health) {
+  ConfPtr conf = make_client_conf(properties, this, health, &Producer::on_statistics_cb);
+  rd_kafka_conf_set_dr_msg_cb(conf.get(), &Producer::on_delivery_cb);
+  rd_kafka_conf_set_error_cb(conf.get(), &Producer::on_error_cb);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
+  if (!rk)
+    throw KafkaError(std::string("cannot create Kafka producer: ") + errstr,
+                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  conf.release();  // owned by rk now
+  rk_.reset(rk);
+}
+
+Producer::~Producer() {
+  for (auto& [name, rkt] : topics_) rd_kafka_topic_destroy(rkt);
+  // Records still queued are purged by rd_kafka_destroy; callers flush first.
+}
+
+rd_kafka_topic_t* Producer::topic(std::string_view name) {
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return it->second;
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_.get(), std::string(name).c_str(), nullptr);
+  if (!rkt) {
+    rd_kafka_resp_err_t err = rd_kafka_last_error();
+    throw KafkaError("cannot open topic '" + std::string(name) + "': " + rd_kafka_err2str(err), err,
+                     Severity::fatal);
+  }
+  topics_.emplace(std::string(name), rkt);
+  return rkt;
+}
+
+rd_kafka_resp_err_t Producer::produce(const Record& record) {
+  rd_kafka_topic_t* rkt = topic(record.topic);
+  rd_kafka_headers_t* headers = record.headers;
+  for (;;) {
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk_.get(), RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(record.partition),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(record.has_value ? const_cast<char*>(record.value.data()) : nullptr,
+                         record.has_value ? record.value.size() : 0),
+        RD_KAFKA_V_KEY(record.has_key ? record.key.data() : nullptr,
+                       record.has_key ? record.key.size() : 0),
+        RD_KAFKA_V_TIMESTAMP(record.timestamp_ms), RD_KAFKA_V_HEADERS(headers),
+        RD_KAFKA_V_OPAQUE(record.opaque), RD_KAFKA_V_END);
+    if (!err) return err;  // headers now owned by librdkafka
+    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      // Backpressure: serve delivery reports until librdkafka has room.
+      rd_kafka_poll(rk_.get(), 10);
+      if (fatal()) {
+        if (headers) rd_kafka_headers_destroy(headers);
+        throw KafkaError("producer: " + fatal_reason_, RD_KAFKA_RESP_ERR__FATAL, Severity::fatal);
+      }
+      continue;
+    }
+    if (headers) rd_kafka_headers_destroy(headers);
+    Severity severity = classify(err, err == RD_KAFKA_RESP_ERR__FATAL);
+    if (severity == Severity::fatal) {
+      std::string reason = rd_kafka_err2str(err);
+      if (err == RD_KAFKA_RESP_ERR__FATAL) reason = fatal_reason_.empty() ? reason : fatal_reason_;
+      throw KafkaError("producing to '" + std::string(record.topic) + "': " + reason, err,
+                       severity);
+    }
+    return err;
+  }
+}
+
+int Producer::poll(std::chrono::milliseconds timeout) {
+  return rd_kafka_poll(rk_.get(), static_cast<int>(timeout.count()));
+}
+
+bool Producer::flush(std::chrono::milliseconds timeout) {
+  return rd_kafka_flush(rk_.get(), static_cast<int>(timeout.count())) == RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+int Producer::in_flight() const { return rd_kafka_outq_len(rk_.get()); }
+
+void Producer::on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
+  static_cast<Producer*>(opaque)->on_delivery_(*message);
+}
+
+void Producer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<Producer*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
+  // Other errors are transient: librdkafka retries and reports per record; the
+  // broker connection state is BrokerHealth's to tell.
+  if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
+}
+
+int Producer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* opaque) {
+  auto* self = static_cast<Producer*>(opaque);
+  if (self->health_) self->health_->on_statistics(rd_kafka_name(rk), std::string_view(json, size));
+  return 0;  // librdkafka frees the JSON
+}
+
+// ---------------------------------------------------------------- Consumer
+
+Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance,
+                   BrokerHealth* health)
+    : on_rebalance_(std::move(on_rebalance)), health_(health) {
+  ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
+  rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
+  rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
+  rd_kafka_conf_set_offset_commit_cb(conf.get(), &Consumer::on_commit_cb);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr, sizeof errstr);
+  if (!rk)
+    throw KafkaError(std::string("cannot create Kafka consumer: ") + errstr,
+                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  conf.release();
+  rk_.reset(rk);
+  rd_kafka_poll_set_consumer(rk);
+  queue_ = rd_kafka_queue_get_consumer(rk);
+}
+
+Consumer::~Consumer() {
+  close();
+  if (queue_) rd_kafka_queue_destroy(queue_);
+}
+
+void Consumer::subscribe(const std::vector<std::string>& topics) {
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
+  for (const auto& t : topics)
+    rd_kafka_topic_partition_list_add(list.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
+  if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_.get(), list.get())) {
+    throw KafkaError(std::string("subscribe: ") + rd_kafka_err2str(err), err, Severity::fatal);
+  }
+}
+
+void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
+                          std::chrono::milliseconds timeout) {
+  if (max == 0) return;
+  if (timeout.count() > 0) {
+    // rd_kafka_consume_batch_queue waits until it has `max` messages or the
+    // timeout passed: a lone message would wait the whole timeout.
+    rd_kafka_message_t* first = rd_kafka_consume_queue(queue_, static_cast<int>(timeout.count()));
+    if (first == nullptr) return;
+    out.emplace_back(first);
+    if (--max == 0) return;
+  }
+  std::vector<rd_kafka_message_t*> raw(max);
+  const ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, raw.data(), max);
+  for (ssize_t i = 0; i < n; ++i) out.emplace_back(raw[static_cast<std::size_t>(i)]);
+}
+
+rd_kafka_resp_err_t Consumer::commit(const rd_kafka_topic_partition_list_t& offsets, bool async) {
+  rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), &offsets, async ? 1 : 0);
+  if (err && classify(err) == Severity::fatal && err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+    throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), err, Severity::fatal);
+  }
+  return err;
+}
+
+void Consumer::on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
+                            rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  if (self->on_commit_) self->on_commit_(err, offsets);
+}
+
+void Consumer::close() {
+  if (closed_) return;
+  closed_ = true;
+  rd_kafka_consumer_close(rk_.get());
+}
+
+void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                               rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    if (self->on_rebalance_) self->on_rebalance_(true, *partitions);
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions))
+        rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, partitions);
+    }
+  } else {
+    // Revoked (or lost): the handler flushes and commits before we let go.
+    if (self->on_rebalance_) self->on_rebalance_(false, *partitions);
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions))
+        rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+}
+
+void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
+  if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
+}
+
+int Consumer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* opaque) {
+  auto* self = static_cast<Consumer*>(opaque);
+  if (self->health_) self->health_->on_statistics(rd_kafka_name(rk), std::string_view(json, size));
+  return 0;
+}
+
+std::optional<std::string_view> header(const rd_kafka_headers_t* headers, const char* name) {
+  if (!headers) return std::nullopt;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  if (rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return std::nullopt;
+  return std::string_view(static_cast<const char*>(value), value ? size : 0);
+}
+
+}  // namespace neardup::stream::kafka
+
+// ---------------------------------------------------------------- admin
+
+namespace neardup::stream::kafka {
+namespace {
+
+struct QueueDeleter {
+  void operator()(rd_kafka_queue_t* q) const { rd_kafka_queue_destroy(q); }
+};
+struct EventDeleter {
+  void operator()(rd_kafka_event_t* e) const { rd_kafka_event_destroy(e); }
+};
+struct AdminOptionsDeleter {
+  void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }
+};
+
+/// An admin client: a producer handle that never produces.
+HandlePtr admin_client(const Properties& properties) {
+  ConfPtr conf = make_conf(properties);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
+  if (!rk)
+    throw KafkaError(std::string("cannot create Kafka admin client: ") + errstr,
+                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+  conf.release();
+  return HandlePtr(rk);
+}
+
+/// Sends one admin request (`send` enqueues it on the queue it is given) and
+/// returns the outcome of each topic in its result event.
+template <typename Send, typename Results>
+std::vector<TopicOutcome> admin_request(const Properties& properties, rd_kafka_admin_op_t op,
+                                        std::chrono::milliseconds timeout, const char* what,
+                                        Send send, Results results_of) {
+  HandlePtr rk = admin_client(properties);
+  std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter> options(
+      rd_kafka_AdminOptions_new(rk.get(), op));
+  char errstr[512];
+  const int ms = static_cast<int>(timeout.count());
+  rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof errstr);
+  rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof errstr);
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk.get()));
+  send(rk.get(), options.get(), queue.get());
+  // (the request timeout bounds the wait; the margin covers the connection)
+  std::unique_ptr<rd_kafka_event_t, EventDeleter> event(
+      rd_kafka_queue_poll(queue.get(), ms + 5000));
+  if (!event)
+    throw KafkaError(std::string(what) + ": no answer from " + properties.at("bootstrap.servers") +
+                         " within " + std::to_string(timeout.count() / 1000) + " s",
+                     RD_KAFKA_RESP_ERR__TIMED_OUT, Severity::retriable);
+  if (const rd_kafka_resp_err_t err = rd_kafka_event_error(event.get())) {
+    throw KafkaError(std::string(what) + " (" + properties.at("bootstrap.servers") +
+                         "): " + rd_kafka_event_error_string(event.get()),
+                     err, classify(err));
+  }
+  std::size_t n = 0;
+  const rd_kafka_topic_result_t** results = results_of(event.get(), &n);
+  std::vector<TopicOutcome> outcomes;
+  for (std::size_t i = 0; i < n; ++i) {
+    TopicOutcome& o = outcomes.emplace_back();
+    o.name = rd_kafka_topic_result_name(results[i]);
+    o.err = rd_kafka_topic_result_error(results[i]);
+    if (const char* message = rd_kafka_topic_result_error_string(results[i])) o.message = message;
+  }
+  return outcomes;
+}
+
+}  // namespace
+
+std::vector<TopicOutcome> create_topics(const Properties& properties,
+                                        const std::vector<NewTopic>& topics,
+                                        std::chrono::milliseconds timeout) {
+  std::vector<rd_kafka_NewTopic_t*> requests;
+  auto release = [&] {
+    for (rd_kafka_NewTopic_t* t : requests) rd_kafka_NewTopic_destroy(t);
+  };
+  char errstr[512];
+  for (const NewTopic& t : topics) {
+    rd_kafka_NewTopic_t* request = rd_kafka_NewTopic_new(
+        t.name.c_str(), t.partitions, t.replication_factor, errstr, sizeof errstr);
+    if (!request) {
+      release();
+      throw KafkaError("topic '" + t.name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG,
+                       Severity::fatal);
+    }
+    requests.push_back(request);
+    for (const auto& [name, value] : t.configs) {
+      if (rd_kafka_resp_err_t err =
+              rd_kafka_NewTopic_set_config(request, name.c_str(), value.c_str())) {
+        release();
+        throw KafkaError("topic '" + t.name + "': config " + name + ": " + rd_kafka_err2str(err),
+                         err, Severity::fatal);
+      }
+    }
+  }
+  try {
+    auto outcomes = admin_request(
+        properties, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout, "create topics",
+        [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+          rd_kafka_CreateTopics(rk, requests.data(), requests.size(), options, queue);
+        },
+        [](rd_kafka_event_t* event, std::size_t* n) {
+          return rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(event), n);
+        });
+    release();
+    return outcomes;
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+std::vector<TopicOutcome> delete_topics(const Properties& properties,
+                                        const std::vector<std::string>& topics,
+                                        std::chrono::milliseconds timeout) {
+  std::vector<rd_kafka_DeleteTopic_t*> requests;
+  for (const std::string& t : topics) requests.push_back(rd_kafka_DeleteTopic_new(t.c_str()));
+  auto release = [&] {
+    for (rd_kafka_DeleteTopic_t* t : requests) rd_kafka_DeleteTopic_destroy(t);
+  };
+  try {
+    auto outcomes = admin_request(
+        properties, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout, "delete topics",
+        [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+          rd_kafka_DeleteTopics(rk, requests.data(), requests.size(), options, queue);
+        },
+        [](rd_kafka_event_t* event, std::size_t* n) {
+          return rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(event), n);
+        });
+    release();
+    return outcomes;
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+}  // namespace neardup::stream::kafka

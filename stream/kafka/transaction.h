@@ -1,0 +1,73 @@
+#pragma once
+// Exactly-once delivery (kafka.delivery: exactly-once): the transaction cycle
+// of the service's producer, the way KIP-447 and librdkafka's transactional
+// producer intend it. A transaction holds one commit interval's outputs
+// (output, duplicates, dead letters), its window changelog entries and the
+// input offsets of the messages they came from, sent with the consumer's group
+// metadata so that a zombie instance (one whose partitions moved on) is fenced.
+// Everything in it becomes visible to read_committed consumers at once, or not
+// at all.
+//
+// Errors are classified once, here: retriable ones are retried within the
+// timeout; one that requires an abort aborts the transaction (the caller then
+// rewinds its input to the last committed offsets and judges those messages
+// again); a fatal one (fenced by a newer instance with the same
+// transactional.id or by a newer group generation, authorization) throws
+// kafka::KafkaError with Severity::fatal.
+//
+// Pipeline thread only. librdkafka serves delivery reports inside commit()
+// (it flushes), so the producer's delivery handler runs there too.
+
+#include <chrono>
+#include <string>
+
+#include "stream/kafka/kafka.h"
+
+namespace neardup::stream {
+
+/// "neardup-<group>-<host name>", the default transactional.id.
+std::string default_transactional_id(const std::string& group);
+
+class TransactionCycle {
+ public:
+  /// `producer` was created with transactional.id set; `consumer` is the group member whose offsets
+  /// commit.
+  /// `fenced_hint` is appended to the error when another producer with the
+  /// same transactional.id fenced this one (what the operator should check).
+  TransactionCycle(kafka::Producer& producer, kafka::Consumer& consumer,
+                   std::chrono::milliseconds timeout, std::string fenced_hint = {});
+
+  /// Registers the transactional id (aborting what a previous run with the same
+  /// id left open) and begins the first transaction. Throws kafka::KafkaError.
+  void start();
+
+  enum class Outcome { committed, aborted };
+  /// Sends `offsets` (the next offset to read per partition; may be empty) with
+  /// the group metadata, commits, and begins the next transaction. Returns
+  /// aborted when the transaction had to be aborted (the next one is begun
+  /// too). Throws kafka::KafkaError for fatal errors.
+  Outcome commit(const rd_kafka_topic_partition_list_t& offsets);
+  /// Aborts the open transaction and begins the next (best effort when `begin_next` is false: on
+  /// the way out).
+  void abort(bool begin_next = true);
+
+  std::uint64_t committed() const { return committed_; }
+  std::uint64_t aborted() const { return aborted_; }
+
+ private:
+  /// Runs `call` until it succeeds, retrying retriable errors until the
+  /// deadline. Returns the error that requires an abort (null when none);
+  /// throws for fatal ones and for retriable ones past the deadline.
+  template <typename Call>
+  rd_kafka_error_t* retry(const char* what, Call call);
+  /// The fatal error to throw for `error`, with fenced_hint_ when it is a fencing.
+  kafka::KafkaError fatal(const char* what, const rd_kafka_error_t* error) const;
+
+  kafka::Producer& producer_;
+  kafka::Consumer& consumer_;
+  const std::chrono::milliseconds timeout_;
+  const std::string fenced_hint_;
+  std::uint64_t committed_ = 0, aborted_ = 0;
+};
+
+}  // namespace neardup::stream

@@ -1,0 +1,216 @@
+#include "stream/records/judge_record.h"
+
+#include <cstring>
+
+#include "stream/records/binary_record.h"
+
+namespace neardup::stream {
+namespace {
+
+using binary::assemble;
+using binary::intern;
+using binary::put;
+using binary::Reader;
+
+constexpr const char* kNotThis = "not a neardup judge record of this version";
+
+constexpr std::string_view kRequestMagic = "NDQ2";
+constexpr std::string_view kVerdictMagic = "NDV2";
+
+}  // namespace
+
+std::string verdict_key(std::uint64_t instance) {
+  std::string key(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    key[static_cast<std::size_t>(i)] = static_cast<char>(instance >> (56 - 8 * i));
+  return key;
+}
+
+// ------------------------------------------------------------------ requests
+
+void JudgeRequestWriter::start(std::uint64_t instance, std::uint64_t batch) {
+  instance_ = instance;
+  batch_ = batch;
+  entries_ = 0;
+  topics_.clear();
+  body_.clear();
+}
+
+std::uint16_t JudgeRequestWriter::topic_index(std::string_view topic) {
+  return intern(topics_, topic);
+}
+
+void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std::int64_t offset,
+                             dedup::EventTime time, const dedup::Analysis& analysis) {
+  put(body_, topic_index(topic));
+  put(body_, partition);
+  put(body_, offset);
+  put(body_, time.ms);
+  put(body_, analysis.scope.value);
+  const dedup::TextSummary& s = analysis.summary;
+  put(body_, s.fingerprint.bits);
+  put(body_, s.features);
+  put(body_, s.chars);
+  put(body_, s.invalid_bytes);
+  put(body_, static_cast<std::uint32_t>(analysis.text_bytes));
+  put(body_, s.sketch.shingles);
+  if (s.sketch.shingles > 0) {
+    put(body_, s.sketch.sketch.words[0]);
+    put(body_, s.sketch.sketch.words[1]);
+    for (int b = 0; b < bands_; ++b) put(body_, s.sketch.band_keys[static_cast<std::size_t>(b)]);
+  }
+  ++entries_;
+}
+
+std::string_view JudgeRequestWriter::finish() {
+  std::string options;
+  put(options, static_cast<std::uint8_t>(bits_));
+  put(options, static_cast<std::uint8_t>(band_bins_));
+  put(options, static_cast<std::uint8_t>(bands_));
+  assemble(value_, kRequestMagic, instance_, batch_, topics_, entries_, options);
+  value_ += body_;
+  return value_;
+}
+
+bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error) {
+  out.entries.clear();  // all or nothing, also when the header is refused
+  Reader r(value);
+  std::vector<std::string> topics;
+  std::uint32_t n = 0;
+  if (!binary::read_header(r, kRequestMagic, kNotThis, out.instance, out.batch, topics, n, error))
+    return false;
+  out.bits = r.get<std::uint8_t>();
+  out.band_bins = r.get<std::uint8_t>();
+  out.bands = r.get<std::uint8_t>();
+  if (!r.ok || out.bands > dedup::kMaxSketchBands) {
+    *error = "truncated header or more bands than a sketch has";
+    return false;
+  }
+  // (every entry takes at least 48 bytes: a count beyond that is malformed, not a huge allocation)
+  if (n > value.size() / 48 + 1) {
+    *error = "entry count larger than the record";
+    return false;
+  }
+  out.entries.resize(n);
+  for (JudgeRequestEntry& e : out.entries) {
+    const auto topic = r.get<std::uint16_t>();
+    if (topic >= topics.size()) r.ok = false;
+    if (!r.ok) break;
+    e.source.topic = topics[topic];
+    e.source.partition = r.get<std::int32_t>();
+    e.source.offset = r.get<std::int64_t>();
+    e.time.ms = r.get<std::int64_t>();
+    e.analysis.scope.value = r.get<std::uint32_t>();
+    dedup::TextSummary& s = e.analysis.summary;
+    s.fingerprint.bits = r.get<std::uint64_t>();
+    s.features = r.get<std::uint32_t>();
+    s.chars = r.get<std::uint32_t>();
+    s.invalid_bytes = r.get<std::uint32_t>();
+    e.analysis.text_bytes = r.get<std::uint32_t>();
+    s.sketch = {};
+    s.sketch.shingles = r.get<std::uint32_t>();
+    if (s.sketch.shingles > 0) {
+      s.sketch.sketch.words[0] = r.get<std::uint64_t>();
+      s.sketch.sketch.words[1] = r.get<std::uint64_t>();
+      for (int b = 0; b < out.bands && r.ok; ++b)
+        s.sketch.band_keys[static_cast<std::size_t>(b)] = r.get<std::uint64_t>();
+    }
+  }
+  if (!r.ok || !r.at_end()) {
+    *error = r.ok ? "bytes after the last entry" : "truncated entry";
+    out.entries.clear();
+    return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ verdicts
+
+void JudgeVerdictWriter::start(std::uint64_t instance, std::uint64_t batch) {
+  instance_ = instance;
+  batch_ = batch;
+  entries_ = 0;
+  topics_.clear();
+  body_.clear();
+}
+
+std::uint16_t JudgeVerdictWriter::topic_index(std::string_view topic) {
+  return intern(topics_, topic);
+}
+
+void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) {
+  put(body_, static_cast<std::uint8_t>(e.kind));
+  put(body_, e.fingerprint.bits);
+  put(body_, e.features);
+  put(body_, e.candidates);
+  const std::uint8_t flags = static_cast<std::uint8_t>((e.of ? 1 : 0) | (e.similarity ? 2 : 0));
+  put(body_, flags);
+  if (e.of) {
+    put(body_, topic_index(e.of->topic));
+    put(body_, e.of->partition);
+    put(body_, e.of->offset);
+    put(body_, e.of_time.ms);
+    put(body_, e.of_fingerprint.bits);
+    put(body_, static_cast<std::uint8_t>(e.distance));
+    put(body_, e.count);
+  }
+  if (e.similarity) put(body_, *e.similarity);
+  ++entries_;
+}
+
+std::string_view JudgeVerdictWriter::finish() {
+  return assemble(value_, kVerdictMagic, instance_, batch_, topics_, entries_, body_);
+}
+
+bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::string* error) {
+  out.entries.clear();  // all or nothing, also when the header is refused
+  Reader r(value);
+  std::vector<std::string> topics;
+  std::uint32_t n = 0;
+  if (!binary::read_header(r, kVerdictMagic, kNotThis, out.instance, out.batch, topics, n, error))
+    return false;
+  if (n > value.size() / 18 + 1) {
+    *error = "entry count larger than the record";
+    return false;
+  }
+  out.entries.resize(n);
+  for (JudgeVerdictEntry& e : out.entries) {
+    const auto kind = r.get<std::uint8_t>();
+    if (kind > static_cast<std::uint8_t>(dedup::VerdictKind::invalid)) r.ok = false;
+    e.kind = static_cast<dedup::VerdictKind>(kind);
+    e.fingerprint.bits = r.get<std::uint64_t>();
+    e.features = r.get<std::uint32_t>();
+    e.candidates = r.get<std::uint32_t>();
+    const auto flags = r.get<std::uint8_t>();
+    if (flags > 3) r.ok = false;
+    e.of.reset();
+    e.similarity.reset();
+    e.count = 0;
+    if (!r.ok) break;
+    if (flags & 1) {
+      const auto topic = r.get<std::uint16_t>();
+      if (topic >= topics.size()) {
+        r.ok = false;
+        break;
+      }
+      SourceName of;
+      of.topic = topics[topic];
+      of.partition = r.get<std::int32_t>();
+      of.offset = r.get<std::int64_t>();
+      e.of = std::move(of);
+      e.of_time.ms = r.get<std::int64_t>();
+      e.of_fingerprint.bits = r.get<std::uint64_t>();
+      e.distance = r.get<std::uint8_t>();
+      e.count = r.get<std::uint32_t>();
+    }
+    if (flags & 2) e.similarity = r.get<double>();
+  }
+  if (!r.ok || !r.at_end()) {
+    *error = r.ok ? "bytes after the last entry" : "truncated entry";
+    out.entries.clear();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace neardup::stream

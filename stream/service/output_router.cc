@@ -1,0 +1,310 @@
+#include "stream/service/output_router.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <utility>
+
+#include "stream/core/process.h"
+#include "stream/records/json_out.h"
+
+namespace neardup::stream {
+namespace {
+
+using kafka::KafkaError;
+
+void* to_opaque(Ticket ticket) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket.pack()));
+}
+
+rd_kafka_headers_t* copy_headers(const rd_kafka_message_t& m) {
+  rd_kafka_headers_t* hdrs = nullptr;
+  // (a delivery report's headers are reached through the same call)
+  if (rd_kafka_message_headers(&m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR && hdrs)
+    return rd_kafka_headers_copy(hdrs);
+  return nullptr;
+}
+
+/// Bytes the headers take on the wire, roughly (name, value and a few bytes of varints each).
+std::size_t header_bytes(const rd_kafka_headers_t* hdrs) {
+  if (!hdrs) return 0;
+  std::size_t total = 0;
+  const char* name = nullptr;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  for (std::size_t i = 0;
+       rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+    total += std::char_traits<char>::length(name) + size + 16;
+  }
+  return total;
+}
+
+void add_header(rd_kafka_headers_t* hdrs, const char* name, const std::string& value) {
+  rd_kafka_header_add(hdrs, name, -1, value.data(), static_cast<ssize_t>(value.size()));
+}
+
+std::int64_t timestamp_of(const rd_kafka_message_t& m) {
+  rd_kafka_timestamp_type_t type;
+  const std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+  return ts > 0 ? ts : 0;
+}
+
+}  // namespace
+
+std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes,
+                                std::size_t header_bytes) {
+  const std::size_t taken = key_bytes + header_bytes + kRecordFraming;
+  return taken < max_record_bytes ? max_record_bytes - taken : 0;
+}
+
+OutputRouter::OutputRouter(const config::Config& config, kafka::Producer& producer,
+                           OffsetLedger& ledger, Sources& sources, ServiceSnapshot& stats,
+                           std::size_t max_record_bytes)
+    : cfg_(config),
+      producer_(producer),
+      ledger_(ledger),
+      sources_(sources),
+      stats_(stats),
+      max_record_bytes_(max_record_bytes) {}
+
+int OutputRouter::partitions_of(const std::string& topic) {
+  auto it = topic_partitions_.find(topic);
+  if (it != topic_partitions_.end()) return it->second;
+  int n = 0;
+  try {
+    n = kafka::partition_count(producer_.handle(), topic, std::chrono::seconds(10));
+  } catch (const KafkaError& e) {
+    log(config::LogLevel::warn,
+        std::string("partition count unknown, choosing output partitions by key: ") + e.what());
+    n = -1;
+  }
+  topic_partitions_.emplace(topic, n);
+  return n;
+}
+
+std::int32_t OutputRouter::output_partition(const Source& src, const std::string& topic) {
+  const int in = partitions_of(src.topic);
+  const int out = partitions_of(topic);
+  return (in > 0 && in == out) ? src.partition : RD_KAFKA_PARTITION_UA;
+}
+
+void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
+                         std::string_view error, const Source* of) {
+  if (!refused_.empty()) {
+    auto it = refused_.find({ticket.source, in.offset});
+    if (it != refused_.end()) {
+      // Judged again after its transaction aborted: straight to the dead letters.
+      const Refusal refusal = it->second;
+      refused_.erase(it);
+      Letter letter = letter_for(in, ticket, in.offset, refusal.reason, max_record_bytes_ / 2,
+                                 refusal.dead_letter_refused);
+      if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
+      send_letter(std::move(letter));
+      return;
+    }
+  }
+  switch (verdict.kind) {
+    case dedup::VerdictKind::invalid:
+      ++stats_.invalid;
+      dead_letter(in, ticket, error);
+      return;
+    case dedup::VerdictKind::unique:
+      ++stats_.unique;
+      forward(in, ticket);
+      return;
+    case dedup::VerdictKind::duplicate:
+      break;
+  }
+  ++stats_.duplicate;
+  if (verdict.match) {
+    const auto d = static_cast<std::size_t>(verdict.match->distance);
+    if (d < stats_.match_distance.size()) ++stats_.match_distance[d];
+  }
+  if (cfg_.action == config::Action::drop) {
+    ++stats_.dropped;
+    return;
+  }
+  duplicate(in, ticket, verdict, of);
+}
+
+void OutputRouter::forward(const rd_kafka_message_t& in, Ticket ticket) {
+  const Source& src = sources_[ticket.source];
+  send(cfg_.kafka.output_topic, output_partition(src, cfg_.kafka.output_topic), in,
+       copy_headers(in), ticket);
+}
+
+void OutputRouter::duplicate(const rd_kafka_message_t& in, Ticket ticket,
+                             const dedup::Verdict& verdict, const Source* of) {
+  rd_kafka_headers_t* hdrs = copy_headers(in);
+  if (!hdrs) hdrs = rd_kafka_headers_new(4);
+  add_header(hdrs, "neardup-verdict", "duplicate");
+  if (verdict.match) {
+    add_header(hdrs, "neardup-of",
+               of ? of->locate(ref_offset(verdict.match->of)) : std::string("unknown"));
+    add_header(hdrs, "neardup-distance", std::to_string(verdict.match->distance));
+    if (verdict.similarity) {
+      std::string similarity;
+      append_similarity(similarity, *verdict.similarity);
+      add_header(hdrs, "neardup-similarity", similarity);
+    }
+    if (verdict.count > 0) add_header(hdrs, "neardup-count", std::to_string(verdict.count));
+  }
+  add_header(hdrs, "neardup-fingerprint", verdict.fingerprint.hex());
+  const std::string& topic =
+      cfg_.action == config::Action::tag ? cfg_.kafka.output_topic : cfg_.kafka.duplicates_topic;
+  send(topic, output_partition(sources_[ticket.source], topic), in, hdrs, ticket);
+}
+
+void OutputRouter::send(const std::string& topic, std::int32_t partition,
+                        const rd_kafka_message_t& in, rd_kafka_headers_t* headers, Ticket ticket) {
+  kafka::Producer::Record rec;
+  rec.topic = topic;
+  rec.partition = partition;
+  rec.has_key = in.key != nullptr;
+  rec.key = std::string_view(static_cast<const char*>(in.key), in.key ? in.key_len : 0);
+  rec.has_value = in.payload != nullptr;
+  rec.value = std::string_view(static_cast<const char*>(in.payload), in.payload ? in.len : 0);
+  rec.timestamp_ms = timestamp_of(in);
+  rec.headers = headers;
+  rec.opaque = to_opaque(ticket);
+  ledger_.expect(ticket);
+  const rd_kafka_resp_err_t err = producer_.produce(rec);  // (fatal errors throw)
+  if (!err) return;
+  ++stats_.produce_errors;
+  ledger_.acknowledge(ticket);  // never produced; the dead letter below counts its own record
+  // The record itself cannot be written (e.g. too large for the topic): it
+  // goes to the dead-letter topic rather than vanishing.
+  dead_letter(in, ticket,
+              std::string("output to '") + topic + "' rejected: " + rd_kafka_err2str(err));
+}
+
+void OutputRouter::dead_letter(const rd_kafka_message_t& in, Ticket ticket,
+                               std::string_view reason) {
+  send_letter(letter_for(in, ticket, in.offset, std::string(reason), max_record_bytes_, false));
+}
+
+OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticket ticket,
+                                              std::int64_t offset, std::string reason,
+                                              std::size_t record_limit, bool bare) const {
+  Letter letter;
+  letter.ticket = ticket;
+  letter.offset = offset;
+  letter.has_key = m.key != nullptr;
+  if (m.key) letter.key.assign(static_cast<const char*>(m.key), m.key_len);
+  letter.has_value = m.payload != nullptr;
+  letter.original_size = m.payload ? m.len : 0;
+  letter.timestamp_ms = timestamp_of(m);
+  letter.reason = std::move(reason);
+  letter.bare = bare;
+  if (!bare) {
+    letter.headers.reset(copy_headers(m));
+    // The value is copied only as far as it can go out (neardup's headers included).
+    const std::size_t fits =
+        fitting_value_bytes(record_limit, letter.key.size(),
+                            header_bytes(letter.headers.get()) + 256 + letter.reason.size());
+    if (m.payload) letter.value.assign(static_cast<const char*>(m.payload), std::min(m.len, fits));
+  }
+  return letter;
+}
+
+void OutputRouter::send_letter(Letter letter) {
+  const Source& src = sources_[letter.ticket.source];
+  const std::string& topic = cfg_.kafka.dead_letter_topic;
+  rd_kafka_headers_t* hdrs = letter.bare ? nullptr : letter.headers.release();
+  letter.headers.reset();
+  if (!hdrs) hdrs = rd_kafka_headers_new(4);
+  add_header(hdrs, "neardup-error", letter.reason);
+  add_header(hdrs, "neardup-source", src.locate(letter.offset));
+  const bool key_fits = !letter.bare && letter.key.size() + kRecordFraming < max_record_bytes_ / 2;
+  std::string_view value = letter.bare ? std::string_view() : std::string_view(letter.value);
+  const std::size_t fits = fitting_value_bytes(max_record_bytes_, key_fits ? letter.key.size() : 0,
+                                               header_bytes(hdrs) + 128);
+  if (value.size() > fits) value = value.substr(0, fits);
+  const bool cut = letter.has_value && value.size() < letter.original_size;
+  if (cut) {
+    add_header(hdrs, "neardup-original-size", std::to_string(letter.original_size));
+    add_header(hdrs, "neardup-truncated-to", std::to_string(value.size()));
+    ++stats_.dead_letters_truncated;
+  }
+  kafka::Producer::Record rec;
+  rec.topic = topic;
+  rec.partition = output_partition(src, topic);
+  rec.has_key = letter.has_key && key_fits;
+  rec.key = rec.has_key ? std::string_view(letter.key) : std::string_view();
+  rec.has_value = letter.has_value && !letter.bare;
+  rec.value = value;
+  rec.timestamp_ms = letter.timestamp_ms;
+  rec.headers = hdrs;
+  rec.opaque = to_opaque(letter.ticket);
+  ledger_.expect(letter.ticket);
+  if (std::exchange(letter.replaces_output, false))
+    ledger_.acknowledge(letter.ticket);  // (counted once)
+  const rd_kafka_resp_err_t err = producer_.produce(rec);
+  if (!err) return;
+  ++stats_.produce_errors;
+  ledger_.acknowledge(letter.ticket);
+  if (letter.bare) {
+    // Not even neardup's own headers go through: the topic is unusable. The
+    // input's offset is never committed past (its ledger entry stays open).
+    ledger_.expect(letter.ticket);
+    throw KafkaError("cannot dead-letter " + src.locate(letter.offset) + ": '" + topic +
+                         "' refuses even a record without value: " + rd_kafka_err2str(err),
+                     err, kafka::Severity::fatal);
+  }
+  letter.bare = true;
+  letter.reason += std::string("; dead letter rejected: ") + rd_kafka_err2str(err);
+  send_letter(std::move(letter));
+}
+
+bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ticket) {
+  if (kafka::classify(report.err) != kafka::Severity::message || ticket.source >= sources_.size())
+    return false;
+  const std::string topic = rd_kafka_topic_name(report.rkt);
+  const bool was_dead_letter = topic == cfg_.kafka.dead_letter_topic;
+  if (was_dead_letter && !report.payload && !report.key)
+    return false;  // a bare dead letter refused: nothing smaller to send
+  const std::optional<std::int64_t> offset = ledger_.offset_of(ticket);
+  if (!offset) return true;  // its partition was revoked: the next owner reads the input again
+  if (exactly_once_) {
+    Refusal& r = refused_[{ticket.source, *offset}];
+    if (was_dead_letter) {
+      r.dead_letter_refused = true;
+      r.reason +=
+          std::string("; dead letter rejected by the broker: ") + rd_kafka_err2str(report.err);
+    } else if (r.reason.empty()) {
+      r.reason =
+          "output to '" + topic + "' rejected by the broker: " + rd_kafka_err2str(report.err);
+    }
+    return true;
+  }
+  // The broker's limit is below the producer's: half of ours, then bare.
+  Letter letter =
+      letter_for(report, ticket, *offset,
+                 (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
+                     " rejected by the broker: " + rd_kafka_err2str(report.err),
+                 max_record_bytes_ / 2, false);
+  letter.replaces_output = true;
+  if (was_dead_letter) {
+    // Sent again bare (neardup's headers only), keeping the first attempt's reason and size.
+    if (auto first = kafka::header(letter.headers.get(), "neardup-error"))
+      letter.reason = std::string(*first) + "; " + letter.reason;
+    if (auto size = kafka::header(letter.headers.get(), "neardup-original-size")) {
+      std::from_chars(size->data(), size->data() + size->size(), letter.original_size);
+    }
+    letter.bare = true;
+    letter.headers.reset();
+    letter.value.clear();
+  }
+  resends_.push_back(std::move(letter));
+  return true;
+}
+
+void OutputRouter::resend() {
+  while (!resends_.empty()) {
+    std::vector<Letter> batch;
+    batch.swap(resends_);
+    for (Letter& letter : batch) send_letter(std::move(letter));
+  }
+}
+
+}  // namespace neardup::stream

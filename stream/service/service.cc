@@ -1,0 +1,553 @@
+#include "stream/service/service_impl.h"
+
+#include <algorithm>
+#include <random>
+
+#include "base/random_id.h"
+#include "metrics/recent_pairs.h"
+#include "stream/kafka/broker_health.h"
+
+namespace neardup::stream {
+
+using namespace service_detail;
+using kafka::KafkaError;
+
+Service::Impl::~Impl() {
+  // The consumer's close serves a last revoke, which must find every member
+  // alive: close it here, first (a no-op when run() closed it already).
+  abandoning = true;
+  try {
+    if (consumer) consumer->close();
+  } catch (...) {
+  }
+}
+
+Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
+    : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
+  // Every duplicate's SimHash distance, 0..64 bits (one the sketch stage found may exceed k).
+  stats.match_distance.assign(65, 0);
+  auto producer_props = default_producer_properties(options.brokers);
+  for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
+  auto consumer_props = stream::consumer_properties(options.brokers, cfg.kafka);
+  exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
+  if (exactly_once) {
+    transactional_id = cfg.kafka.transactional_id.empty()
+                           ? default_transactional_id(cfg.kafka.group_id)
+                           : cfg.kafka.transactional_id;
+    producer_props["transactional.id"] = transactional_id;
+    // A crashed instance's open transaction holds read_committed consumers
+    // back until it times out (or the instance restarts with its id).
+    if (!cfg.kafka.producer.count("transaction.timeout.ms"))
+      producer_props["transaction.timeout.ms"] = "30000";
+    // (librdkafka requires message.timeout.ms <= transaction.timeout.ms)
+    if (!cfg.kafka.producer.count("message.timeout.ms")) {
+      producer_props["message.timeout.ms"] = producer_props["transaction.timeout.ms"];
+    }
+    // Inputs and the changelog: only what committed.
+    if (!cfg.kafka.consumer.count("isolation.level"))
+      consumer_props["isolation.level"] = "read_committed";
+  }
+  consumer_properties = consumer_props;
+  instance_id = base::random_id();
+  judged_remotely = !cfg.kafka.judge_topic.empty() && !options.bypass_dedup;
+  stats.judged_by_group = judged_remotely;
+  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, !judged_remotely);
+  producer = std::make_unique<kafka::Producer>(
+      producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
+      options.broker_health);
+  if (exactly_once && judged_remotely) {
+    auto request_props = producer_props;
+    request_props.erase("transactional.id");
+    request_props.erase("transaction.timeout.ms");
+    request_props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
+    request_producer = std::make_unique<kafka::Producer>(
+        request_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
+        options.broker_health);
+  }
+  router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
+                                          config::producer_message_max_bytes(cfg.kafka));
+  if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup && !judged_remotely) {
+    changelog_writer = std::make_unique<ChangelogWriter>(cfg, *producer, ledger, instance_id);
+  }
+  consumer = std::make_unique<kafka::Consumer>(
+      consumer_props,
+      [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+        on_rebalance(assigned, parts);
+      },
+      options.broker_health);
+  if (exactly_once) {
+    txn = std::make_unique<TransactionCycle>(
+        *producer, *consumer, std::chrono::seconds(30),
+        "another producer took transactional.id '" + transactional_id +
+            "': this instance restarted elsewhere, or another instance has the same "
+            "kafka.transactional_id (each instance needs its own, stable across its restarts)");
+  } else {
+    consumer->on_commit([this](rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* o) {
+      on_commit_result(err, o);
+    });
+  }
+  router->set_exactly_once(exactly_once);
+  if (judged_remotely) {
+    JudgeOptions j;
+    j.config = cfg;
+    j.consumer_properties = consumer_props;
+    j.producer_properties = producer_props;
+    j.producer_properties.erase("transactional.id");
+    j.exactly_once = exactly_once;
+    j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
+    j.health = options.broker_health;
+    j.crash_at = options.crash_at;
+    judge_options = std::move(j);  // started in run(), once the topics are checked
+  }
+}
+
+void Service::Impl::crash_point(std::string_view point) {
+  if (options.crash_at && options.crash_at(point)) throw SimulatedCrash{};
+}
+
+void Service::Impl::finish_inflight() {
+  if (inflight < 0) return;
+  Slot& slot = slots[inflight];
+  inflight = -1;
+  wait_worker(slot);
+  handle_slot(slot);
+}
+
+void Service::Impl::wait_worker(const Slot& slot) {
+  worker->wait();
+  engine_stats = slot.engine_stats;
+}
+
+void Service::Impl::submit(Slot& slot) {
+  const std::size_t n = slot.messages.size();
+  slot.jobs.resize(n);
+  const std::int64_t now = wall_ms();
+  for (std::size_t i = 0; i < n; ++i) {
+    const rd_kafka_message_t& m = *slot.messages[i];
+    Job& job = slot.jobs[i];
+    job.judge = false;
+    if (m.err) continue;
+    job.source = sources.intern(rd_kafka_topic_name(m.rkt), m.partition);
+    job.judge = sources[job.source].assigned;
+    const std::int64_t ts = timestamp_of(m);
+    job.time = event_time_of(ts, now, cfg.dedup.window.max_future);
+    if (job.time.ms < ts && future_timestamps++ < 10) {
+      log(config::LogLevel::warn,
+          std::string(rd_kafka_topic_name(m.rkt)) + "/" + std::to_string(m.partition) + "@" +
+              std::to_string(m.offset) + ": timestamp " + std::to_string(ts) +
+              " is later than the clock plus window.max_future; judged at " +
+              std::to_string(job.time.ms) + " (a clock far ahead would empty the window)" +
+              (future_timestamps == 10 ? "; further ones are not logged" : ""));
+    }
+  }
+  slot.remember.swap(followed);
+  followed.clear();
+  worker->submit(slot);
+}
+
+void Service::Impl::handle_slot(Slot& slot) {
+  if (judged_remotely) {
+    send_for_judgement(slot);
+    return;
+  }
+  for (std::size_t i = 0; i < slot.messages.size(); ++i) {
+    const rd_kafka_message_t& m = *slot.messages[i];
+    const Job& job = slot.jobs[i];
+    if (m.err || job.judge) handle(m, job.source, &slot.prepared[i], &slot.outcomes[i], job.time);
+  }
+  slot.messages.clear();
+}
+
+void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index,
+                           const Prepared* prepared, const Outcome* outcome,
+                           dedup::EventTime time) {
+  const std::optional<Ticket> ticket = arrive(in, index);
+  if (!ticket) return;
+  sources[index].position = in.offset + 1;
+  if (options.bypass_dedup) {
+    ++stats.passed;
+    router->forward(in, *ticket);
+    return;
+  }
+  route_verdict(in, index, *ticket, prepared, outcome, time);
+}
+
+std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, std::uint32_t index) {
+  if (in.err) {
+    const auto severity = kafka::classify(in.err);
+    const std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
+    if (in.err == RD_KAFKA_RESP_ERR__FATAL)
+      throw KafkaError(what + ": " + consumer->fatal_reason(), in.err, severity);
+    log(config::LogLevel::warn,
+        what);  // transient (broker down, topic not there yet): librdkafka retries
+    return std::nullopt;
+  }
+  Source& src = sources[index];
+  if (!src.assigned) return std::nullopt;  // fetched before a revoke; it will be read again
+  if (src.first_read < 0) src.first_read = in.offset;
+  ++stats.consumed;
+  const OffsetLedger::Added added = ledger.add(index, in.offset, timestamp_of(in));
+  if (added.jumped_back) {
+    log(config::LogLevel::warn,
+        "input " + src.topic + " partition " + std::to_string(src.partition) +
+            ": offsets went back from " + std::to_string(added.previous_offset) + " to " +
+            std::to_string(in.offset) +
+            " (topic recreated, log truncated or offsets reset); judging on and "
+            "committing the new offsets");
+  }
+  return added.ticket;
+}
+
+void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
+                                  const Prepared* prepared, const Outcome* outcome,
+                                  dedup::EventTime time) {
+  const Source& src = sources[index];
+  const dedup::Verdict& verdict = outcome->verdict;
+  stats.processing_ns += outcome->spent_ns;
+  stats.processing_seconds.observe(static_cast<double>(outcome->spent_ns) * 1e-9);
+  if (verdict.kind != dedup::VerdictKind::invalid)  // an invalid text is never looked up
+    stats.candidates_per_probe.observe(static_cast<double>(verdict.candidates));
+
+  const Source* of = nullptr;
+  if (verdict.kind == dedup::VerdictKind::duplicate && verdict.match) {
+    const std::uint32_t of_index = ref_source(verdict.match->of);
+    if (of_index < sources.size()) of = &sources[of_index];
+  }
+  if (options.on_verdict) {
+    VerdictEvent event{src.topic, src.partition, in.offset, prepared->text(), &verdict, {}, 0, 0};
+    if (of) {
+      event.of_topic = of->topic;
+      event.of_partition = of->partition;
+      event.of_offset = ref_offset(verdict.match->of);
+    }
+    options.on_verdict(event);
+  }
+
+  if (options.recent_pairs) note_for_page(src, index, in.offset, prepared->text(), verdict, of);
+
+  if (changelog_writer && verdict.kind == dedup::VerdictKind::unique) {
+    changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint,
+                             outcome->kept_sketch, prepared->analysis.scope);
+  }
+  router->route(in, ticket, verdict, outcome->error, of);
+}
+
+void Service::Impl::note_for_page(const Source& src, std::uint32_t index, std::int64_t offset,
+                                  std::string_view text, const dedup::Verdict& verdict,
+                                  const Source* of) {
+  if (verdict.kind == dedup::VerdictKind::unique) {
+    options.recent_pairs->kept(pack_ref(index, offset).value, text);
+  } else if (of) {  // a duplicate (its original's source is known)
+    metrics::DuplicateSeen seen;
+    seen.original_key = verdict.match->of.value;
+    seen.original = {of->topic, of->partition, ref_offset(verdict.match->of)};
+    seen.duplicate = {src.topic, src.partition, offset};
+    seen.duplicate_text = text;
+    seen.distance = verdict.match->distance;
+    seen.similarity = verdict.similarity;
+    seen.count = verdict.count;  // the window's count (the judge's, when it decided)
+    options.recent_pairs->duplicate(seen);
+  }
+}
+
+void Service::Impl::flush_changelog() {
+  if (changelog_writer) changelog_writer->flush();
+}
+
+bool Service::Impl::rebuild_window() {
+  // (judged remotely: the window is the judge's, rebuilt when it takes over)
+  if (cfg.kafka.changelog_topic.empty() || options.bypass_dedup || judged_remotely) {
+    stats.window_ready = true;
+    return true;
+  }
+  changelog =
+      std::make_unique<ChangelogFollower>(cfg, consumer_properties, sources, stats, instance_id);
+  RestoreHooks hooks;
+  hooks.progress = [this] { publish(); };
+  hooks.progress_every = options.progress_interval;
+  hooks.stopped = [this] { return stop.load(std::memory_order_relaxed) || stop_signalled(); };
+  dedup::Engine& engine = worker->engine();  // no slot is submitted yet
+  if (!changelog->rebuild(engine, hooks)) return false;
+  engine_stats = engine.stats();
+  stats.window_ready = true;
+  return true;
+}
+
+void Service::Impl::follow_changelog() {
+  if (changelog) changelog->follow(followed);
+}
+
+void Service::Impl::read_changelog_to_end() {
+  if (changelog) changelog->read_to_end(followed);
+}
+
+void Service::Impl::fill_lag() {
+  stats.consumer_lag.clear();
+  for (std::uint32_t index = 0; index < sources.size(); ++index) {
+    const Source& src = sources[index];
+    if (!src.assigned) continue;
+    std::int64_t lo = 0, hi = 0;
+    if (rd_kafka_get_watermark_offsets(consumer->handle(), src.topic.c_str(), src.partition, &lo,
+                                       &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        hi >= 0) {
+      // A committed offset below the log start (trimmed by retention) resumes at the start.
+      const std::int64_t committed = ledger.committed_offset(index);
+      const std::int64_t pos =
+          std::max(lo, src.position >= 0 ? src.position : (committed >= 0 ? committed : lo));
+      stats.consumer_lag[{src.topic, src.partition}] = std::max<std::int64_t>(0, hi - pos);
+    }
+  }
+}
+
+void Service::Impl::publish() {
+  if (judge) {
+    const JudgeStats j = judge->stats();
+    stats.judge_decisions = j.decisions;
+    stats.judge_takeovers = j.takeovers;
+    stats.judge_takeover_seconds = static_cast<double>(j.takeover_ns) * 1e-9;
+    stats.judge_active = j.active;
+    stats.judge_awaiting = awaiting_messages;
+    stats.judge_waiting_seconds = awaiting.empty()
+                                      ? 0.0
+                                      : static_cast<double>(std::max<std::int64_t>(
+                                            0, wall_ms() - awaiting.begin()->second.sent_ms)) /
+                                            1000.0;
+    stats.changelog_written = j.written;  // (the judge writes this group's changelog)
+    stats.changelog_replayed = j.restored;
+    stats.changelog_corrupt = j.changelog_corrupt;
+    engine_stats = j.engine;  // the group's window, when this process judges (else empty)
+  }
+  if (!options.on_progress) return;
+  stats.engine = engine_stats;
+  fill_lag();
+  options.on_progress(stats);
+}
+
+void Service::Impl::raise_if_fatal() {
+  if (producer->fatal())
+    throw KafkaError("producer: " + producer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+                     kafka::Severity::fatal);
+  if (consumer->fatal())
+    throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+                     kafka::Severity::fatal);
+  if (!delivery_fatal.empty())
+    throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  if (!rebalance_fatal.empty())
+    throw KafkaError(rebalance_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+  if (rebalance_exception) std::rethrow_exception(std::exchange(rebalance_exception, nullptr));
+}
+
+void Service::Impl::poll_and_judge() {
+  if (options.bypass_dedup) {
+    Slot& slot = slots[0];
+    consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
+    for (const auto& m : slot.messages)
+      handle(*m, m->err ? 0 : sources.intern(rd_kafka_topic_name(m->rkt), m->partition), nullptr,
+             nullptr, {});
+    slot.messages.clear();
+    return;
+  }
+  // Double buffering: the worker analyzes and judges the batch just polled
+  // while this thread produces the one before it. With a batch in flight the
+  // poll does not wait, so a lone message is not held back.
+  const int next = inflight == 0 ? 1 : 0;
+  Slot& polled = slots[next];
+  polled.messages.clear();
+  hold_back_input();
+  consumer->poll_batch(polled.messages, 2000,
+                       std::chrono::milliseconds(inflight >= 0 || !awaiting.empty() ? 0 : 50));
+  // (a revoke inside the poll may have finished the in-flight batch already)
+  const int previous = inflight;
+  if (previous >= 0) wait_worker(slots[previous]);
+  inflight = -1;
+  if (!polled.messages.empty() || !followed.empty()) {
+    submit(polled);
+    inflight = next;
+  }
+  if (previous >= 0) {
+    crash_point("before-produce");
+    handle_slot(slots[previous]);
+    crash_point("produced");
+  }
+}
+
+int Service::Impl::run() {
+  try {
+    publish();
+    if (!rebuild_window()) {
+      log(config::LogLevel::info, "stopped while rebuilding the window; nothing was consumed");
+      publish();
+      return 0;
+    }
+    if (txn) {
+      log(config::LogLevel::info, "exactly-once: transactional.id '" + transactional_id + "'");
+      txn->start();
+    }
+    if (judged_remotely) {
+      start_verdicts();
+      judge = std::make_unique<Judge>(std::move(*judge_options));
+    }
+    warn_of_missing_outputs();
+    consumer->subscribe(cfg.kafka.input_topics);
+    auto last_commit = Clock::now(), last_progress = Clock::now();
+    const auto subscribed = Clock::now();
+    bool said_waiting = false;
+    while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
+      poll_and_judge();
+      if (stats.assigned) said_waiting = true;  // (only the first assignment is explained)
+      if (!said_waiting && Clock::now() - subscribed > std::chrono::seconds(5) &&
+          (!options.broker_health || options.broker_health->snapshot().reachable)) {
+        said_waiting = true;
+        const auto it = consumer_properties.find("session.timeout.ms");
+        log(config::LogLevel::info,
+            "no partitions assigned yet: group '" + cfg.kafka.group_id +
+                "' is rebalancing; a member that stopped without leaving (or a broker that "
+                "missed its leave) holds its partitions until its session times out "
+                "(session.timeout.ms: " +
+                (it != consumer_properties.end() ? it->second + " ms" : std::string("45 s")) + ")");
+      }
+      if (judged_remotely) {
+        poll_verdicts(std::chrono::milliseconds(inflight >= 0 ? 0 : 5));
+        raise_if_judge_failed();
+      }
+      flush_changelog();
+      follow_changelog();
+      serve_deliveries(std::chrono::milliseconds(0));
+      raise_if_fatal();
+      const auto now = Clock::now();
+      if (now - last_commit >= options.commit_interval) {
+        if (judged_remotely) resend_unanswered();
+        commit_progress(false);
+        last_commit = now;
+      }
+      if (now - last_progress >= options.progress_interval) {
+        publish();
+        last_progress = now;
+      }
+    }
+    log(config::LogLevel::info, "stopping: flushing output and committing offsets");
+    finish_inflight();  // every polled message of a still assigned partition is handled
+    if (judged_remotely) {
+      if (!await_verdicts(options.shutdown_flush)) {
+        log(config::LogLevel::warn,
+            std::to_string(awaiting.size()) +
+                " request(s) unanswered by the judge at shutdown; their messages are not "
+                "committed and will be read again");
+      }
+    }
+    if (txn) commit_transaction();
+    const bool drained = drain(options.shutdown_flush);
+    raise_if_fatal();
+    commit_progress(true);
+    if (!drained) {
+      log(config::LogLevel::warn,
+          std::to_string(producer->in_flight()) +
+              " output record(s) unacknowledged at shutdown; their input offsets are not "
+              "committed and will be read again");
+    }
+    // Leaving the group revokes the partitions; the flush above had the
+    // shutdown's time, so that revoke only commits what is acknowledged by now.
+    revoke_drain = std::chrono::milliseconds(500);
+    consumer->close();
+    if (judge) judge->stop();  // hands the judging over (what it judged is committed)
+    publish();
+    return 0;
+  } catch (const TopicLayoutError& e) {
+    stop_after_fatal(e.what(), "cannot start");
+    return Service::kTopicLayoutError;
+  } catch (const KafkaError& e) {
+    return stop_after_fatal(e.what());
+  } catch (const SimulatedCrash&) {
+    return crash();
+  }
+}
+
+void Service::Impl::warn_of_missing_outputs() {
+  std::vector<const std::string*> outputs{&cfg.kafka.output_topic, &cfg.kafka.dead_letter_topic};
+  if (cfg.action == config::Action::route) outputs.push_back(&cfg.kafka.duplicates_topic);
+  for (const std::string* topic : outputs) {
+    if (topic->empty()) continue;
+    try {
+      if (kafka::partition_count(producer->handle(), *topic, std::chrono::seconds(5)) > 0) continue;
+    } catch (const KafkaError&) {
+      continue;  // (unknown: the brokers' state shows elsewhere)
+    }
+    log(config::LogLevel::warn,
+        "topic '" + *topic +
+            "' does not exist: records to it fail, and stop the service, unless the cluster "
+            "creates topics on first use (`neardup topics create --config FILE` creates every "
+            "topic a configuration uses)");
+  }
+}
+
+int Service::Impl::crash() {
+  log(config::LogLevel::warn, "simulated crash: stopping without flushing, committing or aborting");
+  abandoning = true;
+  try {
+    if (inflight >= 0) worker->wait();
+  } catch (...) {
+  }
+  inflight = -1;
+  if (judge) {
+    judge->simulate_crash();
+    judge.reset();
+  }
+  rd_kafka_purge(producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  if (request_producer)
+    rd_kafka_purge(request_producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  try {
+    consumer->close();  // (a real crash would leave the group only at the session timeout)
+  } catch (...) {
+  }
+  return Service::kSimulatedCrash;
+}
+
+int Service::Impl::stop_after_fatal(const std::string& what, std::string_view headline) {
+  fatal_error = what;
+  log(config::LogLevel::error, std::string(headline) + ": " + what);
+  try {
+    // The worker's batch is dropped (its offsets are not committed); wait
+    // for it only so that its counters are final.
+    if (inflight >= 0) wait_worker(slots[std::exchange(inflight, -1)]);
+  } catch (...) {
+  }
+  try {
+    if (txn) {
+      txn->abort(false);  // (nothing of it becomes visible; its messages are read again)
+    } else {
+      // Commit only what is fully acknowledged, then leave.
+      producer->poll(std::chrono::milliseconds(0));
+      commit(true);
+    }
+  } catch (...) {
+  }
+  abandoning = true;
+  try {
+    consumer->close();  // leaves the group now (its revoke produces and commits nothing)
+  } catch (...) {
+  }
+  publish();
+  return 1;
+}
+
+Service::Service(ServiceOptions options) {
+  if (options.brokers.empty() && options.config.kafka.brokers)
+    options.brokers = *options.config.kafka.brokers;
+  if (options.brokers.empty())
+    throw std::invalid_argument("no Kafka brokers given (kafka.brokers or --brokers)");
+  if (options.config.kafka.input_topics.empty())
+    throw std::invalid_argument("kafka.input_topics is empty");
+  impl_ = std::make_unique<Impl>(std::move(options), stop_);
+}
+
+Service::~Service() = default;
+
+int Service::run() { return impl_->run(); }
+const std::string& Service::fatal_error() const { return impl_->fatal_error; }
+ServiceSnapshot Service::snapshot() const {
+  ServiceSnapshot s = impl_->stats;
+  s.engine = impl_->engine_stats;
+  return s;
+}
+
+}  // namespace neardup::stream

@@ -1,0 +1,143 @@
+#pragma once
+// `neardup run`'s engine room: consume -> decode -> analysis -> window decision
+// -> produce, at-least-once (default) or exactly-once (kafka.delivery; Kafka
+// transactions, stream/transaction.h). Three threads: a dedup worker
+// (stream/dedup_worker.h) decodes and analyzes the batch just polled, in
+// order; the group's judge (stream/judge.h, the default: kafka.judge_topic)
+// takes the window decisions of every instance in one order, on its own thread
+// in whichever process holds the judge topic (without a judge, the worker
+// owns the window and decides itself); the pipeline thread sends requests,
+// routes verdicts and produces the batch before. Everything else (offsets,
+// produce, commit, rebalance, following the changelog, stop) is on the
+// pipeline thread; a revoke or a stop first finishes the batch in flight.
+// librdkafka's own threads do the network I/O.
+//
+// The parts, one concept each (each header says what it owns):
+//   sources.h          interned input partitions, window refs
+//   offset_ledger.h    which input offsets may be committed
+//   output_router.h    output records, headers, dead letters (cut to fit)
+//   changelog_writer.h the window changelog's batches
+//   window_restore.h   rebuilding the window from the changelog at start
+//   service_stats.h    the counters and their Prometheus view
+//   host.h             the embedded broker, metrics endpoint and progress line around a Service
+//   service_impl.h     the state shared by service.cc, service_delivery.cc,
+//                      service_rebalance.cc and service_judge.cc
+//
+// Delivery: every input message gets an entry in the OffsetLedger with the
+// number of its output records not yet acknowledged; offsets are committed
+// only past the prefix whose outputs are all acknowledged, so a crash replays
+// (never loses) what was in flight. A record a topic refuses as a record (too
+// large, invalid) goes to the dead-letter topic instead; a cluster fault
+// (authorization, missing topic, fenced producer, a record undeliverable after
+// librdkafka's retries) stops the service (non-zero exit) before its offset
+// is committed.
+//
+// Window changelog (kafka.changelog_topic, "" = off; stream/changelog.h): every
+// kept message also appends a fingerprint entry there, and that entry counts
+// as one of the message's outputs. run() first reads the whole changelog and
+// replays it into the Engine in event-time order, then subscribes to the
+// input; afterwards it keeps following the changelog and remembers the
+// records other instances write.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "dedup/engine.h"
+#include "stream/core/process.h"
+#include "stream/core/service_stats.h"
+#include "stream/kafka/client_properties.h"
+
+namespace neardup::metrics {
+class RecentPairs;
+}
+
+namespace neardup::stream {
+
+class BrokerHealth;
+
+/// Everything the per-verdict hook sees (demo, tests). `text` is valid only during the call.
+struct VerdictEvent {
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::string_view text;
+  const dedup::Verdict* verdict = nullptr;
+  std::string_view of_topic;  ///< for duplicates: the kept original
+  std::int32_t of_partition = 0;
+  std::int64_t of_offset = 0;
+};
+
+struct ServiceOptions {
+  config::Config config;
+  std::string brokers;  ///< bootstrap.servers (overrides config.kafka.brokers)
+  /// Benchmark baseline: forward every message unchanged, no decode or dedup.
+  bool bypass_dedup = false;
+  std::chrono::milliseconds commit_interval{200};
+  std::chrono::milliseconds progress_interval{500};
+  std::chrono::milliseconds shutdown_flush{8000};           ///< SIGTERM must exit within 10 s
+  std::function<void(const ServiceSnapshot&)> on_progress;  ///< pipeline thread
+  std::function<void(const VerdictEvent&)> on_verdict;      ///< pipeline thread
+  /// exactly-once: also commit each transaction's input offsets through the
+  /// consumer, synchronously, once the transaction committed (the same
+  /// offsets). Needed by brokers that do not keep transactional offset
+  /// commits: librdkafka 2.0.2's mock cluster (`neardup broker`, the embedded
+  /// broker) accepts TxnOffsetCommit and drops the offsets. On a real broker it
+  /// costs one request per commit interval; a crash between the two commits
+  /// costs nothing there (the transaction holds the offsets).
+  bool commit_offsets_after_transaction = true;
+  /// Tests: a crash simulated where this returns true. Points: "before-produce"
+  /// (a batch judged, nothing of it produced), "produced" (its outputs
+  /// produced, not committed), "commit" (just before offsets or a transaction
+  /// commit). run() then returns kSimulatedCrash at once: nothing is flushed,
+  /// committed or aborted, queued records are purged.
+  std::function<bool(std::string_view point)> crash_at;
+  /// Fed by the service's producer and consumer (stream/broker_health.h); not
+  /// owned, must outlive the Service. nullptr: no broker connection tracking.
+  BrokerHealth* broker_health = nullptr;
+  /// The page's data (metrics/recent_pairs.h): each kept message's text and
+  /// each duplicate pair, recorded where the verdict is routed (with or
+  /// without a judge). Not owned, must outlive the Service; nullptr: not recorded.
+  metrics::RecentPairs* recent_pairs = nullptr;
+};
+
+/// Owns the consumer, the producer and the Engine. Construct and run() on one
+/// thread; request_stop() from any thread (or a signal handler: it only stores
+/// an atomic flag).
+class Service {
+ public:
+  static constexpr int kSimulatedCrash = 137;
+  /// run()'s status when the cluster's topics do not fit the configuration
+  /// (a judge or verdict topic with more than one partition): restarting
+  /// cannot help, as with a configuration error (`neardup run` exits 2).
+  static constexpr int kTopicLayoutError = 2;
+  /// Throws config::ConfigError / kafka::KafkaError / std::invalid_argument for
+  /// an unusable configuration (bad property, bad dedup options).
+  explicit Service(ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  /// Runs until request_stop() or a stop signal (then: stop fetching, flush, commit; returns 0)
+  /// or a fatal Kafka error (logged clearly; returns 1, offsets of undelivered
+  /// messages are not committed), or kTopicLayoutError (logged as clearly).
+  int run();
+  void request_stop() { stop_.store(true, std::memory_order_relaxed); }
+  /// The last error that stopped run() with status 1 or kTopicLayoutError ("" if none).
+  const std::string& fatal_error() const;
+  /// A copy of the counters (pipeline thread only, or after run() returned).
+  ServiceSnapshot snapshot() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace neardup::stream
