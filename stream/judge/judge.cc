@@ -74,7 +74,8 @@ struct Judge::State {
   }
 
   void crash_point(std::string_view point) {
-    if (judge.options_.crash_at && judge.options_.crash_at(point)) throw SimulatedJudgeCrash{};
+    if (judge.options_.TEST_crash_at && judge.options_.TEST_crash_at(point))
+      throw SimulatedJudgeCrash{};
   }
 
   // ------------------------------------------------------------ roles
@@ -224,8 +225,8 @@ struct Judge::State {
     // (dedup::Engine::prefetch kAhead decisions ahead, prefetch_cells
     // kCellsAhead ahead). The dedup worker does it two records ahead with an
     // analysis between decisions; here decisions follow each other at once,
-    // so only a deeper pipeline overlaps their cache misses (pipeline bench,
-    // judge thread: 2.37 us/decision at 16/8 against 2.78 at 2/1, medians of 3).
+    // so only a deeper pipeline overlaps their cache misses (the depths:
+    // the judge thread's fastest in neardup_pipeline_bench).
     constexpr std::size_t kAhead = 16, kCellsAhead = 8;
     for (std::size_t j = 0; j < std::min(kAhead, count); ++j)
       engine->prefetch(request.entries[j].analysis);

@@ -47,10 +47,11 @@ struct JudgeOptions {
   bool exactly_once = false;
   std::string transactional_id;    ///< exactly-once: shared by every judge of the group
   BrokerHealth* health = nullptr;  ///< not owned; outlives the Judge
-  /// Tests: the judge stops dead (nothing flushed, committed or aborted; it
-  /// leaves the group at once) at the point where this returns true:
-  /// "judge-decided" (a batch decided and produced, not committed).
-  std::function<bool(std::string_view point)> crash_at;
+  /// Tests only (ServiceTestHooks::crash_at sets it): the judge stops dead
+  /// (nothing flushed, committed or aborted; it leaves the group at once) at
+  /// the point where this returns true: "judge-decided" (a batch decided and
+  /// produced, not committed).
+  std::function<bool(std::string_view point)> TEST_crash_at;
 };
 
 /// Counters of one Judge (this process's share of the group's judging).

@@ -6,10 +6,9 @@
 //
 // Format version 3 (written; documented in docs/KAFKA.md): one Kafka record
 // carries the entries of many kept messages (a batch), because the cost of the
-// changelog is per Kafka record, and binary (stream/binary_record.h), because
-// the judge writes one entry per kept message: JSON cost it 0.5 us of CPU per
-// decision, a quarter of its time, mostly copying ~250-byte entries into
-// fresh memory (about 75 bytes now).
+// changelog is per Kafka record, and binary (stream/records/binary_record.h),
+// because the judge writes one entry per kept message, and JSON's larger
+// entries and their copies would cost it about a quarter of its time.
 //   key    "<instance, 16 hex>-<batch sequence, 16 hex>" (unique per batch)
 //   value  "NDC3" instance:u64 batch:u64 topics:u16 {len:u16 bytes}* entries:u32 {entry}*
 //          entry: flags:u8 (1: sketch, 2: scope) fingerprint:u64 time:i64 (event time, ms)

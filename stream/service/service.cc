@@ -6,6 +6,7 @@
 #include "base/random_id.h"
 #include "metrics/recent_pairs.h"
 #include "stream/kafka/broker_health.h"
+#include "stream/service/service_test_hooks.h"
 
 namespace neardup::stream {
 
@@ -49,26 +50,12 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   }
   consumer_properties = consumer_props;
   instance_id = base::random_id();
-  judged_remotely = !cfg.kafka.judge_topic.empty() && !options.bypass_dedup;
-  stats.judged_by_group = judged_remotely;
-  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, !judged_remotely);
+  if (options.test_hooks) crash_at = options.test_hooks->crash_at;
   producer = std::make_unique<kafka::Producer>(
       producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
       options.broker_health);
-  if (exactly_once && judged_remotely) {
-    auto request_props = producer_props;
-    request_props.erase("transactional.id");
-    request_props.erase("transaction.timeout.ms");
-    request_props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
-    request_producer = std::make_unique<kafka::Producer>(
-        request_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
-        options.broker_health);
-  }
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                           config::producer_message_max_bytes(cfg.kafka));
-  if (!cfg.kafka.changelog_topic.empty() && !options.bypass_dedup && !judged_remotely) {
-    changelog_writer = std::make_unique<ChangelogWriter>(cfg, *producer, ledger, instance_id);
-  }
   consumer = std::make_unique<kafka::Consumer>(
       consumer_props,
       [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
@@ -87,22 +74,20 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     });
   }
   router->set_exactly_once(exactly_once);
-  if (judged_remotely) {
-    JudgeOptions j;
-    j.config = cfg;
-    j.consumer_properties = consumer_props;
-    j.producer_properties = producer_props;
-    j.producer_properties.erase("transactional.id");
-    j.exactly_once = exactly_once;
-    j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
-    j.health = options.broker_health;
-    j.crash_at = options.crash_at;
-    judge_options = std::move(j);  // started in run(), once the topics are checked
+  // The one place that chooses how verdicts are taken.
+  if (options.bypass_dedup) {
+    decider = make_no_decider(*this);
+  } else if (!cfg.kafka.judge_topic.empty()) {
+    decider = make_group_decider(*this, producer_props);
+  } else {
+    decider = make_local_decider(*this);
   }
+  stats.judged_by_group = !options.bypass_dedup && !cfg.kafka.judge_topic.empty();
+  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, decider->worker_decides());
 }
 
 void Service::Impl::crash_point(std::string_view point) {
-  if (options.crash_at && options.crash_at(point)) throw SimulatedCrash{};
+  if (crash_at && crash_at(point)) throw SimulatedCrash{};
 }
 
 void Service::Impl::finish_inflight() {
@@ -110,7 +95,7 @@ void Service::Impl::finish_inflight() {
   Slot& slot = slots[inflight];
   inflight = -1;
   wait_worker(slot);
-  handle_slot(slot);
+  decider->decide(slot);
 }
 
 void Service::Impl::wait_worker(const Slot& slot) {
@@ -140,36 +125,16 @@ void Service::Impl::submit(Slot& slot) {
               (future_timestamps == 10 ? "; further ones are not logged" : ""));
     }
   }
-  slot.remember.swap(followed);
-  followed.clear();
+  decider->take_remembered(slot);
   worker->submit(slot);
 }
 
-void Service::Impl::handle_slot(Slot& slot) {
-  if (judged_remotely) {
-    send_for_judgement(slot);
-    return;
-  }
-  for (std::size_t i = 0; i < slot.messages.size(); ++i) {
-    const rd_kafka_message_t& m = *slot.messages[i];
-    const Job& job = slot.jobs[i];
-    if (m.err || job.judge) handle(m, job.source, &slot.prepared[i], &slot.outcomes[i], job.time);
-  }
-  slot.messages.clear();
-}
-
-void Service::Impl::handle(const rd_kafka_message_t& in, std::uint32_t index,
-                           const Prepared* prepared, const Outcome* outcome,
-                           dedup::EventTime time) {
+void Service::Impl::pass_through(const rd_kafka_message_t& in, std::uint32_t index) {
   const std::optional<Ticket> ticket = arrive(in, index);
   if (!ticket) return;
   sources[index].position = in.offset + 1;
-  if (options.bypass_dedup) {
-    ++stats.passed;
-    router->forward(in, *ticket);
-    return;
-  }
-  route_verdict(in, index, *ticket, prepared, outcome, time);
+  ++stats.passed;
+  router->forward(in, *ticket);
 }
 
 std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, std::uint32_t index) {
@@ -199,8 +164,7 @@ std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, std::u
 }
 
 void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
-                                  const Prepared* prepared, const Outcome* outcome,
-                                  dedup::EventTime time) {
+                                  const Prepared* prepared, const Outcome* outcome) {
   const Source& src = sources[index];
   const dedup::Verdict& verdict = outcome->verdict;
   stats.processing_ns += outcome->spent_ns;
@@ -225,10 +189,6 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t in
 
   if (options.recent_pairs) note_for_page(src, index, in.offset, prepared->text(), verdict, of);
 
-  if (changelog_writer && verdict.kind == dedup::VerdictKind::unique) {
-    changelog_writer->append(src, ticket, in.offset, time, verdict.fingerprint,
-                             outcome->kept_sketch, prepared->analysis.scope);
-  }
   router->route(in, ticket, verdict, outcome->error, of);
 }
 
@@ -250,37 +210,6 @@ void Service::Impl::note_for_page(const Source& src, std::uint32_t index, std::i
   }
 }
 
-void Service::Impl::flush_changelog() {
-  if (changelog_writer) changelog_writer->flush();
-}
-
-bool Service::Impl::rebuild_window() {
-  // (judged remotely: the window is the judge's, rebuilt when it takes over)
-  if (cfg.kafka.changelog_topic.empty() || options.bypass_dedup || judged_remotely) {
-    stats.window_ready = true;
-    return true;
-  }
-  changelog =
-      std::make_unique<ChangelogFollower>(cfg, consumer_properties, sources, stats, instance_id);
-  RestoreHooks hooks;
-  hooks.progress = [this] { publish(); };
-  hooks.progress_every = options.progress_interval;
-  hooks.stopped = [this] { return stop.load(std::memory_order_relaxed) || stop_signalled(); };
-  dedup::Engine& engine = worker->engine();  // no slot is submitted yet
-  if (!changelog->rebuild(engine, hooks)) return false;
-  engine_stats = engine.stats();
-  stats.window_ready = true;
-  return true;
-}
-
-void Service::Impl::follow_changelog() {
-  if (changelog) changelog->follow(followed);
-}
-
-void Service::Impl::read_changelog_to_end() {
-  if (changelog) changelog->read_to_end(followed);
-}
-
 void Service::Impl::fill_lag() {
   stats.consumer_lag.clear();
   for (std::uint32_t index = 0; index < sources.size(); ++index) {
@@ -300,23 +229,7 @@ void Service::Impl::fill_lag() {
 }
 
 void Service::Impl::publish() {
-  if (judge) {
-    const JudgeStats j = judge->stats();
-    stats.judge_decisions = j.decisions;
-    stats.judge_takeovers = j.takeovers;
-    stats.judge_takeover_seconds = static_cast<double>(j.takeover_ns) * 1e-9;
-    stats.judge_active = j.active;
-    stats.judge_awaiting = awaiting_messages;
-    stats.judge_waiting_seconds = awaiting.empty()
-                                      ? 0.0
-                                      : static_cast<double>(std::max<std::int64_t>(
-                                            0, wall_ms() - awaiting.begin()->second.sent_ms)) /
-                                            1000.0;
-    stats.changelog_written = j.written;  // (the judge writes this group's changelog)
-    stats.changelog_replayed = j.restored;
-    stats.changelog_corrupt = j.changelog_corrupt;
-    engine_stats = j.engine;  // the group's window, when this process judges (else empty)
-  }
+  decider->publish(stats, engine_stats);
   if (!options.on_progress) return;
   stats.engine = engine_stats;
   fill_lag();
@@ -337,13 +250,12 @@ void Service::Impl::raise_if_fatal() {
   if (rebalance_exception) std::rethrow_exception(std::exchange(rebalance_exception, nullptr));
 }
 
-void Service::Impl::poll_and_judge() {
+void Service::Impl::poll_and_decide() {
   if (options.bypass_dedup) {
     Slot& slot = slots[0];
     consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
     for (const auto& m : slot.messages)
-      handle(*m, m->err ? 0 : sources.intern(rd_kafka_topic_name(m->rkt), m->partition), nullptr,
-             nullptr, {});
+      pass_through(*m, m->err ? 0 : sources.intern(rd_kafka_topic_name(m->rkt), m->partition));
     slot.messages.clear();
     return;
   }
@@ -355,18 +267,18 @@ void Service::Impl::poll_and_judge() {
   polled.messages.clear();
   hold_back_input();
   consumer->poll_batch(polled.messages, 2000,
-                       std::chrono::milliseconds(inflight >= 0 || !awaiting.empty() ? 0 : 50));
+                       std::chrono::milliseconds(inflight >= 0 || decider->waiting() ? 0 : 50));
   // (a revoke inside the poll may have finished the in-flight batch already)
   const int previous = inflight;
   if (previous >= 0) wait_worker(slots[previous]);
   inflight = -1;
-  if (!polled.messages.empty() || !followed.empty()) {
+  if (!polled.messages.empty() || decider->has_remembered()) {
     submit(polled);
     inflight = next;
   }
   if (previous >= 0) {
     crash_point("before-produce");
-    handle_slot(slots[previous]);
+    decider->decide(slots[previous]);
     crash_point("produced");
   }
 }
@@ -374,7 +286,7 @@ void Service::Impl::poll_and_judge() {
 int Service::Impl::run() {
   try {
     publish();
-    if (!rebuild_window()) {
+    if (!decider->start()) {
       log(config::LogLevel::info, "stopped while rebuilding the window; nothing was consumed");
       publish();
       return 0;
@@ -383,17 +295,13 @@ int Service::Impl::run() {
       log(config::LogLevel::info, "exactly-once: transactional.id '" + transactional_id + "'");
       txn->start();
     }
-    if (judged_remotely) {
-      start_verdicts();
-      judge = std::make_unique<Judge>(std::move(*judge_options));
-    }
     warn_of_missing_outputs();
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
     const auto subscribed = Clock::now();
     bool said_waiting = false;
     while (!stop.load(std::memory_order_relaxed) && !stop_signalled()) {
-      poll_and_judge();
+      poll_and_decide();
       if (stats.assigned) said_waiting = true;  // (only the first assignment is explained)
       if (!said_waiting && Clock::now() - subscribed > std::chrono::seconds(5) &&
           (!options.broker_health || options.broker_health->snapshot().reachable)) {
@@ -406,17 +314,12 @@ int Service::Impl::run() {
                 "(session.timeout.ms: " +
                 (it != consumer_properties.end() ? it->second + " ms" : std::string("45 s")) + ")");
       }
-      if (judged_remotely) {
-        poll_verdicts(std::chrono::milliseconds(inflight >= 0 ? 0 : 5));
-        raise_if_judge_failed();
-      }
-      flush_changelog();
-      follow_changelog();
+      decider->step(std::chrono::milliseconds(inflight >= 0 ? 0 : 5));
       serve_deliveries(std::chrono::milliseconds(0));
       raise_if_fatal();
       const auto now = Clock::now();
       if (now - last_commit >= options.commit_interval) {
-        if (judged_remotely) resend_unanswered();
+        decider->tick();
         commit_progress(false);
         last_commit = now;
       }
@@ -427,13 +330,11 @@ int Service::Impl::run() {
     }
     log(config::LogLevel::info, "stopping: flushing output and committing offsets");
     finish_inflight();  // every polled message of a still assigned partition is handled
-    if (judged_remotely) {
-      if (!await_verdicts(options.shutdown_flush)) {
-        log(config::LogLevel::warn,
-            std::to_string(awaiting.size()) +
-                " request(s) unanswered by the judge at shutdown; their messages are not "
-                "committed and will be read again");
-      }
+    if (!decider->settle(options.shutdown_flush)) {
+      log(config::LogLevel::warn,
+          std::to_string(decider->unanswered()) +
+              " message(s) unanswered by the judge at shutdown; they are not committed and "
+              "will be read again");
     }
     if (txn) commit_transaction();
     const bool drained = drain(options.shutdown_flush);
@@ -449,7 +350,7 @@ int Service::Impl::run() {
     // shutdown's time, so that revoke only commits what is acknowledged by now.
     revoke_drain = std::chrono::milliseconds(500);
     consumer->close();
-    if (judge) judge->stop();  // hands the judging over (what it judged is committed)
+    decider->stop();
     publish();
     return 0;
   } catch (const TopicLayoutError& e) {
@@ -488,18 +389,13 @@ int Service::Impl::crash() {
   } catch (...) {
   }
   inflight = -1;
-  if (judge) {
-    judge->simulate_crash();
-    judge.reset();
-  }
+  decider->crash();
   rd_kafka_purge(producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-  if (request_producer)
-    rd_kafka_purge(request_producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   try {
     consumer->close();  // (a real crash would leave the group only at the session timeout)
   } catch (...) {
   }
-  return Service::kSimulatedCrash;
+  return kSimulatedCrash;
 }
 
 int Service::Impl::stop_after_fatal(const std::string& what, std::string_view headline) {

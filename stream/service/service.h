@@ -1,43 +1,39 @@
 #pragma once
-// `neardup run`'s engine room: consume -> decode -> analysis -> window decision
-// -> produce, at-least-once (default) or exactly-once (kafka.delivery; Kafka
-// transactions, stream/transaction.h). Three threads: a dedup worker
-// (stream/dedup_worker.h) decodes and analyzes the batch just polled, in
-// order; the group's judge (stream/judge.h, the default: kafka.judge_topic)
-// takes the window decisions of every instance in one order, on its own thread
-// in whichever process holds the judge topic (without a judge, the worker
-// owns the window and decides itself); the pipeline thread sends requests,
-// routes verdicts and produces the batch before. Everything else (offsets,
-// produce, commit, rebalance, following the changelog, stop) is on the
-// pipeline thread; a revoke or a stop first finishes the batch in flight.
-// librdkafka's own threads do the network I/O.
+// `neardup run`'s service: consume -> decode -> analysis -> window decision ->
+// produce -> commit, at-least-once (default) or exactly-once (kafka.delivery:
+// outputs, changelog entries and input offsets in one Kafka transaction,
+// stream/kafka/transaction.h).
 //
-// The parts, one concept each (each header says what it owns):
-//   sources.h          interned input partitions, window refs
-//   offset_ledger.h    which input offsets may be committed
+// Threads: the pipeline thread runs run() (poll, route, produce, commit,
+// rebalance callbacks, stop); the dedup worker (stream/pipeline/dedup_worker.h)
+// decodes and analyzes the batch just polled, in order, while the pipeline
+// thread routes the batch before it; with the group judge (the default,
+// kafka.judge_topic) a judge thread (stream/judge/) decides the whole group's
+// messages in one order while this process holds the judge topic. A revoke or
+// a stop first finishes the batch in flight. librdkafka's own threads do the
+// network I/O.
+//
+// The parts, one concern each (each header says what it owns):
+//   decider.h          how verdicts are taken: locally (the worker owns the
+//                      window; the changelog carries it) or by the group's
+//                      judge (requests out, verdicts in); chosen once
 //   output_router.h    output records, headers, dead letters (cut to fit)
-//   changelog_writer.h the window changelog's batches
-//   window_restore.h   rebuilding the window from the changelog at start
-//   service_stats.h    the counters and their Prometheus view
+//   service_impl.h     the state of one service, shared by service.cc (the
+//                      loop), service_delivery.cc (delivery reports, commits,
+//                      transactions, the input's hold), service_rebalance.cc
+//                      and the deciders
 //   host.h             the embedded broker, metrics endpoint and progress line around a Service
-//   service_impl.h     the state shared by service.cc, service_delivery.cc,
-//                      service_rebalance.cc and service_judge.cc
+//   stream/core/       sources (window refs), the offset ledger, the counters
 //
 // Delivery: every input message gets an entry in the OffsetLedger with the
-// number of its output records not yet acknowledged; offsets are committed
-// only past the prefix whose outputs are all acknowledged, so a crash replays
-// (never loses) what was in flight. A record a topic refuses as a record (too
-// large, invalid) goes to the dead-letter topic instead; a cluster fault
+// number of its outputs not yet acknowledged (its records, its changelog
+// entry, or its verdict from the judge); offsets are committed only past the
+// prefix whose outputs are all acknowledged, so a crash replays (never loses)
+// what was in flight. A record a topic refuses as a record (too large,
+// invalid) goes to the dead-letter topic instead; a cluster fault
 // (authorization, missing topic, fenced producer, a record undeliverable after
 // librdkafka's retries) stops the service (non-zero exit) before its offset
 // is committed.
-//
-// Window changelog (kafka.changelog_topic, "" = off; stream/changelog.h): every
-// kept message also appends a fingerprint entry there, and that entry counts
-// as one of the message's outputs. run() first reads the whole changelog and
-// replays it into the Engine in event-time order, then subscribes to the
-// input; afterwards it keeps following the changelog and remembers the
-// records other instances write.
 
 #include <atomic>
 #include <chrono>
@@ -61,6 +57,7 @@ class RecentPairs;
 namespace neardup::stream {
 
 class BrokerHealth;
+struct ServiceTestHooks;
 
 /// Everything the per-verdict hook sees (demo, tests). `text` is valid only during the call.
 struct VerdictEvent {
@@ -92,12 +89,8 @@ struct ServiceOptions {
   /// costs one request per commit interval; a crash between the two commits
   /// costs nothing there (the transaction holds the offsets).
   bool commit_offsets_after_transaction = true;
-  /// Tests: a crash simulated where this returns true. Points: "before-produce"
-  /// (a batch judged, nothing of it produced), "produced" (its outputs
-  /// produced, not committed), "commit" (just before offsets or a transaction
-  /// commit). run() then returns kSimulatedCrash at once: nothing is flushed,
-  /// committed or aborted, queued records are purged.
-  std::function<bool(std::string_view point)> crash_at;
+  /// Tests only (service_test_hooks.h); null in every deployment.
+  std::shared_ptr<const ServiceTestHooks> test_hooks;
   /// Fed by the service's producer and consumer (stream/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
@@ -112,7 +105,7 @@ struct ServiceOptions {
 /// an atomic flag).
 class Service {
  public:
-  static constexpr int kSimulatedCrash = 137;
+  struct Impl;  ///< internal: stream/service/service_impl.h
   /// run()'s status when the cluster's topics do not fit the configuration
   /// (a judge or verdict topic with more than one partition): restarting
   /// cannot help, as with a configuration error (`neardup run` exits 2).
@@ -135,7 +128,6 @@ class Service {
   ServiceSnapshot snapshot() const;
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> stop_{false};
 };

@@ -8,22 +8,14 @@ using kafka::KafkaError;
 void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
   const Ticket ticket =
       Ticket::unpack(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m._private)));
-  if (is_request_delivery(ticket)) {  // a judge request: its verdict acknowledges its messages
+  if (is_decider_record(ticket)) {  // a changelog batch or a judge request
     if (m.err) {
       ++stats.produce_errors;
-      note_delivery_fatal(m);  // (never in a transaction: nothing else would notice)
+      // A request is never in a transaction: nothing else would notice. A
+      // changelog batch under exactly-once is: its transaction aborts.
+      if (is_request_delivery(ticket) || !exactly_once) note_delivery_fatal(m);
     }
-    return;
-  }
-  if (ticket.source == ChangelogWriter::kBatchSource) {
-    if (m.err) {
-      ++stats.produce_errors;
-      if (!exactly_once) note_delivery_fatal(m);  // (exactly-once: its transaction aborts)
-    }
-    if (changelog_writer) {
-      stats.changelog_written +=
-          changelog_writer->on_delivery(ticket.seq, !m.err, [this](Ticket t) { acknowledge(t); });
-    }
+    decider->on_delivery(ticket, !m.err);  // (a request's verdict acknowledges its messages)
     return;
   }
   if (m.err) {
@@ -58,7 +50,7 @@ void Service::Impl::acknowledge(Ticket ticket) {
 }
 
 void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
-  if (request_producer) request_producer->poll(std::chrono::milliseconds(0));
+  decider->serve();
   producer->poll(timeout);
   try {
     router->resend();
@@ -68,7 +60,7 @@ void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
 }
 
 void Service::Impl::commit_transaction() {
-  flush_changelog();
+  decider->flush();
   kafka::PartitionListPtr offsets(rd_kafka_topic_partition_list_new(8));
   std::vector<std::uint32_t> moved;
   for (std::uint32_t i = 0; i < sources.size(); ++i) {
@@ -105,8 +97,7 @@ void Service::Impl::rewind() {
   // Their requests were decided (they are outside the transaction): the
   // verdicts that still come are ignored, and the messages, read again, are
   // judged again (each finds its own window entry, never its own duplicate).
-  awaiting.clear();
-  awaiting_messages = 0;
+  decider->forget();
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
   for (std::uint32_t i = 0; i < sources.size(); ++i) {
     Source& src = sources[i];
@@ -198,19 +189,8 @@ void Service::Impl::on_commit_result(rd_kafka_resp_err_t err,
 }
 
 void Service::Impl::hold_back_input() {
-  if (judged_remotely) {
-    const bool behind =
-        held_for_judge ? awaiting_messages > kMaxAwaiting / 2 : awaiting_messages > kMaxAwaiting;
-    if (behind != held_for_judge) {
-      held_for_judge = behind;
-      log(config::LogLevel::warn,
-          behind ? std::to_string(awaiting_messages) +
-                       " messages wait for the judge's verdicts: input paused until half are "
-                       "answered"
-                 : "input resumed: the judge caught up");
-    }
-  }
-  const bool hold = held_for_judge || commits_failing_since.has_value();
+  const bool behind = decider->behind();
+  const bool hold = behind || commits_failing_since.has_value();
   // An eager assignment comes unpaused (on_rebalance resumed what it paused
   // before). Resuming a partition that was never paused is not harmless:
   // librdkafka restarts its fetch from the position the application last
@@ -227,7 +207,7 @@ void Service::Impl::hold_back_input() {
 }
 
 bool Service::Impl::drain(std::chrono::milliseconds limit) {
-  flush_changelog();
+  decider->flush();
   const auto deadline = Clock::now() + limit;
   while ((producer->in_flight() > 0 || router->has_resends()) && Clock::now() < deadline) {
     serve_deliveries(std::chrono::milliseconds(50));

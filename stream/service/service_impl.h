@@ -3,8 +3,9 @@
 // that implement it (one concern each): service.cc (construction, the poll
 // loop, batches, shutdown), service_delivery.cc (delivery reports, offset
 // commits, the input's hold and transactions), service_rebalance.cc
-// (assignments and revocations) and service_judge.cc (requests to the group
-// judge, its verdicts). Internal to stream/: include only from those files.
+// (assignments and revocations), and the deciders (decider.h:
+// local_decider.cc, group_decider.cc), which take the window decisions.
+// Internal to stream/service/: include only from those files.
 //
 // Threads: everything here is the pipeline thread's (run(), and the delivery
 // and rebalance callbacks librdkafka serves inside its poll calls), except
@@ -37,6 +38,7 @@
 #include "stream/pipeline/event_time.h"
 #include "stream/records/changelog_record.h"
 #include "stream/records/judge_record.h"
+#include "stream/service/decider.h"
 #include "stream/service/output_router.h"
 
 namespace neardup::stream {
@@ -61,9 +63,6 @@ inline std::int64_t timestamp_of(const rd_kafka_message_t& m) {
 
 }  // namespace service_detail
 
-/// Whether a delivery report is a judge request's (stream/service_judge.cc).
-bool is_request_delivery(Ticket ticket);
-
 struct Service::Impl {
   // ---- constant after construction
   ServiceOptions options;
@@ -72,8 +71,8 @@ struct Service::Impl {
   std::uint64_t instance_id = 0;  // marks this process's changelog records
   bool exactly_once = false;      // kafka.delivery: exactly-once
   std::string transactional_id;   // exactly-once: the producer's
-  bool judged_remotely = false;   // kafka.judge_topic set: the group's judge decides (judge.h)
   kafka::Properties consumer_properties;
+  std::function<bool(std::string_view point)> crash_at;  // tests (service_test_hooks.h)
 
   // ---- pipeline thread
   std::string fatal_error;
@@ -81,58 +80,22 @@ struct Service::Impl {
   Sources sources;
   OffsetLedger ledger;
   std::unique_ptr<kafka::Producer> producer;
-  /// exactly-once with the group judge: judge requests go out through this
-  /// idempotent producer, outside the transaction (the judge reads its topic
-  /// read_committed, and the transaction commits only after the verdicts came
-  /// back). Null otherwise: requests go through `producer`.
-  std::unique_ptr<kafka::Producer> request_producer;
   std::unique_ptr<OutputRouter> router;
-  std::unique_ptr<ChangelogWriter> changelog_writer;  // null when the changelog is off
-  std::unique_ptr<ChangelogFollower> changelog;       // set while the changelog is on and read
   std::string delivery_fatal;  // set in the delivery handler, raised after the poll
   std::unique_ptr<kafka::Consumer> consumer;
   std::unique_ptr<TransactionCycle> txn;  // exactly-once only
   Slot slots[2];                          // (their messages go before the consumer does)
   std::unique_ptr<DedupWorker> worker;    // null in bypass mode; after slots: joined before they go
   dedup::EngineStats engine_stats;        // the worker's, as of the last slot it finished
-  std::vector<Remembered> followed;       // other instances' changelog entries for the next slot
   int inflight = -1;            // the slot with the worker (polled, not yet handled), or -1
   std::string rebalance_fatal;  // an error while finishing a batch inside a revoke
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
-  // ---- consistent scale-out (judged_remotely): stream/service_judge.cc
-  std::optional<JudgeOptions> judge_options;  // until run() starts the judge
-  bool input_held = false;                    // input partitions paused (hold_back_input)
-  bool held_for_judge = false;                // ... because too many messages wait for verdicts
-  bool reapply_hold = false;                  // an eager assignment since: nothing is paused
-  std::unique_ptr<Judge> judge;               // this process's judge (active or standby)
-  std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
-  JudgeRequestWriter requests{cfg.dedup.sketch};
-  std::string verdict_key_of_mine;  // verdict_key(instance_id)
-  /// Messages sent for judgement, by request batch number, until their verdicts come.
-  struct Awaiting {
-    std::vector<kafka::MessagePtr> messages;
-    std::vector<Prepared> prepared;
-    std::vector<Outcome> outcomes;
-    std::vector<std::uint32_t> sources;
-    std::vector<Ticket> tickets;
-    std::vector<dedup::EventTime> times;
-    std::int64_t sent_ms = 0;                     // when the request was produced (verdict latency)
-    service_detail::Clock::time_point last_sent;  // when it was produced last (resend_unanswered)
-    std::string request;                          // the record value, for a resend
-  };
-  std::map<std::uint64_t, Awaiting> awaiting;
-  std::size_t awaiting_messages = 0;  // messages in `awaiting`
-  std::uint64_t next_request = 0;
-  /// A request unanswered this long is sent again (a judge takeover takes the
-  /// session timeout, 6 s by default, plus the window's rebuild).
-  static constexpr std::chrono::seconds kResendAfter{15};
-  /// Above this many messages waiting for verdicts, the input is not polled
-  /// (a judge that is down or behind holds the instances back).
-  static constexpr std::size_t kMaxAwaiting = 200'000;
-  JudgeVerdicts verdicts_buffer;
-  std::vector<kafka::MessagePtr> verdicts_polled;
-  std::uint64_t verdicts_corrupt_logged = 0;
+  /// How verdicts are taken (decider.h). After the consumer and the producer:
+  /// it goes first, with the messages it holds.
+  std::unique_ptr<Decider> decider;
+  bool input_held = false;    // input partitions paused (hold_back_input)
+  bool reapply_hold = false;  // an eager assignment since: nothing is paused
   /// Messages stamped later than the wall clock plus window.max_future
   /// (stream/event_time.h), judged at that time instead; the first few are logged.
   std::uint64_t future_timestamps = 0;
@@ -210,69 +173,28 @@ struct Service::Impl {
   /// the last slot) to the worker. Sources are interned here, on this thread.
   void submit(Slot& slot);
 
-  void handle_slot(Slot& slot);
+  /// Pauses the input partitions while the decider is behind (too many
+  /// messages wait for verdicts) or offset commits fail (at-least-once: what
+  /// is handled past the last commit is read again after the rejoin that
+  /// follows, so that work is bounded); resumes them after.
+  void hold_back_input();
 
   // ---------------------------------------------------------------- per message
 
-  /// `index`: the source of `in` (interned; unused when in.err). `prepared`,
-  /// `outcome`: the worker's decode, analysis and verdict of `in` (null in
-  /// bypass mode). `time`: its event time (bypass: unused).
-  void handle(const rd_kafka_message_t& in, std::uint32_t index, const Prepared* prepared,
-              const Outcome* outcome, dedup::EventTime time);
-  /// handle()'s first half: a consumer error is raised or logged; a message of
+  /// The passthrough baseline: `in` (of source `index`; unused when in.err)
+  /// forwarded as it is.
+  void pass_through(const rd_kafka_message_t& in, std::uint32_t index);
+  /// A message's arrival: a consumer error is raised or logged; a message of
   /// an assigned partition enters the ledger. nullopt: nothing more to do.
   std::optional<Ticket> arrive(const rd_kafka_message_t& in, std::uint32_t index);
-  /// handle()'s second half: the verdict's outputs (and changelog entry).
+  /// A decided message's outputs (`prepared`, `outcome`: the worker's decode,
+  /// analysis and verdict).
   void route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
-                     const Prepared* prepared, const Outcome* outcome, dedup::EventTime time);
+                     const Prepared* prepared, const Outcome* outcome);
 
   /// The page's record (options.recent_pairs set): a kept message's text, or a duplicate pair.
   void note_for_page(const Source& src, std::uint32_t index, std::int64_t offset,
                      std::string_view text, const dedup::Verdict& verdict, const Source* of);
-
-  // ---------------------------------------------------------------- changelog
-
-  void flush_changelog();
-
-  /// Reads the whole changelog and replays it into the engine. Returns false if
-  /// a stop was requested first. Throws KafkaError (missing topic, fatal errors).
-  bool rebuild_window();
-
-  /// Remembers what other instances kept since the last call.
-  void follow_changelog();
-
-  /// On an assignment: what the partitions' previous owners kept is in the
-  /// changelog by now (their revoke waited for it); read it before judging
-  /// any message of those partitions, so their near-copies are caught.
-  void read_changelog_to_end();
-
-  // ---------------------------------------------------------------- the judge
-
-  /// Checks the judge and verdict topics and starts reading verdicts from
-  /// their current end (before the first request). Throws KafkaError.
-  void start_verdicts();
-  /// judged_remotely: the analyzed slot's messages enter the ledger and go to
-  /// the judge as one request record (invalid ones wait with them, in order).
-  void send_for_judgement(Slot& slot);
-  /// Produces request record `number` (a first send or a resend). Throws KafkaError.
-  void send_request(std::uint64_t number, std::string_view value);
-  /// The producer of judge requests: request_producer when set, else producer.
-  kafka::Producer& requests_out() { return request_producer ? *request_producer : *producer; }
-  /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
-  void poll_verdicts(std::chrono::milliseconds timeout);
-  /// Pauses the input partitions while more than kMaxAwaiting messages wait
-  /// for verdicts (resumes them below half of it), or while offset commits
-  /// fail (at-least-once: what is handled past the last commit is read again
-  /// after the rejoin that follows, so that work is bounded).
-  void hold_back_input();
-  /// Sends again the requests unanswered for kResendAfter; forgets those whose
-  /// messages were all revoked since.
-  void resend_unanswered();
-  /// Waits until every message sent for judgement has its verdict (or `limit` passes).
-  bool await_verdicts(std::chrono::milliseconds limit);
-  /// Routes one answered batch (`answers` null: none needed, all invalid).
-  void conclude(Awaiting& batch, const JudgeVerdicts* answers);
-  void raise_if_judge_failed();
 
   // ---------------------------------------------------------------- progress
 
@@ -284,8 +206,8 @@ struct Service::Impl {
 
   // ---------------------------------------------------------------- the loop
 
-  /// One poll loop iteration's consume and judge step.
-  void poll_and_judge();
+  /// One poll loop iteration: poll a batch, hand it to the worker, decide the one before.
+  void poll_and_decide();
 
   int run();
   /// Warns of an output, duplicates (route) or dead-letter topic the cluster does not have.

@@ -31,7 +31,7 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
     if (abandoning) return;
     learn_committed_positions(parts);
     try {  // nothing may unwind through librdkafka's frames: raised after the poll
-      read_changelog_to_end();
+      decider->assigned();
     } catch (const KafkaError& e) {
       if (rebalance_fatal.empty()) rebalance_fatal = e.what();
     } catch (...) {
@@ -50,14 +50,14 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
   // raised on the pipeline thread after the poll.
   try {
     finish_inflight();
-    if (judged_remotely) {
-      if (txn) commit_transaction();  // (the requests become visible to the judge)
+    if (decider->waiting()) {
+      if (txn) commit_transaction();  // (what was decided so far commits)
       // Briefly: a judge that is down (it may be the instance that just left)
       // must not hold up the group's rebalance; what stays unanswered is read
       // again by the partitions' next owner and gets the same verdicts.
       const auto wait = std::min(revoke_drain, std::chrono::milliseconds(2000));
-      if (!await_verdicts(wait)) {
-        log(config::LogLevel::warn, "revoke: " + std::to_string(awaiting_messages) +
+      if (!decider->settle(wait)) {
+        log(config::LogLevel::warn, "revoke: " + std::to_string(decider->unanswered()) +
                                         " message(s) unanswered by the judge after " +
                                         std::to_string(wait.count()) +
                                         " ms; their offsets stay uncommitted (read again)");

@@ -18,6 +18,7 @@
 #include "stream/kafka/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/service/service.h"
+#include "stream/service/service_test_hooks.h"
 
 namespace neardup::stream::testing {
 
@@ -206,7 +207,7 @@ class BrokerTest : public ::testing::Test {
   }
 
   /// Starts a service with `cfg` on its own thread.
-  /// `crash_at`: ServiceOptions::crash_at (tests that simulate a crash).
+  /// `crash_at`: ServiceTestHooks::crash_at (tests that simulate a crash).
   /// `recent_pairs`: ServiceOptions::recent_pairs (the page's record), not owned.
   std::unique_ptr<Running> start_service(const config::Config& cfg,
                                          std::function<bool(std::string_view)> crash_at = {},
@@ -214,7 +215,9 @@ class BrokerTest : public ::testing::Test {
     auto running = std::make_unique<Running>();
     ServiceOptions options;
     options.config = cfg;
-    options.crash_at = std::move(crash_at);
+    if (crash_at)
+      options.test_hooks =
+          std::make_shared<ServiceTestHooks>(ServiceTestHooks{std::move(crash_at)});
     options.recent_pairs = recent_pairs;
     options.brokers = broker_.bootstrap();
     options.progress_interval = std::chrono::milliseconds(20);

@@ -89,7 +89,7 @@ TEST_P(ExactlyOnceCrashTest, ACrashLosesNothingAndRepeatsOnlyItsOpenTransaction)
     produce_to("input", {texts.begin() + 1000, texts.end()});
     ASSERT_TRUE(
         eventually([&] { return crashing->status.load() != -1; }, std::chrono::seconds(90)));
-    ASSERT_EQ(crashing->status.load(), Service::kSimulatedCrash);
+    ASSERT_EQ(crashing->status.load(), kSimulatedCrash);
     crashing->thread.join();
     at_crash = committed_offsets();
     for (auto& [p, o] : at_crash) o = std::max<std::int64_t>(o, 0);

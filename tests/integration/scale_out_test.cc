@@ -275,7 +275,7 @@ TEST_F(ScaleOutTest, KillingTheJudgingInstanceMidStreamLosesNothingAndJudgesTheS
   }
   ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
   Running& dead = *group[static_cast<std::size_t>(judging)];
-  ASSERT_TRUE(eventually([&] { return dead.status.load() == Service::kSimulatedCrash; }))
+  ASSERT_TRUE(eventually([&] { return dead.status.load() == kSimulatedCrash; }))
       << "the judging instance did not crash";
   dead.stop();
   // The survivors take over its partitions and the judging, and finish everything.

@@ -1,0 +1,448 @@
+// The group's way of deciding (decider.h): analyzed messages wait here for
+// the group judge's verdicts (stream/judge/), then are routed in input order.
+#include "stream/service/decider.h"
+
+#include <cstring>
+#include <map>
+
+#include "stream/judge/judge.h"
+#include "stream/records/judge_record.h"
+#include "stream/service/service_impl.h"
+
+namespace neardup::stream {
+
+using namespace service_detail;
+using kafka::KafkaError;
+
+namespace {
+
+/// The delivery opaque of a request record: the changelog's reserved source,
+/// with this bit set in its sequence number.
+constexpr std::uint64_t kRequestBit = std::uint64_t{1} << 47;
+
+/// The group judge's side of one instance. Its state is what waits for verdicts.
+class GroupDecider final : public Decider {
+ public:
+  GroupDecider(Service::Impl& service, const kafka::Properties& producer_properties);
+
+  bool worker_decides() const override { return false; }
+  bool start() override;
+  bool has_remembered() const override { return false; }
+  void take_remembered(Slot&) override {}
+  void decide(Slot& slot) override { send_for_judgement(slot); }
+  bool waiting() const override { return !awaiting.empty(); }
+  bool behind() override;
+  void step(std::chrono::milliseconds timeout) override {
+    poll_verdicts(timeout);
+    raise_if_judge_failed();
+  }
+  void tick() override { resend_unanswered(); }
+  void flush() override {}
+  void assigned() override {}
+  bool settle(std::chrono::milliseconds limit) override { return await_verdicts(limit); }
+  std::size_t unanswered() const override { return awaiting_messages; }
+  void forget() override {
+    awaiting.clear();
+    awaiting_messages = 0;
+  }
+  void on_delivery(Ticket, bool) override {}
+  void serve() override {
+    if (request_producer) request_producer->poll(std::chrono::milliseconds(0));
+  }
+  void raise_if_failed() override { raise_if_judge_failed(); }
+  void publish(ServiceSnapshot& stats, dedup::EngineStats& engine) override;
+  void stop() override {
+    if (judge) judge->stop();  // hands the judging over (what it judged is committed)
+  }
+  void crash() override;
+
+ private:
+  /// Messages sent for judgement, by request batch number, until their verdicts come.
+  struct Awaiting {
+    std::vector<kafka::MessagePtr> messages;
+    std::vector<Prepared> prepared;
+    std::vector<Outcome> outcomes;
+    std::vector<std::uint32_t> sources;
+    std::vector<Ticket> tickets;
+    std::int64_t sent_ms = 0;                     // when the request was produced (verdict latency)
+    service_detail::Clock::time_point last_sent;  // when it was produced last (resend_unanswered)
+    std::string request;                          // the record value, for a resend
+  };
+  /// A request unanswered this long is sent again (a judge takeover takes the
+  /// session timeout, 6 s by default, plus the window's rebuild).
+  static constexpr std::chrono::seconds kResendAfter{15};
+  /// Above this many messages waiting for verdicts, the input is not polled
+  /// (a judge that is down or behind holds the instances back).
+  static constexpr std::size_t kMaxAwaiting = 200'000;
+
+  /// Checks the judge and verdict topics and starts reading verdicts from
+  /// their current end (before the first request). Throws KafkaError.
+  void start_verdicts();
+  /// The analyzed slot's messages enter the ledger and go to the judge as one
+  /// request record (invalid ones wait with them, in order).
+  void send_for_judgement(Slot& slot);
+  /// Produces request record `number` (a first send or a resend). Throws KafkaError.
+  void send_request(std::uint64_t number, std::string_view value);
+  /// The producer of judge requests: request_producer when set, else the service's.
+  kafka::Producer& requests_out() { return request_producer ? *request_producer : *s_.producer; }
+  /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
+  void poll_verdicts(std::chrono::milliseconds timeout);
+  /// Sends again the requests unanswered for kResendAfter; forgets those whose
+  /// messages were all revoked since.
+  void resend_unanswered();
+  /// Waits until every message sent for judgement has its verdict (or `limit` passes).
+  bool await_verdicts(std::chrono::milliseconds limit);
+  /// Routes one answered batch (`answers` null: none needed, all invalid).
+  void conclude(Awaiting& batch, const JudgeVerdicts* answers);
+  void raise_if_judge_failed();
+
+  Service::Impl& s_;
+  /// exactly-once: judge requests go out through this idempotent producer,
+  /// outside the transaction (the judge reads its topic read_committed, and
+  /// the transaction commits only after the verdicts came back). Null
+  /// otherwise: requests go through the service's producer.
+  std::unique_ptr<kafka::Producer> request_producer;
+  std::optional<JudgeOptions> judge_options;        // until start() starts the judge
+  std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
+  std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
+  JudgeRequestWriter requests;
+  std::string verdict_key_of_mine;  // verdict_key(instance_id)
+  bool held = false;                // behind(): too many messages wait for verdicts
+  std::map<std::uint64_t, Awaiting> awaiting;
+  std::size_t awaiting_messages = 0;  // messages in `awaiting`
+  std::uint64_t next_request = 0;
+  JudgeVerdicts verdicts_buffer;
+  std::vector<kafka::MessagePtr> verdicts_polled;
+  std::uint64_t verdicts_corrupt_logged = 0;
+};
+
+GroupDecider::GroupDecider(Service::Impl& service, const kafka::Properties& producer_properties)
+    : s_(service), requests(service.cfg.dedup.sketch) {
+  const config::Config& cfg = s_.cfg;
+  if (s_.exactly_once) {
+    auto request_props = producer_properties;
+    request_props.erase("transactional.id");
+    request_props.erase("transaction.timeout.ms");
+    request_props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
+    request_producer = std::make_unique<kafka::Producer>(
+        request_props, [this](const rd_kafka_message_t& m) { s_.on_delivery(m); },
+        s_.options.broker_health);
+  }
+  JudgeOptions j;
+  j.config = cfg;
+  j.consumer_properties = s_.consumer_properties;
+  j.producer_properties = producer_properties;
+  j.producer_properties.erase("transactional.id");
+  j.exactly_once = s_.exactly_once;
+  j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
+  j.health = s_.options.broker_health;
+  j.TEST_crash_at = s_.crash_at;
+  judge_options = std::move(j);  // started in start(), once the topics are checked
+}
+
+bool GroupDecider::start() {
+  s_.stats.window_ready = true;  // (the window is the judge's, rebuilt when it takes over)
+  start_verdicts();
+  judge = std::make_unique<Judge>(std::move(*judge_options));
+  return true;
+}
+
+bool GroupDecider::behind() {
+  const bool now_behind =
+      held ? awaiting_messages > kMaxAwaiting / 2 : awaiting_messages > kMaxAwaiting;
+  if (now_behind != held) {
+    held = now_behind;
+    log(config::LogLevel::warn,
+        now_behind ? std::to_string(awaiting_messages) +
+                         " messages wait for the judge's verdicts: input paused until half are "
+                         "answered"
+                   : "input resumed: the judge caught up");
+  }
+  return held;
+}
+
+void GroupDecider::publish(ServiceSnapshot& stats, dedup::EngineStats& engine) {
+  if (!judge) return;
+  const JudgeStats j = judge->stats();
+  stats.judge_decisions = j.decisions;
+  stats.judge_takeovers = j.takeovers;
+  stats.judge_takeover_seconds = static_cast<double>(j.takeover_ns) * 1e-9;
+  stats.judge_active = j.active;
+  stats.judge_awaiting = awaiting_messages;
+  stats.judge_waiting_seconds = awaiting.empty()
+                                    ? 0.0
+                                    : static_cast<double>(std::max<std::int64_t>(
+                                          0, wall_ms() - awaiting.begin()->second.sent_ms)) /
+                                          1000.0;
+  stats.changelog_written = j.written;  // (the judge writes this group's changelog)
+  stats.changelog_replayed = j.restored;
+  stats.changelog_corrupt = j.changelog_corrupt;
+  engine = j.engine;  // the group's window, when this process judges (else empty)
+}
+
+void GroupDecider::crash() {
+  if (judge) {
+    judge->simulate_crash();
+    judge.reset();
+  }
+  if (request_producer)
+    rd_kafka_purge(request_producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+}
+
+}  // namespace
+
+bool is_request_delivery(Ticket ticket) {
+  return ticket.source == ChangelogWriter::kBatchSource && (ticket.seq & kRequestBit) != 0;
+}
+
+void GroupDecider::start_verdicts() {
+  const std::chrono::milliseconds timeout(10000);
+  for (const std::string* topic : {&s_.cfg.kafka.judge_topic, &s_.cfg.kafka.verdict_topic}) {
+    int n = 0;
+    try {
+      n = kafka::partition_count(s_.producer->handle(), *topic, timeout);
+    } catch (const KafkaError& e) {
+      if (e.code() != RD_KAFKA_RESP_ERR__TRANSPORT && e.code() != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+          e.code() != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        throw;
+      throw KafkaError("cannot reach the Kafka brokers " + s_.options.brokers + " within " +
+                           std::to_string(timeout.count() / 1000) + " s (" + e.what() + ")",
+                       e.code(), e.severity());
+    }
+    if (n == 1) continue;
+    const std::string why =
+        ": the judge and verdict topics (kafka.judge_topic, kafka.verdict_topic) need "
+        "exactly one partition each (docs/KAFKA.md \"Several instances\"); or set "
+        "kafka.judge_topic: \"\" to let every instance judge its own messages. Create them "
+        "before the group's first instance starts: a broker that creates a topic on first "
+        "use gives it its default partition count (`neardup topics create --config FILE` "
+        "creates every topic a configuration uses; on the embedded broker, `neardup broker "
+        "--groups G`)";
+    // Missing: it may be being created (a restart may find it). More than one
+    // partition: only a person can fix that (exit 2, as a configuration error).
+    if (n == 0)
+      throw KafkaError("topic '" + *topic + "' does not exist" + why, RD_KAFKA_RESP_ERR__FAIL,
+                       kafka::Severity::fatal);
+    throw TopicLayoutError("topic '" + *topic + "' has " + std::to_string(n) + " partitions" + why);
+  }
+  kafka::Properties props = s_.consumer_properties;
+  props["group.id"] = s_.cfg.kafka.group_id + ".verdicts";  // never joined nor committed
+  props["enable.auto.commit"] = "false";
+  props["enable.partition.eof"] = "false";
+  props.insert_or_assign("fetch.wait.max.ms",
+                         std::string("5"));  // (GCC 12 -Wrestrict, as in judge.cc)
+  props["auto.offset.reset"] =
+      "earliest";  // (a verdict topic trimmed or recreated: from its start)
+  verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, s_.options.broker_health);
+  std::int64_t low = 0, high = 0;
+  if (const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+          verdict_reader->handle(), s_.cfg.kafka.verdict_topic.c_str(), 0, &low, &high,
+          static_cast<int>(timeout.count()))) {
+    throw KafkaError("verdict topic '" + s_.cfg.kafka.verdict_topic +
+                         "': cannot read its end offset: " + rd_kafka_err2str(err),
+                     err, kafka::Severity::fatal);
+  }
+  // From the end as of now: every verdict for this process's requests comes later.
+  kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(list.get(), s_.cfg.kafka.verdict_topic.c_str(), 0)->offset =
+      high;
+  if (const rd_kafka_resp_err_t err = rd_kafka_assign(verdict_reader->handle(), list.get())) {
+    throw KafkaError(
+        "verdict topic '" + s_.cfg.kafka.verdict_topic + "': assign: " + rd_kafka_err2str(err), err,
+        kafka::Severity::fatal);
+  }
+  verdict_key_of_mine = verdict_key(s_.instance_id);
+}
+
+void GroupDecider::send_request(std::uint64_t number, std::string_view value) {
+  kafka::Producer::Record rec;
+  rec.topic = s_.cfg.kafka.judge_topic;
+  rec.partition = 0;
+  rec.value = value;
+  rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+      Ticket{ChangelogWriter::kBatchSource, kRequestBit | (number & (kRequestBit - 1))}.pack()));
+  if (const rd_kafka_resp_err_t err = requests_out().produce(rec)) {
+    // Its messages stay outstanding in the ledger: none of those offsets commits.
+    throw KafkaError("cannot send to the judge topic '" + s_.cfg.kafka.judge_topic +
+                         "': " + rd_kafka_err2str(err),
+                     err, kafka::Severity::fatal);
+  }
+}
+
+void GroupDecider::send_for_judgement(Slot& slot) {
+  const std::size_t n = slot.messages.size();
+  Awaiting batch;
+  const std::uint64_t number = next_request++;
+  requests.start(s_.instance_id, number);
+  for (std::size_t i = 0; i < n; ++i) {
+    const rd_kafka_message_t& m = *slot.messages[i];
+    const Job& job = slot.jobs[i];
+    if (!m.err && !job.judge) continue;  // a partition not assigned when polled
+    const std::optional<Ticket> ticket = s_.arrive(m, job.source);
+    if (!ticket) continue;
+    Outcome& outcome = slot.outcomes[i];
+    if (outcome.to_judge) {
+      const Source& src = s_.sources[job.source];
+      requests.add(src.topic, src.partition, m.offset, job.time, slot.prepared[i].analysis);
+    }
+    s_.ledger.expect(*ticket);  // its verdict, acknowledged when it came and was routed
+    batch.messages.push_back(std::move(slot.messages[i]));
+    batch.prepared.push_back(std::move(slot.prepared[i]));
+    batch.outcomes.push_back(outcome);
+    batch.sources.push_back(job.source);
+    batch.tickets.push_back(*ticket);
+  }
+  slot.messages.clear();
+  if (batch.messages.empty()) return;
+  if (requests.entries() == 0) {  // every one invalid: nothing to judge
+    conclude(batch, nullptr);
+    return;
+  }
+  batch.request.assign(requests.finish());
+  send_request(number, batch.request);
+  s_.stats.judge_requests += 1;
+  s_.stats.judge_request_bytes += batch.request.size();
+  s_.stats.judge_request_entries += requests.entries();
+  batch.sent_ms = wall_ms();
+  batch.last_sent = Clock::now();
+  awaiting_messages += batch.messages.size();
+  awaiting.emplace(number, std::move(batch));
+}
+
+void GroupDecider::poll_verdicts(std::chrono::milliseconds timeout) {
+  if (!verdict_reader) return;
+  verdicts_polled.clear();
+  verdict_reader->poll_batch(verdicts_polled, 1000,
+                             awaiting.empty() ? std::chrono::milliseconds(0) : timeout);
+  for (const kafka::MessagePtr& m : verdicts_polled) {
+    if (m->err) {
+      if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+        throw KafkaError("verdict reader: " + verdict_reader->fatal_reason(), m->err,
+                         kafka::Severity::fatal);
+      continue;  // transient: librdkafka retries
+    }
+    if (m->key_len != verdict_key_of_mine.size() ||
+        std::memcmp(m->key, verdict_key_of_mine.data(), m->key_len) != 0)
+      continue;  // another instance's
+    std::string error;
+    const std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+    if (!decode_judge_verdicts(value, verdicts_buffer, &error)) {
+      if (verdicts_corrupt_logged++ < 10)
+        log(config::LogLevel::warn,
+            "verdict at offset " + std::to_string(m->offset) + " skipped: " + error);
+      continue;
+    }
+    auto it = awaiting.find(verdicts_buffer.batch);
+    if (it == awaiting.end() || verdicts_buffer.instance != s_.instance_id)
+      continue;  // answered already (a new judge repeats what its predecessor left uncommitted)
+    Awaiting batch = std::move(it->second);
+    awaiting.erase(it);
+    awaiting_messages -= batch.messages.size();
+    s_.stats.judge_round_trip.observe_ms(wall_ms() - batch.sent_ms);
+    conclude(batch, &verdicts_buffer);
+  }
+}
+
+void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
+  std::size_t next_answer = 0;
+  for (std::size_t i = 0; i < batch.messages.size(); ++i) {
+    const rd_kafka_message_t& m = *batch.messages[i];
+    const Ticket ticket = batch.tickets[i];
+    Outcome& outcome = batch.outcomes[i];
+    const JudgeVerdictEntry* answer = nullptr;
+    if (outcome.to_judge) {
+      if (!answers || next_answer >= answers->entries.size()) {
+        throw KafkaError("the judge answered request " + std::to_string(batch.tickets[i].seq) +
+                             " with fewer verdicts than it asked for",
+                         RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+      }
+      answer = &answers->entries[next_answer++];
+    }
+    // Revoked (or revoked and assigned again) since it was sent: the partition's
+    // next reader judges it again.
+    if (!s_.sources[batch.sources[i]].assigned || !s_.ledger.offset_of(ticket)) continue;
+    if (answer) {
+      dedup::Verdict& v = outcome.verdict;
+      v = dedup::Verdict{};
+      v.kind = answer->kind;
+      v.fingerprint = answer->fingerprint;
+      v.features = answer->features;
+      v.candidates = answer->candidates;
+      v.similarity = answer->similarity;
+      v.count = answer->count;
+      if (answer->of) {
+        dedup::Match match;
+        match.of = pack_ref(s_.sources.intern(answer->of->topic, answer->of->partition),
+                            answer->of->offset);
+        match.distance = answer->distance;
+        match.time = answer->of_time;
+        match.fingerprint = answer->of_fingerprint;
+        v.match = match;
+      }
+      if (v.kind == dedup::VerdictKind::invalid)
+        outcome.error = dedup::invalid_reason(batch.prepared[i].analysis);
+    }
+    s_.sources[batch.sources[i]].position = m.offset + 1;
+    s_.route_verdict(m, batch.sources[i], ticket, &batch.prepared[i], &outcome);
+    s_.acknowledge(ticket);  // the verdict itself
+  }
+}
+
+void GroupDecider::resend_unanswered() {
+  const auto now = Clock::now();
+  for (auto it = awaiting.begin(); it != awaiting.end();) {
+    Awaiting& batch = it->second;
+    if (now - batch.last_sent < kResendAfter) {
+      ++it;
+      continue;
+    }
+    // Revoked since: the partitions' next reader judges them again; nothing to wait for.
+    bool wanted = false;
+    for (std::size_t i = 0; i < batch.tickets.size() && !wanted; ++i)
+      wanted = s_.sources[batch.sources[i]].assigned && s_.ledger.offset_of(batch.tickets[i]);
+    if (!wanted) {
+      awaiting_messages -= batch.messages.size();
+      it = awaiting.erase(it);
+      continue;
+    }
+    // Lost (a judge topic trimmed or recreated, a broker restarted empty) or a
+    // judge that is slow to take over: the same request again. A verdict given
+    // twice is the same verdict, and the second is ignored.
+    send_request(it->first, batch.request);
+    batch.last_sent = now;
+    ++s_.stats.judge_resends;
+    if (s_.stats.judge_resends <= 10 || s_.stats.judge_resends % 1000 == 0) {
+      log(config::LogLevel::warn,
+          "no verdict for judge request " + std::to_string(it->first) + " after " +
+              std::to_string(kResendAfter.count()) + " s (" +
+              std::to_string(batch.messages.size()) +
+              " messages waiting); sent it again (is an instance of the group judging? "
+              "see neardup_judge_active)");
+    }
+    ++it;
+  }
+}
+
+bool GroupDecider::await_verdicts(std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (!awaiting.empty() && Clock::now() < deadline) {
+    raise_if_judge_failed();
+    poll_verdicts(std::chrono::milliseconds(20));
+    s_.serve_deliveries(std::chrono::milliseconds(0));
+  }
+  return awaiting.empty();
+}
+
+void GroupDecider::raise_if_judge_failed() {
+  if (!judge) return;
+  if (judge->crashed()) throw SimulatedCrash{};
+  if (std::string what = judge->fatal_error(); !what.empty())
+    throw KafkaError(what, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+}
+
+std::unique_ptr<Decider> make_group_decider(Service::Impl& service,
+                                            const kafka::Properties& producer_properties) {
+  return std::make_unique<GroupDecider>(service, producer_properties);
+}
+
+}  // namespace neardup::stream

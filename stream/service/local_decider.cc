@@ -1,0 +1,161 @@
+// The local way of deciding (decider.h): this instance's dedup worker owns the
+// window; the changelog carries what it keeps to restarts and to the other
+// instances. And the passthrough baseline, which decides nothing.
+#include <memory>
+#include <vector>
+
+#include "stream/changelog/changelog_writer.h"
+#include "stream/changelog/window_restore.h"
+#include "stream/service/decider.h"
+#include "stream/service/service_impl.h"
+
+namespace neardup::stream {
+
+using namespace service_detail;
+
+namespace {
+
+class LocalDecider final : public Decider {
+ public:
+  explicit LocalDecider(Service::Impl& service) : s_(service) {
+    if (!s_.cfg.kafka.changelog_topic.empty()) {
+      writer_ = std::make_unique<ChangelogWriter>(s_.cfg, *s_.producer, s_.ledger, s_.instance_id);
+    }
+  }
+
+  bool worker_decides() const override { return true; }
+
+  /// Reads the whole changelog and replays it into the worker's engine. False
+  /// if a stop was requested first. Throws KafkaError (missing topic, fatal errors).
+  bool start() override {
+    if (!writer_) {
+      s_.stats.window_ready = true;
+      return true;
+    }
+    follower_ = std::make_unique<ChangelogFollower>(s_.cfg, s_.consumer_properties, s_.sources,
+                                                    s_.stats, s_.instance_id);
+    RestoreHooks hooks;
+    hooks.progress = [this] { s_.publish(); };
+    hooks.progress_every = s_.options.progress_interval;
+    hooks.stopped = [this] { return s_.stop.load(std::memory_order_relaxed) || stop_signalled(); };
+    dedup::Engine& engine = s_.worker->engine();  // no slot is submitted yet
+    if (!follower_->rebuild(engine, hooks)) return false;
+    s_.engine_stats = engine.stats();
+    s_.stats.window_ready = true;
+    return true;
+  }
+
+  bool has_remembered() const override { return !followed_.empty(); }
+  void take_remembered(Slot& slot) override {
+    slot.remember.swap(followed_);
+    followed_.clear();
+  }
+
+  void decide(Slot& slot) override {
+    for (std::size_t i = 0; i < slot.messages.size(); ++i) {
+      const rd_kafka_message_t& m = *slot.messages[i];
+      const Job& job = slot.jobs[i];
+      if (!m.err && !job.judge) continue;  // a partition not assigned when polled
+      const std::optional<Ticket> ticket = s_.arrive(m, job.source);
+      if (!ticket) continue;
+      s_.sources[job.source].position = m.offset + 1;
+      const Outcome& outcome = slot.outcomes[i];
+      if (writer_ && outcome.verdict.kind == dedup::VerdictKind::unique) {
+        writer_->append(s_.sources[job.source], *ticket, m.offset, job.time,
+                        outcome.verdict.fingerprint, outcome.kept_sketch,
+                        slot.prepared[i].analysis.scope);
+      }
+      s_.route_verdict(m, job.source, *ticket, &slot.prepared[i], &outcome);
+    }
+    slot.messages.clear();
+  }
+
+  bool waiting() const override { return false; }
+  bool behind() override { return false; }
+
+  /// Sends the changelog batch and remembers what other instances kept since.
+  void step(std::chrono::milliseconds) override {
+    flush();
+    if (follower_) follower_->follow(followed_);
+  }
+  void tick() override {}
+  void flush() override {
+    if (writer_) writer_->flush();
+  }
+
+  /// What the partitions' previous owners kept is in the changelog by now
+  /// (their revoke waited for it): it is read before any message of those
+  /// partitions is judged, so their near-copies are caught.
+  void assigned() override {
+    if (follower_) follower_->read_to_end(followed_);
+  }
+
+  bool settle(std::chrono::milliseconds) override { return true; }
+  std::size_t unanswered() const override { return 0; }
+  void forget() override {}
+
+  void on_delivery(Ticket ticket, bool delivered) override {
+    if (writer_) {
+      s_.stats.changelog_written +=
+          writer_->on_delivery(ticket.seq, delivered, [this](Ticket t) { s_.acknowledge(t); });
+    }
+  }
+  void serve() override {}
+  void raise_if_failed() override {}
+  void publish(ServiceSnapshot&, dedup::EngineStats&) override {}
+  void stop() override {}
+  void crash() override {}
+
+ private:
+  Service::Impl& s_;
+  std::unique_ptr<ChangelogWriter> writer_;      // null when the changelog is off
+  std::unique_ptr<ChangelogFollower> follower_;  // set once the changelog is read
+  std::vector<Remembered> followed_;             // other instances' entries for the next slot
+};
+
+/// The passthrough baseline (ServiceOptions::bypass_dedup): every message is
+/// forwarded as it is (Service::Impl::pass_through); nothing is decided.
+class NoDecider final : public Decider {
+ public:
+  explicit NoDecider(Service::Impl& service) : s_(service) {}
+  bool worker_decides() const override { return false; }
+  bool start() override {
+    s_.stats.window_ready = true;
+    return true;
+  }
+  bool has_remembered() const override { return false; }
+  void take_remembered(Slot&) override {}
+  void decide(Slot& slot) override { slot.messages.clear(); }
+  bool waiting() const override { return false; }
+  bool behind() override { return false; }
+  void step(std::chrono::milliseconds) override {}
+  void tick() override {}
+  void flush() override {}
+  void assigned() override {}
+  bool settle(std::chrono::milliseconds) override { return true; }
+  std::size_t unanswered() const override { return 0; }
+  void forget() override {}
+  void on_delivery(Ticket, bool) override {}
+  void serve() override {}
+  void raise_if_failed() override {}
+  void publish(ServiceSnapshot&, dedup::EngineStats&) override {}
+  void stop() override {}
+  void crash() override {}
+
+ private:
+  Service::Impl& s_;
+};
+
+}  // namespace
+
+std::unique_ptr<Decider> make_local_decider(Service::Impl& service) {
+  return std::make_unique<LocalDecider>(service);
+}
+
+std::unique_ptr<Decider> make_no_decider(Service::Impl& service) {
+  return std::make_unique<NoDecider>(service);
+}
+
+bool is_decider_record(Ticket ticket) { return ticket.source == ChangelogWriter::kBatchSource; }
+
+}  // namespace neardup::stream
