@@ -215,7 +215,7 @@ double isolated_cpu_us(const std::vector<std::string>& feed, const config::Confi
     }
     if (i + 1 < feed.size()) classifier.prefetch_cells(prepared[(i + 1) % 3]);
     std::string_view error;
-    classifier.judge(prepared[i % 3], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
+    classifier.decide(prepared[i % 3], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
   }
   const double seconds = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start;
   return seconds * 1e6 / static_cast<double>(feed.size());
@@ -247,7 +247,7 @@ Split split_cpu_us(const std::vector<std::string>& feed, const config::Config& c
     if (i + ahead < n) classifier.prefetch(prepared[i + ahead]);
     if (i + cells_ahead < n) classifier.prefetch_cells(prepared[i + cells_ahead]);
     std::string_view error;
-    classifier.judge(prepared[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
+    classifier.decide(prepared[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
   }
   out.decisions_us =
       (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * 1e6 / static_cast<double>(feed.size());
@@ -286,7 +286,7 @@ Parallel parallel_cpu_us(const std::vector<std::string>& feed, const config::Con
       if (i + 16 < n) classifier.prefetch(from[i + 16]);
       if (i + 8 < n) classifier.prefetch_cells(from[i + 8]);
       std::string_view error;
-      classifier.judge(from[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
+      classifier.decide(from[i], dedup::EventTime{0}, dedup::RecordRef{i + 1}, &error);
     }
     return (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start) * per_message;
   };

@@ -171,7 +171,7 @@ void DedupWorker::analyze_range(Slot& slot, std::size_t begin, std::size_t end,
   // One clock read per message: each one's time runs from the previous one's end.
   auto started = Clock::now();
   for (std::size_t i = begin; i < end; ++i) {
-    if (!slot.jobs[i].judge) continue;
+    if (!slot.jobs[i].decide) continue;
     const rd_kafka_message_t& m = *slot.messages[i];
     Prepared& prepared = slot.prepared[i];
     analyzer.prepare(payload_of(m), prepared, key_of(m));
@@ -216,7 +216,7 @@ void DedupWorker::prepare(Slot& slot) {
   // one before.
   std::size_t ahead = 0;  // the next message to analyze
   auto analyze_next = [&]() -> std::size_t {
-    while (ahead < n && !slot.jobs[ahead].judge)
+    while (ahead < n && !slot.jobs[ahead].decide)
       ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
     if (ahead == n) return n;
     const auto started = Clock::now();
@@ -231,7 +231,7 @@ void DedupWorker::prepare(Slot& slot) {
   std::size_t then = analyze_next();
   for (std::size_t i = 0; i < n; ++i) {
     const Job& job = slot.jobs[i];
-    if (!job.judge) continue;
+    if (!job.decide) continue;
     // i == next_up: the queue moves on by one.
     next_up = then;
     then = analyze_next();
@@ -239,7 +239,7 @@ void DedupWorker::prepare(Slot& slot) {
     if (next_up < n) classifier_.prefetch_cells(slot.prepared[next_up]);
     Outcome& out = slot.outcomes[i];
     out.error = {};
-    out.verdict = classifier_.judge(slot.prepared[i], job.time,
+    out.verdict = classifier_.decide(slot.prepared[i], job.time,
                                     pack_ref(job.source, slot.messages[i]->offset), &out.error);
     out.kept_sketch.shingles = 0;
     if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();

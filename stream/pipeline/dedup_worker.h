@@ -24,7 +24,7 @@ namespace neardup::stream {
 /// What the pipeline thread tells the worker about one polled message.
 struct Job {
   std::uint32_t source = 0;  ///< index into Impl::sources
-  bool judge = false;        ///< false: a consumer error, or a partition not assigned when polled
+  bool decide = false;       ///< false: a consumer error, or a partition not assigned when polled
   dedup::EventTime time;     ///< event time (the message timestamp, else the time it was polled)
 };
 

@@ -5,7 +5,7 @@
 // out) wrap it with their own source and sink.
 //
 // Two steps: Analyzer::prepare (decode + text analysis: pure, no window; can
-// run on another thread, or a record ahead) and Classifier::judge (the window
+// run on another thread, or a record ahead) and Classifier::decide (the window
 // decision). Preparing two records ahead lets Classifier::prefetch start the
 // window's memory accesses for a record while the ones before it are judged,
 // and Classifier::prefetch_cells the second, dependent accesses one record ahead.
@@ -53,7 +53,7 @@ class Analyzer {
   dedup::Fingerprinter fingerprinter_;
 };
 
-/// Not thread-safe: one per pipeline thread. judge() never throws.
+/// Not thread-safe: one per pipeline thread. decide() never throws.
 class Classifier {
  public:
   /// Throws config::ConfigError / std::invalid_argument for unusable options.
@@ -61,16 +61,16 @@ class Classifier {
 
   /// The decision for a record prepared by an Analyzer (of the same config).
   /// The returned error views `prepared` or a static string. O(tables + candidates).
-  dedup::Verdict judge(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
+  dedup::Verdict decide(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
                        std::string_view* error);
 
-  /// Starts loading what judge(prepared) will read first (dedup::Engine::prefetch):
-  /// call it one record (or, with prefetch_cells(), two records) before judge().
+  /// Starts loading what decide(prepared) will read first (dedup::Engine::prefetch):
+  /// call it one record (or, with prefetch_cells(), two records) before decide().
   void prefetch(const Prepared& prepared) const {
     if (prepared.ok) engine_.prefetch(prepared.analysis);
   }
   /// The second stage (dedup::Engine::prefetch_cells): call prefetch() two
-  /// records before judge(), this one record before.
+  /// records before decide(), this one record before.
   void prefetch_cells(const Prepared& prepared) const {
     if (prepared.ok) engine_.prefetch_cells(prepared.analysis);
   }

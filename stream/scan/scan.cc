@@ -365,7 +365,7 @@ ScanStats scan_on_one_thread(const config::Config& config, std::FILE* in, std::F
     const Prepared& record = prepared[current];
     std::string_view error;
     const dedup::Verdict verdict =
-        classifier.judge(record, dedup::EventTime{0}, dedup::RecordRef{++number}, &error);
+        classifier.decide(record, dedup::EventTime{0}, dedup::RecordRef{++number}, &error);
     // A failed output stops the scan: reading on would judge records nobody sees.
     if (!sink.write(record, verdict, error)) break;
   }
@@ -688,7 +688,7 @@ ScanStats scan_on_threads(const config::Config& config, std::FILE* in, std::FILE
       if (i + 1 < count) classifier.prefetch_cells(prepared[i + 1]);
       Chunk::Judged& judged = chunk->judged[i];
       judged.error = {};
-      judged.verdict = classifier.judge(prepared[i], dedup::EventTime{0},
+      judged.verdict = classifier.decide(prepared[i], dedup::EventTime{0},
                                         dedup::RecordRef{++number}, &judged.error);
     }
     pipeline.judged(chunk);

@@ -277,7 +277,7 @@ void GroupDecider::send_for_judgement(Slot& slot) {
   for (std::size_t i = 0; i < n; ++i) {
     const rd_kafka_message_t& m = *slot.messages[i];
     const Job& job = slot.jobs[i];
-    if (!m.err && !job.judge) continue;  // a partition not assigned when polled
+    if (!m.err && !job.decide) continue;  // a partition not assigned when polled
     const std::optional<Ticket> ticket = s_.arrive(m, job.source);
     if (!ticket) continue;
     Outcome& outcome = slot.outcomes[i];

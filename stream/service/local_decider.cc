@@ -55,7 +55,7 @@ class LocalDecider final : public Decider {
     for (std::size_t i = 0; i < slot.messages.size(); ++i) {
       const rd_kafka_message_t& m = *slot.messages[i];
       const Job& job = slot.jobs[i];
-      if (!m.err && !job.judge) continue;  // a partition not assigned when polled
+      if (!m.err && !job.decide) continue;  // a partition not assigned when polled
       const std::optional<Ticket> ticket = s_.arrive(m, job.source);
       if (!ticket) continue;
       s_.sources[job.source].position = m.offset + 1;

@@ -110,10 +110,10 @@ void Service::Impl::submit(Slot& slot) {
   for (std::size_t i = 0; i < n; ++i) {
     const rd_kafka_message_t& m = *slot.messages[i];
     Job& job = slot.jobs[i];
-    job.judge = false;
+    job.decide = false;
     if (m.err) continue;
     job.source = sources.intern(rd_kafka_topic_name(m.rkt), m.partition);
-    job.judge = sources[job.source].assigned;
+    job.decide = sources[job.source].assigned;
     const std::int64_t ts = timestamp_of(m);
     job.time = event_time_of(ts, now, cfg.dedup.window.max_future);
     if (job.time.ms < ts && future_timestamps++ < 10) {

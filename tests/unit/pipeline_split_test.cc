@@ -1,5 +1,5 @@
 // The two steps of the pipeline (Analyzer::prepare, possibly on another thread
-// or a record ahead with Classifier::prefetch, then Classifier::judge) decide
+// or a record ahead with Classifier::prefetch, then Classifier::decide) decide
 // exactly like a Decoder and a dedup::Engine doing everything in one step. No
 // broker needed.
 #include <gtest/gtest.h>
@@ -62,7 +62,7 @@ void expect_same_decisions(const config::Config& cfg, const std::vector<std::str
       a_error = d.error;
     }
     std::string_view error;
-    const dedup::Verdict b = split.judge(p, time, ref, &error);
+    const dedup::Verdict b = split.decide(p, time, ref, &error);
     ASSERT_EQ(a.kind, b.kind) << raws[i];
     EXPECT_EQ(a.fingerprint, b.fingerprint) << raws[i];
     EXPECT_EQ(a.similarity, b.similarity) << raws[i];
