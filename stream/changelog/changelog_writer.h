@@ -32,7 +32,7 @@ ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::
 class ChangelogWriter {
  public:
   /// The source index of a delivery opaque that names a batch (its seq is the batch number).
-  static constexpr std::uint32_t kBatchSource = Ticket::kMaxSources;
+  static constexpr SourceIndex kBatchSource{Ticket::kMaxSources};
   static constexpr std::size_t kBatchMaxEntries = 1000;
   static constexpr std::size_t kBatchMaxBytes =
       512 * 1024;  ///< well below Kafka's default 1 MB message.max.bytes

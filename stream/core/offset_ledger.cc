@@ -4,14 +4,14 @@
 
 namespace neardup::stream {
 
-OffsetLedger::Partition& OffsetLedger::at(std::uint32_t source) {
-  if (source >= Ticket::kMaxSources)
+OffsetLedger::Partition& OffsetLedger::at(SourceIndex source) {
+  if (source.value >= Ticket::kMaxSources)
     throw std::out_of_range("offset ledger: source index over 65534");
-  if (source >= partitions_.size()) partitions_.resize(source + 1);
-  return partitions_[source];
+  if (source.value >= partitions_.size()) partitions_.resize(source.value + 1);
+  return partitions_[source.value];
 }
 
-void OffsetLedger::assign(std::uint32_t source) {
+void OffsetLedger::assign(SourceIndex source) {
   Partition& p = at(source);
   p.assigned = true;
   p.entries.clear();
@@ -19,18 +19,18 @@ void OffsetLedger::assign(std::uint32_t source) {
   p.last_read = p.done_next = p.committed = -1;
 }
 
-void OffsetLedger::revoke(std::uint32_t source) {
+void OffsetLedger::revoke(SourceIndex source) {
   Partition& p = at(source);
   p.assigned = false;
   p.entries.clear();
   p.first_seq = p.next_seq;
 }
 
-bool OffsetLedger::assigned(std::uint32_t source) const {
-  return source < partitions_.size() && partitions_[source].assigned;
+bool OffsetLedger::assigned(SourceIndex source) const {
+  return source.value < partitions_.size() && partitions_[source.value].assigned;
 }
 
-OffsetLedger::Added OffsetLedger::add(std::uint32_t source, std::int64_t offset,
+OffsetLedger::Added OffsetLedger::add(SourceIndex source, std::int64_t offset,
                                       std::int64_t timestamp_ms) {
   Partition& p = at(source);
   Added added;
@@ -46,8 +46,8 @@ OffsetLedger::Added OffsetLedger::add(std::uint32_t source, std::int64_t offset,
 }
 
 OffsetLedger::Entry* OffsetLedger::find(Ticket ticket) {
-  if (ticket.source >= partitions_.size()) return nullptr;
-  Partition& p = partitions_[ticket.source];
+  if (ticket.source.value >= partitions_.size()) return nullptr;
+  Partition& p = partitions_[ticket.source.value];
   if (ticket.seq < p.first_seq) return nullptr;  // finished, or of a revoked assignment
   const std::uint64_t i = ticket.seq - p.first_seq;
   return i < p.entries.size() ? &p.entries[i] : nullptr;
@@ -78,12 +78,11 @@ void OffsetLedger::pop_finished(Partition& p) {
   }
 }
 
-std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(
-    const std::vector<std::uint32_t>* only) {
+std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(const std::vector<SourceIndex>* only) {
   std::vector<Commit> out;
-  auto consider = [&](std::uint32_t source) {
-    if (source >= partitions_.size()) return;
-    Partition& p = partitions_[source];
+  auto consider = [&](SourceIndex source) {
+    if (source.value >= partitions_.size()) return;
+    Partition& p = partitions_[source.value];
     if (!p.assigned) return;
     pop_finished(p);
     if (p.done_next >= 0 && p.done_next != p.committed) {
@@ -92,23 +91,23 @@ std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(
     }
   };
   if (only) {
-    for (std::uint32_t source : *only) consider(source);
+    for (SourceIndex source : *only) consider(source);
   } else {
-    for (std::uint32_t source = 0; source < partitions_.size(); ++source) consider(source);
+    for (std::uint32_t i = 0; i < partitions_.size(); ++i) consider(SourceIndex(i));
   }
   return out;
 }
 
-void OffsetLedger::commit_failed(std::uint32_t source) {
-  if (source < partitions_.size()) partitions_[source].committed = -1;
+void OffsetLedger::commit_failed(SourceIndex source) {
+  if (source.value < partitions_.size()) partitions_[source.value].committed = -1;
 }
 
-std::int64_t OffsetLedger::committed_offset(std::uint32_t source) const {
-  return source < partitions_.size() ? partitions_[source].committed : -1;
+std::int64_t OffsetLedger::committed_offset(SourceIndex source) const {
+  return source.value < partitions_.size() ? partitions_[source.value].committed : -1;
 }
 
-std::size_t OffsetLedger::pending(std::uint32_t source) const {
-  return source < partitions_.size() ? partitions_[source].entries.size() : 0;
+std::size_t OffsetLedger::pending(SourceIndex source) const {
+  return source.value < partitions_.size() ? partitions_[source.value].entries.size() : 0;
 }
 
 }  // namespace neardup::stream

@@ -27,19 +27,30 @@
 
 namespace neardup::stream {
 
+/// An input partition as the service interned it (stream/core/sources.h): a
+/// small index, stable for the process. A type of its own, so that it cannot
+/// be passed where an offset, a partition number or a count belongs.
+struct SourceIndex {
+  std::uint32_t value = 0;
+  constexpr SourceIndex() = default;
+  constexpr explicit SourceIndex(std::uint32_t v) : value(v) {}
+  friend constexpr auto operator<=>(SourceIndex, SourceIndex) = default;
+};
+
 /// One input message in the ledger: its partition (source index) and its
 /// sequence number there. Fits an opaque pointer (Ticket::pack).
 struct Ticket {
-  std::uint32_t source = 0;  ///< < 2^16
-  std::uint64_t seq = 0;     ///< < 2^48
+  SourceIndex source;     ///< < 2^16
+  std::uint64_t seq = 0;  ///< < 2^48
 
   static constexpr std::uint32_t kMaxSources =
       0xffff;  ///< source 0xffff is reserved for the caller
   std::uint64_t pack() const {
-    return (static_cast<std::uint64_t>(source) << 48) | (seq & ((std::uint64_t{1} << 48) - 1));
+    return (static_cast<std::uint64_t>(source.value) << 48) |
+           (seq & ((std::uint64_t{1} << 48) - 1));
   }
   static Ticket unpack(std::uint64_t packed) {
-    return Ticket{static_cast<std::uint32_t>(packed >> 48),
+    return Ticket{SourceIndex(static_cast<std::uint32_t>(packed >> 48)),
                   packed & ((std::uint64_t{1} << 48) - 1)};
   }
   friend bool operator==(const Ticket&, const Ticket&) = default;
@@ -57,21 +68,21 @@ class OffsetLedger {
   };
   /// A partition whose committable offset changed since its last commit.
   struct Commit {
-    std::uint32_t source = 0;
+    SourceIndex source;
     std::int64_t offset = 0;  ///< the next offset to read (Kafka's committed offset)
   };
 
   /// The partition is (re)assigned: it starts with no entries and nothing to commit.
-  void assign(std::uint32_t source);
+  void assign(SourceIndex source);
   /// The partition is revoked: its entries are forgotten; acknowledgements of
   /// them that arrive later are ignored.
-  void revoke(std::uint32_t source);
-  bool assigned(std::uint32_t source) const;
+  void revoke(SourceIndex source);
+  bool assigned(SourceIndex source) const;
 
   /// An input message read from an assigned partition, with no outputs yet.
   /// `timestamp_ms` (the input's timestamp, <= 0 if unknown) comes back from
   /// acknowledge() for the end-to-end latency. O(1).
-  Added add(std::uint32_t source, std::int64_t offset, std::int64_t timestamp_ms);
+  Added add(SourceIndex source, std::int64_t offset, std::int64_t timestamp_ms);
   /// One more output of the entry is in flight. O(1).
   void expect(Ticket ticket);
   /// One output of the entry is acknowledged (or was never produced). Returns
@@ -83,17 +94,17 @@ class OffsetLedger {
   /// For each assigned partition (of `only`, if given) whose finished prefix
   /// moved since its last commit: the offset to commit. Marks them committed;
   /// call commit_failed() for those the broker refused. Amortized O(finished entries).
-  std::vector<Commit> take_commits(const std::vector<std::uint32_t>* only = nullptr);
+  std::vector<Commit> take_commits(const std::vector<SourceIndex>* only = nullptr);
   /// The commit of `source` failed: the next take_commits() offers it again.
-  void commit_failed(std::uint32_t source);
+  void commit_failed(SourceIndex source);
 
   /// The input offset of an entry still in the ledger, or nullopt (finished or revoked). O(1).
   std::optional<std::int64_t> offset_of(Ticket ticket) const;
 
   /// The offset committed last for `source` in this assignment, or -1.
-  std::int64_t committed_offset(std::uint32_t source) const;
+  std::int64_t committed_offset(SourceIndex source) const;
   /// Entries of `source` not yet finished (in flight or behind one that is).
-  std::size_t pending(std::uint32_t source) const;
+  std::size_t pending(SourceIndex source) const;
   /// Inputs whose outputs were all acknowledged and that left the ledger in order.
   std::uint64_t finished() const { return finished_; }
   /// Offset jumps back seen (add() with jumped_back).
@@ -115,7 +126,7 @@ class OffsetLedger {
     std::int64_t committed = -1;  ///< what take_commits() returned last, or -1
   };
 
-  Partition& at(std::uint32_t source);
+  Partition& at(SourceIndex source);
   Entry* find(Ticket ticket);
   void pop_finished(Partition& p);
 

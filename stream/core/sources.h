@@ -4,6 +4,7 @@
 // delivery opaques. Pipeline thread only (the worker reads only indices).
 
 #include <cstdint>
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,12 +19,12 @@ namespace neardup::stream {
 /// Packs (interned source index, offset) into a dedup::RecordRef: 16 bits of
 /// source index (a topic-partition), 48 bits of offset. The same message read
 /// twice gets the same ref, so a replay is never its own duplicate.
-constexpr dedup::RecordRef pack_ref(std::uint32_t source, std::int64_t offset) {
-  return dedup::RecordRef{(static_cast<std::uint64_t>(source) << 48) |
+constexpr dedup::RecordRef pack_ref(SourceIndex source, std::int64_t offset) {
+  return dedup::RecordRef{(static_cast<std::uint64_t>(source.value) << 48) |
                           (static_cast<std::uint64_t>(offset) & ((std::uint64_t{1} << 48) - 1))};
 }
-constexpr std::uint32_t ref_source(dedup::RecordRef ref) {
-  return static_cast<std::uint32_t>(ref.value >> 48);
+constexpr SourceIndex ref_source(dedup::RecordRef ref) {
+  return SourceIndex(static_cast<std::uint32_t>(ref.value >> 48));
 }
 constexpr std::int64_t ref_offset(dedup::RecordRef ref) {
   return static_cast<std::int64_t>(ref.value & ((std::uint64_t{1} << 48) - 1));
@@ -49,7 +50,7 @@ class Sources {
  public:
   /// The index of (topic, partition), interning it on first sight. Throws
   /// kafka::KafkaError (fatal) past 65534 partitions.
-  std::uint32_t intern(std::string_view topic, std::int32_t partition) {
+  SourceIndex intern(std::string_view topic, std::int32_t partition) {
     std::string key(topic);
     key.push_back('\0');
     key += std::to_string(partition);
@@ -59,7 +60,7 @@ class Sources {
       throw kafka::KafkaError("more than 65534 input partitions", RD_KAFKA_RESP_ERR__FAIL,
                               kafka::Severity::fatal);
     }
-    const auto index = static_cast<std::uint32_t>(sources_.size());
+    const SourceIndex index(static_cast<std::uint32_t>(sources_.size()));
     Source source;
     source.topic = std::string(topic);
     source.partition = partition;
@@ -67,9 +68,16 @@ class Sources {
     index_.emplace(std::move(key), index);
     return index;
   }
-  Source& operator[](std::uint32_t index) { return sources_[index]; }
-  const Source& operator[](std::uint32_t index) const { return sources_[index]; }
+  Source& operator[](SourceIndex index) { return sources_[index.value]; }
+  const Source& operator[](SourceIndex index) const { return sources_[index.value]; }
   std::size_t size() const { return sources_.size(); }
+  /// Whether `index` names an interned source.
+  bool contains(SourceIndex index) const { return index.value < sources_.size(); }
+  /// Every interned index, in interning order.
+  auto indices() const {
+    return std::views::iota(std::uint32_t{0}, static_cast<std::uint32_t>(sources_.size())) |
+           std::views::transform([](std::uint32_t i) { return SourceIndex(i); });
+  }
   auto begin() { return sources_.begin(); }
   auto end() { return sources_.end(); }
   auto begin() const { return sources_.begin(); }
@@ -77,7 +85,7 @@ class Sources {
 
  private:
   std::vector<Source> sources_;
-  std::unordered_map<std::string, std::uint32_t> index_;  // "topic\0partition"
+  std::unordered_map<std::string, SourceIndex> index_;  // "topic\0partition"
 };
 
 }  // namespace neardup::stream

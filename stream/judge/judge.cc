@@ -44,7 +44,7 @@ struct Judge::State {
   std::unique_ptr<TransactionCycle> txn;      // exactly-once, while active
   std::unique_ptr<dedup::Engine> engine;      // while active
   Sources sources;                            // the window's refs: every source ever judged
-  std::optional<std::uint32_t> last_source;   // source_of()'s memo
+  std::optional<SourceIndex> last_source;     // source_of()'s memo
   std::string last_source_topic;
   std::int32_t last_source_partition = 0;
   SketchCompatibility sketches;
@@ -237,7 +237,7 @@ struct Judge::State {
       if (i + kCellsAhead < count)
         engine->prefetch_cells(request.entries[i + kCellsAhead].analysis);
       const JudgeRequestEntry& e = request.entries[i];
-      const std::uint32_t index = source_of(e.source);
+      const SourceIndex index = source_of(e.source);
       const dedup::Verdict v = engine->decide(e.analysis, e.time, pack_ref(index, e.source.offset));
       JudgeVerdictEntry out;
       out.kind = v.kind;
@@ -281,7 +281,7 @@ struct Judge::State {
   /// sources.intern(), remembering the last answer: a request's entries come
   /// partition by partition (an instance's poll batch), and interning builds a
   /// key string and hashes it for every entry.
-  std::uint32_t source_of(const SourceName& name) {
+  SourceIndex source_of(const SourceName& name) {
     if (last_source && name.partition == last_source_partition && name.topic == last_source_topic)
       return *last_source;
     last_source = sources.intern(name.topic, name.partition);

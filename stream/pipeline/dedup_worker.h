@@ -16,6 +16,7 @@
 #include "base/thread_annotations.h"
 #include "config/config.h"
 #include "dedup/engine.h"
+#include "stream/core/sources.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/pipeline.h"
 
@@ -23,9 +24,9 @@ namespace neardup::stream {
 
 /// What the pipeline thread tells the worker about one polled message.
 struct Job {
-  std::uint32_t source = 0;  ///< index into Impl::sources
-  bool decide = false;       ///< false: a consumer error, or a partition not assigned when polled
-  dedup::EventTime time;     ///< event time (the message timestamp, else the time it was polled)
+  SourceIndex source;     ///< the message's interned partition (stream/core/sources.h)
+  bool decide = false;    ///< false: a consumer error, or a partition not assigned when polled
+  dedup::EventTime time;  ///< event time (the message timestamp, else the time it was polled)
 };
 
 /// What the worker made of one message.

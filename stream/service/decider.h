@@ -27,6 +27,7 @@
 
 namespace neardup::stream {
 
+/// The hooks a way of deciding has no use for do nothing by default.
 class Decider {
  public:
   virtual ~Decider() = default;
@@ -38,47 +39,47 @@ class Decider {
   /// first. Throws kafka::KafkaError.
   virtual bool start() = 0;
   /// Whether other instances' changelog entries wait for the worker's next slot.
-  virtual bool has_remembered() const = 0;
+  virtual bool has_remembered() const { return false; }
   /// Moves them into `slot.remember`.
-  virtual void take_remembered(Slot& slot) = 0;
+  virtual void take_remembered(Slot& /*slot*/) {}
   /// The worker finished `slot`: its messages are routed now, or sent for judgement.
   virtual void decide(Slot& slot) = 0;
   /// Whether messages wait for verdicts (then the input poll does not wait).
-  virtual bool waiting() const = 0;
+  virtual bool waiting() const { return false; }
   /// Whether so many messages wait for verdicts that the input should pause
   /// (with hysteresis; a change is logged).
-  virtual bool behind() = 0;
+  virtual bool behind() { return false; }
   /// Once per loop pass: verdicts read (up to `timeout` for the first) and
   /// routed, or the changelog batch sent and other instances' entries read.
-  virtual void step(std::chrono::milliseconds timeout) = 0;
+  virtual void step(std::chrono::milliseconds /*timeout*/) {}
   /// Every commit interval: requests unanswered too long are sent again.
-  virtual void tick() = 0;
+  virtual void tick() {}
   /// Buffered changelog entries go out (before a drain or a transaction commits).
-  virtual void flush() = 0;
+  virtual void flush() {}
   /// Partitions were assigned: what their previous owners kept is read first.
   /// Throws kafka::KafkaError.
-  virtual void assigned() = 0;
+  virtual void assigned() {}
   /// A revoke or a stop: every handled message gets its verdict and is routed,
   /// within `limit`. False when some did not (their offsets stay uncommitted).
-  virtual bool settle(std::chrono::milliseconds limit) = 0;
+  virtual bool settle(std::chrono::milliseconds /*limit*/) { return true; }
   /// What `settle` left unanswered, for the log.
-  virtual std::size_t unanswered() const = 0;
+  virtual std::size_t unanswered() const { return 0; }
   /// After an aborted transaction: nothing handled waits any more (the input is
   /// rewound; its messages are read and decided again).
-  virtual void forget() = 0;
+  virtual void forget() {}
   /// The delivery report of a record this decider produced (a changelog batch
   /// or a judge request: is_decider_record(ticket)).
-  virtual void on_delivery(Ticket ticket, bool delivered) = 0;
+  virtual void on_delivery(Ticket /*ticket*/, bool /*delivered*/) {}
   /// Serves the delivery reports of the decider's own producer, if any.
-  virtual void serve() = 0;
+  virtual void serve() {}
   /// Raises what failed on another thread (the judge's). Throws.
-  virtual void raise_if_failed() = 0;
+  virtual void raise_if_failed() {}
   /// Its counters into the service's.
-  virtual void publish(ServiceSnapshot& stats, dedup::EngineStats& engine) = 0;
+  virtual void publish(ServiceSnapshot& /*stats*/, dedup::EngineStats& /*engine*/) {}
   /// The end of run(): hands the judging over.
-  virtual void stop() = 0;
+  virtual void stop() {}
   /// A simulated crash: nothing more reaches the broker.
-  virtual void crash() = 0;
+  virtual void crash() {}
 };
 
 /// The deciders; `service` outlives them. `producer_properties`: the

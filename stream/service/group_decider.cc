@@ -27,8 +27,6 @@ class GroupDecider final : public Decider {
 
   bool worker_decides() const override { return false; }
   bool start() override;
-  bool has_remembered() const override { return false; }
-  void take_remembered(Slot&) override {}
   void decide(Slot& slot) override { send_for_judgement(slot); }
   bool waiting() const override { return !awaiting.empty(); }
   bool behind() override;
@@ -37,15 +35,12 @@ class GroupDecider final : public Decider {
     raise_if_judge_failed();
   }
   void tick() override { resend_unanswered(); }
-  void flush() override {}
-  void assigned() override {}
   bool settle(std::chrono::milliseconds limit) override { return await_verdicts(limit); }
   std::size_t unanswered() const override { return awaiting_messages; }
   void forget() override {
     awaiting.clear();
     awaiting_messages = 0;
   }
-  void on_delivery(Ticket, bool) override {}
   void serve() override {
     if (request_producer) request_producer->poll(std::chrono::milliseconds(0));
   }
@@ -62,7 +57,7 @@ class GroupDecider final : public Decider {
     std::vector<kafka::MessagePtr> messages;
     std::vector<Prepared> prepared;
     std::vector<Outcome> outcomes;
-    std::vector<std::uint32_t> sources;
+    std::vector<SourceIndex> sources;
     std::vector<Ticket> tickets;
     std::int64_t sent_ms = 0;                     // when the request was produced (verdict latency)
     service_detail::Clock::time_point last_sent;  // when it was produced last (resend_unanswered)

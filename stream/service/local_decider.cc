@@ -70,15 +70,11 @@ class LocalDecider final : public Decider {
     slot.messages.clear();
   }
 
-  bool waiting() const override { return false; }
-  bool behind() override { return false; }
-
   /// Sends the changelog batch and remembers what other instances kept since.
   void step(std::chrono::milliseconds) override {
     flush();
     if (follower_) follower_->follow(followed_);
   }
-  void tick() override {}
   void flush() override {
     if (writer_) writer_->flush();
   }
@@ -90,21 +86,12 @@ class LocalDecider final : public Decider {
     if (follower_) follower_->read_to_end(followed_);
   }
 
-  bool settle(std::chrono::milliseconds) override { return true; }
-  std::size_t unanswered() const override { return 0; }
-  void forget() override {}
-
   void on_delivery(Ticket ticket, bool delivered) override {
     if (writer_) {
       s_.stats.changelog_written +=
           writer_->on_delivery(ticket.seq, delivered, [this](Ticket t) { s_.acknowledge(t); });
     }
   }
-  void serve() override {}
-  void raise_if_failed() override {}
-  void publish(ServiceSnapshot&, dedup::EngineStats&) override {}
-  void stop() override {}
-  void crash() override {}
 
  private:
   Service::Impl& s_;
@@ -123,24 +110,7 @@ class NoDecider final : public Decider {
     s_.stats.window_ready = true;
     return true;
   }
-  bool has_remembered() const override { return false; }
-  void take_remembered(Slot&) override {}
   void decide(Slot& slot) override { slot.messages.clear(); }
-  bool waiting() const override { return false; }
-  bool behind() override { return false; }
-  void step(std::chrono::milliseconds) override {}
-  void tick() override {}
-  void flush() override {}
-  void assigned() override {}
-  bool settle(std::chrono::milliseconds) override { return true; }
-  std::size_t unanswered() const override { return 0; }
-  void forget() override {}
-  void on_delivery(Ticket, bool) override {}
-  void serve() override {}
-  void raise_if_failed() override {}
-  void publish(ServiceSnapshot&, dedup::EngineStats&) override {}
-  void stop() override {}
-  void crash() override {}
 
  private:
   Service::Impl& s_;

@@ -257,7 +257,7 @@ void OutputRouter::send_letter(Letter letter) {
 }
 
 bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ticket) {
-  if (kafka::classify(report.err) != kafka::Severity::message || ticket.source >= sources_.size())
+  if (kafka::classify(report.err) != kafka::Severity::message || !sources_.contains(ticket.source))
     return false;
   const std::string topic = rd_kafka_topic_name(report.rkt);
   const bool was_dead_letter = topic == cfg_.kafka.dead_letter_topic;

@@ -129,7 +129,7 @@ void Service::Impl::submit(Slot& slot) {
   worker->submit(slot);
 }
 
-void Service::Impl::pass_through(const rd_kafka_message_t& in, std::uint32_t index) {
+void Service::Impl::pass_through(const rd_kafka_message_t& in, SourceIndex index) {
   const std::optional<Ticket> ticket = arrive(in, index);
   if (!ticket) return;
   sources[index].position = in.offset + 1;
@@ -137,7 +137,7 @@ void Service::Impl::pass_through(const rd_kafka_message_t& in, std::uint32_t ind
   router->forward(in, *ticket);
 }
 
-std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, std::uint32_t index) {
+std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, SourceIndex index) {
   if (in.err) {
     const auto severity = kafka::classify(in.err);
     const std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
@@ -163,7 +163,7 @@ std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, std::u
   return added.ticket;
 }
 
-void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
+void Service::Impl::route_verdict(const rd_kafka_message_t& in, SourceIndex index, Ticket ticket,
                                   const Prepared* prepared, const Outcome* outcome) {
   const Source& src = sources[index];
   const dedup::Verdict& verdict = outcome->verdict;
@@ -174,8 +174,8 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t in
 
   const Source* of = nullptr;
   if (verdict.kind == dedup::VerdictKind::duplicate && verdict.match) {
-    const std::uint32_t of_index = ref_source(verdict.match->of);
-    if (of_index < sources.size()) of = &sources[of_index];
+    const SourceIndex of_index = ref_source(verdict.match->of);
+    if (sources.contains(of_index)) of = &sources[of_index];
   }
   if (options.on_verdict) {
     VerdictEvent event{src.topic, src.partition, in.offset, prepared->text(), &verdict, {}, 0, 0};
@@ -192,7 +192,7 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, std::uint32_t in
   router->route(in, ticket, verdict, outcome->error, of);
 }
 
-void Service::Impl::note_for_page(const Source& src, std::uint32_t index, std::int64_t offset,
+void Service::Impl::note_for_page(const Source& src, SourceIndex index, std::int64_t offset,
                                   std::string_view text, const dedup::Verdict& verdict,
                                   const Source* of) {
   if (verdict.kind == dedup::VerdictKind::unique) {
@@ -212,7 +212,7 @@ void Service::Impl::note_for_page(const Source& src, std::uint32_t index, std::i
 
 void Service::Impl::fill_lag() {
   stats.consumer_lag.clear();
-  for (std::uint32_t index = 0; index < sources.size(); ++index) {
+  for (const SourceIndex index : sources.indices()) {
     const Source& src = sources[index];
     if (!src.assigned) continue;
     std::int64_t lo = 0, hi = 0;
@@ -255,7 +255,8 @@ void Service::Impl::poll_and_decide() {
     Slot& slot = slots[0];
     consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
     for (const auto& m : slot.messages)
-      pass_through(*m, m->err ? 0 : sources.intern(rd_kafka_topic_name(m->rkt), m->partition));
+      pass_through(
+          *m, m->err ? SourceIndex() : sources.intern(rd_kafka_topic_name(m->rkt), m->partition));
     slot.messages.clear();
     return;
   }

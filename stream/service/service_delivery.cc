@@ -62,8 +62,8 @@ void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
 void Service::Impl::commit_transaction() {
   decider->flush();
   kafka::PartitionListPtr offsets(rd_kafka_topic_partition_list_new(8));
-  std::vector<std::uint32_t> moved;
-  for (std::uint32_t i = 0; i < sources.size(); ++i) {
+  std::vector<SourceIndex> moved;
+  for (const SourceIndex i : sources.indices()) {
     const Source& src = sources[i];
     if (!src.assigned || src.position < 0 || src.position == src.committed) continue;
     rd_kafka_topic_partition_list_add(offsets.get(), src.topic.c_str(), src.partition)->offset =
@@ -76,7 +76,7 @@ void Service::Impl::commit_transaction() {
     rewind();
     return;
   }
-  for (std::uint32_t i : moved) sources[i].committed = sources[i].position;
+  for (const SourceIndex i : moved) sources[i].committed = sources[i].position;
   if (options.commit_offsets_after_transaction) {
     if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, false);
         err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
@@ -99,7 +99,7 @@ void Service::Impl::rewind() {
   // judged again (each finds its own window entry, never its own duplicate).
   decider->forget();
   kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
-  for (std::uint32_t i = 0; i < sources.size(); ++i) {
+  for (const SourceIndex i : sources.indices()) {
     Source& src = sources[i];
     const std::int64_t to = src.committed >= 0 ? src.committed : src.first_read;
     if (!src.assigned || to < 0) continue;
@@ -127,7 +127,7 @@ void Service::Impl::commit_progress(bool sync) {
 }
 
 bool Service::Impl::commit(bool sync, const rd_kafka_topic_partition_list_t* subset) {
-  std::vector<std::uint32_t> only;
+  std::vector<SourceIndex> only;
   if (subset) {
     for (int i = 0; i < subset->cnt; ++i)
       only.push_back(sources.intern(subset->elems[i].topic, subset->elems[i].partition));
@@ -162,7 +162,7 @@ void Service::Impl::on_commit_result(rd_kafka_resp_err_t err,
     if (!err && !p.err) continue;
     failed = true;
     if (!cause) cause = p.err;
-    const std::uint32_t source = sources.intern(p.topic, p.partition);
+    const SourceIndex source = sources.intern(p.topic, p.partition);
     if (sources[source].assigned) ledger.commit_failed(source);  // offered again
   }
   if (!failed) {

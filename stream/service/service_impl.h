@@ -183,17 +183,17 @@ struct Service::Impl {
 
   /// The passthrough baseline: `in` (of source `index`; unused when in.err)
   /// forwarded as it is.
-  void pass_through(const rd_kafka_message_t& in, std::uint32_t index);
+  void pass_through(const rd_kafka_message_t& in, SourceIndex index);
   /// A message's arrival: a consumer error is raised or logged; a message of
   /// an assigned partition enters the ledger. nullopt: nothing more to do.
-  std::optional<Ticket> arrive(const rd_kafka_message_t& in, std::uint32_t index);
+  std::optional<Ticket> arrive(const rd_kafka_message_t& in, SourceIndex index);
   /// A decided message's outputs (`prepared`, `outcome`: the worker's decode,
   /// analysis and verdict).
-  void route_verdict(const rd_kafka_message_t& in, std::uint32_t index, Ticket ticket,
+  void route_verdict(const rd_kafka_message_t& in, SourceIndex index, Ticket ticket,
                      const Prepared* prepared, const Outcome* outcome);
 
   /// The page's record (options.recent_pairs set): a kept message's text, or a duplicate pair.
-  void note_for_page(const Source& src, std::uint32_t index, std::int64_t offset,
+  void note_for_page(const Source& src, SourceIndex index, std::int64_t offset,
                      std::string_view text, const dedup::Verdict& verdict, const Source* of);
 
   // ---------------------------------------------------------------- progress

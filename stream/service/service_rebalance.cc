@@ -16,7 +16,7 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
   }
   if (assigned) {
     for (int i = 0; i < parts.cnt; ++i) {
-      const std::uint32_t index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
+      const SourceIndex index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
       sources[index].assigned = true;
       sources[index].position = sources[index].committed = sources[index].first_read = -1;
       ledger.assign(index);
@@ -99,7 +99,7 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
 
 void Service::Impl::release(const rd_kafka_topic_partition_list_t& parts) {
   for (int i = 0; i < parts.cnt; ++i) {
-    const std::uint32_t index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
+    const SourceIndex index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
     sources[index].assigned = false;
     ledger.revoke(index);
   }

@@ -15,16 +15,16 @@ using Commits = std::vector<OffsetLedger::Commit>;
 
 std::map<std::uint32_t, std::int64_t> as_map(const Commits& commits) {
   std::map<std::uint32_t, std::int64_t> out;
-  for (const auto& c : commits) out[c.source] = c.offset;
+  for (const auto& c : commits) out[c.source.value] = c.offset;
   return out;
 }
 
 TEST(OffsetLedger, CommitsOnlyTheAcknowledgedPrefix) {
   OffsetLedger ledger;
-  ledger.assign(0);
+  ledger.assign(SourceIndex(0));
   std::vector<Ticket> t;
   for (std::int64_t offset = 10; offset < 14; ++offset) {
-    t.push_back(ledger.add(0, offset, 0).ticket);
+    t.push_back(ledger.add(SourceIndex(0), offset, 0).ticket);
     ledger.expect(t.back());
   }
   EXPECT_TRUE(ledger.take_commits().empty());
@@ -37,20 +37,20 @@ TEST(OffsetLedger, CommitsOnlyTheAcknowledgedPrefix) {
   ledger.acknowledge(t[2]);
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 14}}));
   EXPECT_EQ(ledger.finished(), 4u);
-  EXPECT_EQ(ledger.pending(0), 0u);
+  EXPECT_EQ(ledger.pending(SourceIndex(0)), 0u);
 }
 
 TEST(OffsetLedger, AnInputWithoutOutputsFinishesAtOnce) {
   OffsetLedger ledger;
-  ledger.assign(3);
-  ledger.add(3, 0, 0);  // e.g. a dropped duplicate
+  ledger.assign(SourceIndex(3));
+  ledger.add(SourceIndex(3), 0, 0);  // e.g. a dropped duplicate
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{3, 1}}));
 }
 
 TEST(OffsetLedger, WaitsForEveryOutputOfAnInput) {
   OffsetLedger ledger;
-  ledger.assign(0);
-  const Ticket t = ledger.add(0, 5, 1234).ticket;
+  ledger.assign(SourceIndex(0));
+  const Ticket t = ledger.add(SourceIndex(0), 5, 1234).ticket;
   ledger.expect(t);  // the output record
   ledger.expect(t);  // its changelog entry
   EXPECT_EQ(ledger.acknowledge(t), std::nullopt);
@@ -63,27 +63,27 @@ TEST(OffsetLedger, WaitsForEveryOutputOfAnInput) {
 
 TEST(OffsetLedger, OffsetsThatGoBackAreReportedAndCommitsContinue) {
   OffsetLedger ledger;
-  ledger.assign(0);
-  for (std::int64_t offset = 2440; offset < 2448; ++offset) ledger.add(0, offset, 0);
+  ledger.assign(SourceIndex(0));
+  for (std::int64_t offset = 2440; offset < 2448; ++offset) ledger.add(SourceIndex(0), offset, 0);
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 2448}}));
   // The topic was recreated: offsets restart at 0.
-  const OffsetLedger::Added first = ledger.add(0, 0, 0);
+  const OffsetLedger::Added first = ledger.add(SourceIndex(0), 0, 0);
   EXPECT_TRUE(first.jumped_back);
   EXPECT_EQ(first.previous_offset, 2447);
-  const OffsetLedger::Added second = ledger.add(0, 1, 0);
+  const OffsetLedger::Added second = ledger.add(SourceIndex(0), 1, 0);
   EXPECT_FALSE(second.jumped_back);
   EXPECT_EQ(ledger.jumps_back(), 1u);
   // The lower offset is committed (the old code compared with the higher one and stopped).
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 2}}));
-  EXPECT_EQ(ledger.committed_offset(0), 2);
+  EXPECT_EQ(ledger.committed_offset(SourceIndex(0)), 2);
 }
 
 TEST(OffsetLedger, RepeatedOffsetsAfterAJumpAreDistinctEntries) {
   OffsetLedger ledger;
-  ledger.assign(0);
-  const Ticket old5 = ledger.add(0, 5, 0).ticket;
+  ledger.assign(SourceIndex(0));
+  const Ticket old5 = ledger.add(SourceIndex(0), 5, 0).ticket;
   ledger.expect(old5);
-  const Ticket new5 = ledger.add(0, 5, 0).ticket;  // same offset, another message
+  const Ticket new5 = ledger.add(SourceIndex(0), 5, 0).ticket;  // same offset, another message
   ledger.expect(new5);
   ledger.acknowledge(new5);
   EXPECT_TRUE(ledger.take_commits().empty());  // the first 5 is still in flight
@@ -93,38 +93,38 @@ TEST(OffsetLedger, RepeatedOffsetsAfterAJumpAreDistinctEntries) {
 
 TEST(OffsetLedger, LateAcknowledgementsOfARevokedAssignmentAreIgnored) {
   OffsetLedger ledger;
-  ledger.assign(0);
-  const Ticket before = ledger.add(0, 7, 0).ticket;
+  ledger.assign(SourceIndex(0));
+  const Ticket before = ledger.add(SourceIndex(0), 7, 0).ticket;
   ledger.expect(before);
-  ledger.revoke(0);
+  ledger.revoke(SourceIndex(0));
   EXPECT_TRUE(ledger.take_commits().empty());  // not assigned
-  ledger.assign(0);
-  const Ticket after = ledger.add(0, 7, 0).ticket;  // read again
+  ledger.assign(SourceIndex(0));
+  const Ticket after = ledger.add(SourceIndex(0), 7, 0).ticket;  // read again
   ledger.expect(after);
   ledger.acknowledge(before);  // the old output's report arrives now
   EXPECT_TRUE(ledger.take_commits().empty());
-  EXPECT_EQ(ledger.pending(0), 1u);
+  EXPECT_EQ(ledger.pending(SourceIndex(0)), 1u);
   ledger.acknowledge(after);
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 8}}));
 }
 
 TEST(OffsetLedger, AFailedCommitIsOfferedAgain) {
   OffsetLedger ledger;
-  ledger.assign(1);
-  ledger.assign(2);
-  ledger.add(1, 0, 0);
-  ledger.add(2, 0, 0);
-  const std::vector<std::uint32_t> only{2};
+  ledger.assign(SourceIndex(1));
+  ledger.assign(SourceIndex(2));
+  ledger.add(SourceIndex(1), 0, 0);
+  ledger.add(SourceIndex(2), 0, 0);
+  const std::vector<SourceIndex> only{SourceIndex(2)};
   EXPECT_EQ(as_map(ledger.take_commits(&only)), (std::map<std::uint32_t, std::int64_t>{{2, 1}}));
-  ledger.commit_failed(2);
+  ledger.commit_failed(SourceIndex(2));
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{1, 1}, {2, 1}}));
   EXPECT_TRUE(ledger.take_commits().empty());
 }
 
 TEST(OffsetLedger, TicketsPackIntoAnOpaque) {
-  const Ticket t{0xfffe, (std::uint64_t{1} << 48) - 1};
+  const Ticket t{SourceIndex(0xfffe), (std::uint64_t{1} << 48) - 1};
   EXPECT_EQ(Ticket::unpack(t.pack()), t);
-  EXPECT_EQ(Ticket::unpack(Ticket{3, 17}.pack()), (Ticket{3, 17}));
+  EXPECT_EQ(Ticket::unpack(Ticket{SourceIndex(3), 17}.pack()), (Ticket{SourceIndex(3), 17}));
 }
 
 // A randomized run against a model that keeps every entry of the current
@@ -157,8 +157,8 @@ TEST(OffsetLedger, MatchesASimpleModelUnderRandomOperations) {
       return next;
     };
     for (int step = 0; step < 4000; ++step) {
-      const auto source = static_cast<std::uint32_t>(rng() % kSources);
-      ModelPartition& m = model[source];
+      const SourceIndex source(static_cast<std::uint32_t>(rng() % kSources));
+      ModelPartition& m = model[source.value];
       const unsigned op = rng() % 100;
       if (!m.assigned || op < 2) {
         for (const auto& e : m.entries) {
@@ -216,7 +216,7 @@ TEST(OffsetLedger, MatchesASimpleModelUnderRandomOperations) {
         if (!commits.empty() && rng() % 10 == 0) {
           const auto failed = commits[rng() % commits.size()].source;
           ledger.commit_failed(failed);
-          model[failed].committed = -1;
+          model[failed.value].committed = -1;
         }
       }
     }
