@@ -1,5 +1,7 @@
 // `neardup config check FILE`: validates a configuration and prints the
 // effective one (file + NEARDUP_* environment, every key, defaults included).
+// `neardup config keys`: every key with its default, what it accepts and its
+// environment variable (config::schema()); --markdown prints config/README.md's table.
 #include <iostream>
 #include <iterator>
 #include <span>
@@ -86,9 +88,42 @@ int run_config_check(std::span<const std::string> raw) {
   }
 }
 
+constexpr const char* kKeysHelp =
+    "usage: neardup config keys [--markdown]\n"
+    "\n"
+    "Lists every configuration key in the order of `config check`'s output: its\n"
+    "default, the NEARDUP_* environment variable that overrides it, and what it\n"
+    "accepts. With --markdown, prints the same as the Markdown table of\n"
+    "config/README.md (\"Keys\"), which is generated from it.\n"
+    "\n"
+    "options:\n"
+    "  --markdown   one table row per key: key | default | accepts | environment\n"
+    "\n"
+    "example:\n"
+    "  neardup config keys\n"
+    "  neardup config keys --markdown\n";
+
+int run_config_keys(std::span<const std::string> raw) {
+  cli::Args args(raw, {}, {"markdown"});
+  args.expect_no_positionals();
+  if (args.has("markdown")) {
+    std::cout << config::schema_markdown();
+    return 0;
+  }
+  for (const config::KeyInfo& key : config::schema()) {
+    std::cout << key.path << ": " << key.default_value
+              << (key.follows_group_id ? " (follows kafka.group_id)" : "")
+              << (key.env.empty() ? "" : "  [" + key.env + "]") << "\n    " << key.doc << "\n";
+  }
+  return 0;
+}
+
 const cli::Registrar kConfigCheck{{"config check",
                                    "validate a configuration file and print the effective one",
                                    kHelp, run_config_check}};
+const cli::Registrar kConfigKeys{{"config keys",
+                                  "list every configuration key, its default and its variable",
+                                  kKeysHelp, run_config_keys}};
 
 }  // namespace
 

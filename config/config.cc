@@ -36,6 +36,9 @@ using Map = std::map<std::string, std::string>;
 
 struct Key {
   std::string path;  ///< "dedup.max_distance"
+  /// For users, one line of Markdown: what it accepts and does (the "accepts"
+  /// column of config/README.md, schema_markdown()).
+  std::string doc;
   Shape shape = Shape::scalar;
   std::string expected;   ///< "an integer in 0..8" (for lists: what one item must be)
   bool nullable = false;  ///< scalar: null (~ or nothing) is a value (kafka.brokers: embedded)
@@ -74,9 +77,10 @@ std::string env_name(const std::string& path) {
 // ---- key builders ---------------------------------------------------------
 
 template <class Get>
-Key integer_key(std::string path, std::int64_t min, std::int64_t max, Get get) {
+Key integer_key(std::string path, std::string doc, std::int64_t min, std::int64_t max, Get get) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.expected = "an integer in " + std::to_string(min) + ".." + std::to_string(max);
   key.set = [=](Config& config, const std::optional<std::string>& text) {
     auto value = text ? parse_integer(*text, min, max) : std::nullopt;
@@ -89,9 +93,11 @@ Key integer_key(std::string path, std::int64_t min, std::int64_t max, Get get) {
 }
 
 template <class Enum, class Get>
-Key choice_key(std::string path, std::vector<std::pair<std::string, Enum>> names, Get get) {
+Key choice_key(std::string path, std::string doc, std::vector<std::pair<std::string, Enum>> names,
+               Get get) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.expected = "one of ";
   for (std::size_t i = 0; i < names.size(); ++i) key.expected += (i ? "|" : "") + names[i].first;
   key.set = [=](Config& config, const std::optional<std::string>& text) {
@@ -113,10 +119,11 @@ Key choice_key(std::string path, std::vector<std::pair<std::string, Enum>> names
 }
 
 template <class Get>
-Key string_key(std::string path, std::string expected, std::function<bool(const std::string&)> ok,
-               Get get) {
+Key string_key(std::string path, std::string doc, std::string expected,
+               std::function<bool(const std::string&)> ok, Get get) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.expected = std::move(expected);
   key.set = [=](Config& config, const std::optional<std::string>& text) {
     if (!text || !ok(*text)) return false;
@@ -128,9 +135,10 @@ Key string_key(std::string path, std::string expected, std::function<bool(const 
 }
 
 template <class Get>
-Key bool_key(std::string path, Get get) {
+Key bool_key(std::string path, std::string doc, Get get) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.expected = "true or false";
   key.set = [=](Config& config, const std::optional<std::string>& text) {
     static const std::set<std::string> kTrue{"true", "True", "TRUE"},
@@ -151,9 +159,10 @@ Key bool_key(std::string path, Get get) {
 }
 
 template <class Get>
-Key map_key(std::string path, Get get) {
+Key map_key(std::string path, std::string doc, Get get) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.shape = Shape::map;
   key.expected = "a mapping of property names to values";
   key.map = [=](Config& config) -> Map& { return get(config); };
@@ -161,12 +170,12 @@ Key map_key(std::string path, Get get) {
   return key;
 }
 
-Key topic_key(std::string path, bool optional, std::string KafkaOptions::*member) {
+Key topic_key(std::string path, std::string doc, bool optional, std::string KafkaOptions::*member) {
   std::string expected = optional
                              ? "a Kafka topic name ([a-zA-Z0-9._-], at most 249) or \"\" to disable"
                              : "a Kafka topic name ([a-zA-Z0-9._-], at most 249)";
   return string_key(
-      std::move(path), std::move(expected),
+      std::move(path), std::move(doc), std::move(expected),
       [optional](const std::string& text) {
         return (optional && text.empty()) || is_topic_name(text);
       },
@@ -180,10 +189,11 @@ bool is_bare_number(std::string_view text) {
 
 /// A window duration from `least` ms to 365 days, with a unit: a bare number
 /// ("24") is refused, since 24 seconds is rarely what "duration: 24" means.
-Key duration_key(std::string path, const std::string& expected, std::int64_t least,
+Key duration_key(std::string path, std::string doc, const std::string& expected, std::int64_t least,
                  std::chrono::milliseconds dedup::WindowOptions::*member) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.expected = expected + " (at most 365d)";
   key.hint = [](const std::string& text) -> std::string {
     if (!is_bare_number(text)) return "";
@@ -203,9 +213,9 @@ Key duration_key(std::string path, const std::string& expected, std::int64_t lea
 }
 
 /// A topic of the group's own state: once named, it no longer follows group_id.
-Key group_topic_key(std::string path, bool optional, std::string KafkaOptions::*member,
-                    bool KafkaOptions::*named) {
-  Key key = topic_key(std::move(path), optional, member);
+Key group_topic_key(std::string path, std::string doc, bool optional,
+                    std::string KafkaOptions::*member, bool KafkaOptions::*named) {
+  Key key = topic_key(std::move(path), std::move(doc), optional, member);
   key.set = [set = key.set, named](Config& config, const std::optional<std::string>& text) {
     if (!set(config, text)) return false;
     config.kafka.*named = true;
@@ -216,9 +226,10 @@ Key group_topic_key(std::string path, bool optional, std::string KafkaOptions::*
 }
 
 template <class Get>
-Key pointer_list_key(std::string path, Get get) {
+Key pointer_list_key(std::string path, std::string doc, Get get) {
   Key key;
   key.path = std::move(path);
+  key.doc = std::move(doc);
   key.shape = Shape::list;
   key.expected = "a JSON pointer like /text or /a/b";
   key.list_expected = "a non-empty list of JSON pointers like [/text]";
@@ -239,6 +250,9 @@ const std::vector<Key>& keys() {
     {
       Key brokers;
       brokers.path = "kafka.brokers";
+      brokers.doc =
+          "`\"h:p,h:p\"` (optional `SCHEME://`); absent, `~` or `\"\"` = the "
+          "embedded broker";
       brokers.nullable = true;
       brokers.expected =
           "a broker list like \"host:9092,host2:9092\" (absent, ~ or \"\" = the embedded broker)";
@@ -256,12 +270,13 @@ const std::vector<Key>& keys() {
       k.push_back(std::move(brokers));
     }
     k.push_back(string_key(
-        "kafka.group_id", "a non-empty consumer group id",
+        "kafka.group_id", "non-empty string", "a non-empty consumer group id",
         [](const std::string& text) { return !text.empty(); },
         [](auto& config) -> auto& { return config.kafka.group_id; }));
     {
       Key topics;
       topics.path = "kafka.input_topics";
+      topics.doc = "non-empty list of topic names";
       topics.shape = Shape::list;
       topics.expected = "a Kafka topic name ([a-zA-Z0-9._-], at most 249)";
       topics.list_expected = "a non-empty list of topic names like [input]";
@@ -274,45 +289,77 @@ const std::vector<Key>& keys() {
       topics.show_list = [](const Config& config) { return config.kafka.input_topics; };
       k.push_back(std::move(topics));
     }
-    k.push_back(topic_key("kafka.output_topic", false, &KafkaOptions::output_topic));
-    k.push_back(topic_key("kafka.duplicates_topic", false, &KafkaOptions::duplicates_topic));
-    k.push_back(topic_key("kafka.dead_letter_topic", false, &KafkaOptions::dead_letter_topic));
-    k.push_back(group_topic_key("kafka.changelog_topic", true, &KafkaOptions::changelog_topic,
+    k.push_back(topic_key("kafka.output_topic", "topic name, not an input topic", false,
+                          &KafkaOptions::output_topic));
+    k.push_back(topic_key("kafka.duplicates_topic", "topic name, not an input topic", false,
+                          &KafkaOptions::duplicates_topic));
+    k.push_back(topic_key("kafka.dead_letter_topic", "topic name, not an input topic", false,
+                          &KafkaOptions::dead_letter_topic));
+    k.push_back(group_topic_key("kafka.changelog_topic",
+                                "topic name or `\"\"` (off); each group has its own, "
+                                "`<group_id>-window`, unless named (docs/KAFKA.md)",
+                                true, &KafkaOptions::changelog_topic,
                                 &KafkaOptions::changelog_topic_named));
-    k.push_back(group_topic_key("kafka.judge_topic", true, &KafkaOptions::judge_topic,
-                                &KafkaOptions::judge_topic_named));
-    k.push_back(group_topic_key("kafka.verdict_topic", false, &KafkaOptions::verdict_topic,
+    k.push_back(
+        group_topic_key("kafka.judge_topic",
+                        "one-partition topic where the group's window decisions are ordered "
+                        "(docs/KAFKA.md \"Several instances\"), `<group_id>-judge` unless "
+                        "named; `\"\"` = each instance judges its own messages (eventually "
+                        "consistent between instances)",
+                        true, &KafkaOptions::judge_topic, &KafkaOptions::judge_topic_named));
+    k.push_back(group_topic_key("kafka.verdict_topic",
+                                "one-partition topic of the judge's answers, `<group_id>-verdicts` "
+                                "unless named; used when judge_topic is set",
+                                false, &KafkaOptions::verdict_topic,
                                 &KafkaOptions::verdict_topic_named));
     k.push_back(integer_key(
-        "kafka.embedded_partitions", 1, 64,
+        "kafka.embedded_partitions",
+        "1..64: the partitions of each topic the embedded broker creates", 1, 64,
         [](auto& config) -> auto& { return config.kafka.embedded_partitions; }));
     k.push_back(choice_key<Delivery>(
         "kafka.delivery",
+        "`at-least-once` or `exactly-once` (Kafka transactions; "
+        "docs/KAFKA.md)",
         {{"at-least-once", Delivery::at_least_once}, {"exactly-once", Delivery::exactly_once}},
         [](auto& config) -> auto& { return config.kafka.delivery; }));
     k.push_back(string_key(
-        "kafka.transactional_id", "\"\" or a transactional id without spaces or control characters",
+        "kafka.transactional_id",
+        "exactly-once: the producer's `transactional.id`; `\"\"` = "
+        "`neardup-<group_id>-<host name>` (stable per instance, distinct "
+        "between instances)",
+        "\"\" or a transactional id without spaces or control characters",
         [](const std::string& text) {
           return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
         },
         [](auto& config) -> auto& { return config.kafka.transactional_id; }));
     k.push_back(map_key(
-        "kafka.consumer", [](auto& config) -> auto& { return config.kafka.consumer; }));
+        "kafka.consumer",
+        "map of librdkafka properties, scalar values as text; names and "
+        "values checked by librdkafka",
+        [](auto& config) -> auto& { return config.kafka.consumer; }));
     k.push_back(map_key(
-        "kafka.producer", [](auto& config) -> auto& { return config.kafka.producer; }));
+        "kafka.producer",
+        "map of librdkafka properties, scalar values as text; names and "
+        "values checked by librdkafka",
+        [](auto& config) -> auto& { return config.kafka.producer; }));
 
     k.push_back(choice_key<InputFormat>(
-        "input.format", {{"text", InputFormat::text}, {"json", InputFormat::json}},
+        "input.format", "text | json", {{"text", InputFormat::text}, {"json", InputFormat::json}},
         [](auto& config) -> auto& { return config.input.format; }));
     k.push_back(pointer_list_key(
-        "input.text_fields", [](auto& config) -> auto& { return config.input.text_fields; }));
+        "input.text_fields", "non-empty list of JSON pointers (`/a/b`, `~0` `~1`)",
+        [](auto& config) -> auto& { return config.input.text_fields; }));
     k.push_back(string_key(
-        "input.id_field", "a JSON pointer like /id",
+        "input.id_field", "JSON pointer", "a JSON pointer like /id",
         [](const std::string& text) { return is_json_pointer(text); },
         [](auto& config) -> auto& { return config.input.id_field; }));
     {
       Key max_bytes;
       max_bytes.path = "input.max_bytes";
+      max_bytes.doc =
+          "1..64MiB: `1048576`, `64KiB`, `1MiB`, `10kB`, `5MB`; with 16KiB to "
+          "spare under the producer's `message.max.bytes` (default 1MiB; see "
+          "docs/KAFKA.md)";
       max_bytes.expected = "a size in 1..64MiB like 1048576, 64KiB or 1MiB";
       max_bytes.set = [](Config& config, const std::optional<std::string>& text) {
         auto bytes = text ? parse_size(*text) : std::nullopt;
@@ -325,21 +372,38 @@ const std::vector<Key>& keys() {
     }
 
     k.push_back(choice_key<Action>(
-        "action", {{"drop", Action::drop}, {"tag", Action::tag}, {"route", Action::route}},
+        "action", "drop | tag | route",
+        {{"drop", Action::drop}, {"tag", Action::tag}, {"route", Action::route}},
         [](auto& config) -> auto& { return config.action; }));
     k.push_back(integer_key(
-        "workers", 0, 256, [](auto& config) -> auto& { return config.workers; }));
+        "workers",
+        "threads that decode and analyze in `neardup run`, 0 = the cores "
+        "available (sched_getaffinity); applies with the group judge "
+        "(kafka.judge_topic), and is 1 with a learned IDF (`weighting: "
+        "tf_idf`, `idf_source: stream`), whose history is one order",
+        0, 256, [](auto& config) -> auto& { return config.workers; }));
     k.back().expected = "0 (the cores available) or a thread count in 1..256";
 
     k.push_back(integer_key(
-        "dedup.max_distance", 0, 8,
+        "dedup.max_distance", "0..8", 0, 8,
         [](auto& config) -> auto& { return config.dedup.index.max_distance; }));
     k.push_back(integer_key(
-        "dedup.blocks", 0, 16, [](auto& config) -> auto& { return config.dedup.index.blocks; }));
+        "dedup.blocks",
+        "0 (automatic) or max_distance+1..16, and a layout whose bucket slots "
+        "fit 4 GiB at window.max_entries (`neardup plan`)",
+        0, 16, [](auto& config) -> auto& { return config.dedup.index.blocks; }));
     k.back().expected = "0 (automatic) or an integer in max_distance+1..16";
     {
       Key scope;
       scope.path = "dedup.scope";
+      scope.doc =
+          "`global` (every message may duplicate any earlier one) | `key` (only "
+          "earlier messages with the same Kafka key; `neardup scan` refuses it) "
+          "| a JSON pointer like `/user_id` or `/channel` (only earlier records "
+          "with the same value of that field; needs `input.format: json`; a "
+          "record without the field, or with null, has the scope of `\"\"`). "
+          "Costs 4 bytes per window entry when not global (config/README.md, "
+          "\"Scope\")";
       scope.expected = "global, key, or a JSON pointer like /user_id";
       scope.set = [](Config& config, const std::optional<std::string>& text) {
         if (!text ||
@@ -353,35 +417,42 @@ const std::vector<Key>& keys() {
       k.push_back(std::move(scope));
     }
     k.push_back(bool_key(
-        "dedup.normalize", [](auto& config) -> auto& { return config.dedup.text.normalize; }));
+        "dedup.normalize", "true | false",
+        [](auto& config) -> auto& { return config.dedup.text.normalize; }));
     k.push_back(integer_key(
-        "dedup.cjk_ngram", 1, 4,
+        "dedup.cjk_ngram", "1..4", 1, 4,
         [](auto& config) -> auto& { return config.dedup.text.cjk_ngram; }));
     k.push_back(integer_key(
-        "dedup.word_shingle", 1, 4,
+        "dedup.word_shingle", "1..4", 1, 4,
         [](auto& config) -> auto& { return config.dedup.text.word_shingle; }));
     k.push_back(choice_key<dedup::Weighting>(
-        "dedup.weighting",
+        "dedup.weighting", "unit | tf | tf_idf",
         {{"unit", dedup::Weighting::unit},
          {"tf", dedup::Weighting::tf},
          {"tf_idf", dedup::Weighting::tf_idf}},
         [](auto& config) -> auto& { return config.dedup.text.weighting; }));
     k.push_back(choice_key<dedup::IdfSource>(
-        "dedup.idf_source",
+        "dedup.idf_source", "stream | file",
         {{"stream", dedup::IdfSource::stream}, {"file", dedup::IdfSource::file}},
         [](auto& config) -> auto& { return config.dedup.text.idf_source; }));
     k.push_back(string_key(
-        "dedup.idf_file", "a file path (\"\" = none)", [](const std::string&) { return true; },
+        "dedup.idf_file", "path; required when idf_source is file and weighting tf_idf",
+        "a file path (\"\" = none)", [](const std::string&) { return true; },
         [](auto& config) -> auto& { return config.dedup.text.idf_file; }));
 
     k.push_back(bool_key(
-        "dedup.sketch.enabled", [](auto& config) -> auto& { return config.dedup.sketch.enabled; }));
+        "dedup.sketch.enabled", "true | false (false: SimHash alone, the classic rule)",
+        [](auto& config) -> auto& { return config.dedup.sketch.enabled; }));
     k.push_back(choice_key<int>(
-        "dedup.sketch.bits", {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}},
+        "dedup.sketch.bits",
+        "1 | 2 | 4 | 8 (bits per MinHash bin; bins = 128 / bits, 16 bytes per "
+        "entry)",
+        {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}},
         [](auto& config) -> auto& { return config.dedup.sketch.bits; }));
     {
       Key threshold;
       threshold.path = "dedup.sketch.threshold";
+      threshold.doc = "0.05..1 (estimated shingle Jaccard of a duplicate)";
       threshold.expected = "a number in 0.05..1 like 0.7";
       threshold.set = [](Config& config, const std::optional<std::string>& text) {
         if (!text || text->empty()) return false;
@@ -401,21 +472,37 @@ const std::vector<Key>& keys() {
       k.push_back(std::move(threshold));
     }
     k.push_back(integer_key(
-        "dedup.sketch.bands", 0, 8,
+        "dedup.sketch.bands", "0..8 (LSH bands; 0 = SimHash candidates only)", 0, 8,
         [](auto& config) -> auto& { return config.dedup.sketch.bands; }));
     k.push_back(integer_key(
-        "dedup.sketch.band_bins", 1, 16,
+        "dedup.sketch.band_bins", "1..16; bands * band_bins <= 128 / bits", 1, 16,
         [](auto& config) -> auto& { return config.dedup.sketch.band_bins; }));
 
-    k.push_back(duration_key("window.duration", "a duration like 24h, 10m, 90s or 500ms", 1,
+    k.push_back(duration_key("window.duration",
+                             "1ms..365d with a unit: `500ms`, `90s`, `10m`, `24h`, `2d`, `1h30m` "
+                             "(a bare `24` is refused)",
+                             "a duration like 24h, 10m, 90s or 500ms", 1,
                              &dedup::WindowOptions::duration));
     k.push_back(integer_key(
-        "window.max_entries", 1, kMaxWindowEntries,
+        "window.max_entries", "1..2^30", 1, kMaxWindowEntries,
         [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
-    k.push_back(duration_key("window.max_future", "a duration like 1m, 90s or 0s", 0,
+    k.push_back(duration_key("window.max_future",
+                             "0s..365d with a unit (`0s`, not `0`): a message stamped later than "
+                             "the wall clock plus this is judged at the wall clock plus this (its "
+                             "output keeps its timestamp); one clock far ahead would otherwise "
+                             "evict the whole window, and through the changelog every rebuild "
+                             "after it. The first 10 such messages are logged",
+                             "a duration like 1m, 90s or 0s", 0,
                              &dedup::WindowOptions::max_future));
     k.push_back(bool_key(
         "window.refresh_on_duplicate",
+        "true | false: a duplicate renews its original's time in the window "
+        "(the duplicate's text takes the original's place, keeping the "
+        "original's `neardup-of` and count), so a story reposted within every "
+        "`window.duration` stays suppressed as long as it keeps coming; an "
+        "original is renewed once it is in the older half of the window (by "
+        "time, or by entries when `window.max_entries` is the bound), so a "
+        "flood of copies costs no more than without refresh",
         [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));
 
     // IPv4 addresses and host names only: the civetweb library neardup serves
@@ -423,6 +510,10 @@ const std::vector<Key>& keys() {
     // "[::1]:9464" (metrics/http_server.cc).
     k.push_back(string_key(
         "metrics.listen",
+        "`host:port` with an IPv4 address or a host name (port 0 = any free), "
+        "or `\"\"` (off); `[v6]:port` is refused: the civetweb library "
+        "neardup serves with (Debian's) is built without IPv6; `/metrics`, "
+        "`/healthz` and `/readyz` are served on it without credentials",
         "an IPv4 address or host name with a port like 127.0.0.1:9464 or 0.0.0.0:9464, or \"\" "
         "to disable",
         [](const std::string& text) {
@@ -436,10 +527,19 @@ const std::vector<Key>& keys() {
     };
     k.push_back(choice_key<PageMode>(
         "metrics.page",
+        "`auto` | `on` | `off`: whether the page (`/`) and `/api/summary`, "
+        "which show message texts, topics and offsets, are served; `auto` "
+        "serves them on a loopback listener (127.0.0.0/8, `::1`, "
+        "`localhost`), and on any other only with `metrics.page_user` set; "
+        "elsewhere they answer `403` (docs/METRICS.md, \"Who may read the "
+        "page\")",
         {{"auto", PageMode::automatic}, {"on", PageMode::on}, {"off", PageMode::off}},
         [](auto& config) -> auto& { return config.metrics.page; }));
     k.push_back(string_key(
-        "metrics.page_user", "\"\" or a user name without ':' or control characters",
+        "metrics.page_user",
+        "`\"\"` (none) or a user name without `:`: HTTP basic authentication "
+        "for the page and `/api/summary`; set with page_password_file",
+        "\"\" or a user name without ':' or control characters",
         [](const std::string& text) {
           return std::all_of(text.begin(), text.end(), [](char c) {
             return c != ':' && static_cast<unsigned char>(c) >= ' ' && c != 0x7f;
@@ -447,17 +547,23 @@ const std::vector<Key>& keys() {
         },
         [](auto& config) -> auto& { return config.metrics.page_user; }));
     k.push_back(string_key(
-        "metrics.page_password_file", "a file path (\"\" = none)",
-        [](const std::string&) { return true; },
+        "metrics.page_password_file",
+        "`\"\"` or the path of a file whose first line is page_user's "
+        "password (read at start; unreadable or empty stops `neardup run`); "
+        "set with page_user",
+        "a file path (\"\" = none)", [](const std::string&) { return true; },
         [](auto& config) -> auto& { return config.metrics.page_password_file; }));
     k.push_back(bool_key(
-        "metrics.redact_texts", [](auto& config) -> auto& { return config.metrics.redact_texts; }));
+        "metrics.redact_texts",
+        "true | false: the page and `/api/summary` show locations, distances "
+        "and counts, no message text",
+        [](auto& config) -> auto& { return config.metrics.redact_texts; }));
 
     k.push_back(choice_key<LogFormat>(
-        "log.format", {{"text", LogFormat::text}, {"json", LogFormat::json}},
+        "log.format", "text | json", {{"text", LogFormat::text}, {"json", LogFormat::json}},
         [](auto& config) -> auto& { return config.log.format; }));
     k.push_back(choice_key<LogLevel>(
-        "log.level",
+        "log.level", "debug | info | warn | error",
         {{"debug", LogLevel::debug},
          {"info", LogLevel::info},
          {"warn", LogLevel::warn},
@@ -1210,13 +1316,73 @@ std::string to_yaml(const Config& config, Secrets secrets) {
   return text;
 }
 
-std::vector<KeyInfo> schema() {
-  std::vector<KeyInfo> out;
-  for (const auto& key : keys()) {
-    out.push_back({key.path, key.shape == Shape::map ? "" : env_name(key.path),
-                   key.shape == Shape::list ? key.list_expected : key.expected});
+namespace {
+
+// `key`'s value in `config` as to_yaml writes it, on one line (flow style).
+std::string flow_value(const Key& key, const Config& config) {
+  YAML::Emitter out;
+  out << YAML::Flow;
+  switch (key.shape) {
+    case Shape::scalar:
+      if (auto value = key.show(config)) {
+        out << *value;
+      } else {
+        out << YAML::Null;
+      }
+      break;
+    case Shape::list:
+      out << YAML::BeginSeq;
+      for (const auto& item : key.show_list(config)) out << item;
+      out << YAML::EndSeq;
+      break;
+    case Shape::map:
+      out << YAML::BeginMap;
+      for (const auto& [property, value] : key.show_map(config))
+        out << YAML::Key << property << YAML::Value << value;
+      out << YAML::EndMap;
+      break;
+  }
+  return out.c_str();
+}
+
+// A Markdown table cell: a '|' would end it.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<KeyInfo> schema() {
+  const Config defaults;
+  std::vector<KeyInfo> out;
+  for (const auto& key : keys()) {
+    out.push_back({.path = key.path,
+                   .env = key.shape == Shape::map ? "" : env_name(key.path),
+                   .expected = key.shape == Shape::list ? key.list_expected : key.expected,
+                   .default_value = flow_value(key, defaults),
+                   .follows_group_id = key.follows && key.follows(defaults),
+                   .doc = key.doc});
+  }
+  return out;
+}
+
+std::string schema_markdown() {
+  std::string table =
+      "| key | default | accepts | environment |\n"
+      "|---|---|---|---|\n";
+  for (const KeyInfo& key : schema()) {
+    std::string value = "`" + key.default_value + "`";
+    if (key.follows_group_id) value += " (follows kafka.group_id)";
+    std::string env = key.env.empty() ? "—" : key.env;
+    if (!key.env.empty() && find_key(key.path)->shape == Shape::list) env += " (comma-separated)";
+    table += "| " + key.path + " | " + cell(value) + " | " + cell(key.doc) + " | " + env + " |\n";
+  }
+  return table;
 }
 
 std::size_t producer_message_max_bytes(const KafkaOptions& kafka) {

@@ -187,13 +187,28 @@ bool is_secret_property(const std::string& name);
 /// with Secrets::redact, secret property values read "<redacted>" instead.
 std::string to_yaml(const Config& config, Secrets secrets = Secrets::show);
 
-/// Every key of the schema, dotted ("dedup.max_distance"), in schema order,
-/// with its environment variable ("" for the maps) and what it expects.
+/// One key of the schema. Each key is declared once, in config.cc's table:
+/// its parser, printer, error text and doc; its default is the struct's
+/// (above), read back through the printer.
 struct KeyInfo {
-  std::string path;
-  std::string env;
-  std::string expected;
+  std::string path;      ///< dotted: "dedup.max_distance"
+  std::string env;       ///< its environment variable; "" for the maps
+  std::string expected;  ///< what a value must be, as errors say it
+  /// The default as to_yaml writes it for a Config{}, on one line ("3", "~",
+  /// "\"\"", "[input]", "{}").
+  std::string default_value;
+  /// The default follows kafka.group_id ("<group_id>-window"; default_value is
+  /// that of group "neardup") until a file or the environment names it.
+  bool follows_group_id = false;
+  std::string doc;  ///< for users, one line of Markdown: what it accepts and does
 };
+
+/// Every key of the schema, in schema order (the order of to_yaml).
 std::vector<KeyInfo> schema();
+
+/// The key table of config/README.md ("## Keys"): a Markdown table, one row
+/// per key of schema() (key, default, accepts = doc, environment), each line
+/// ending in a newline. `neardup config keys --markdown` prints it.
+std::string schema_markdown();
 
 }  // namespace neardup::config

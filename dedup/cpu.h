@@ -4,8 +4,9 @@
 // Three files hold hand-written SIMD kernels with a portable twin: index.cc
 // (the residue filters), simhash.cc (the bit-sum accumulate) and sketch.cc
 // (the ASCII token join and 5-byte window hashing). None of them asks the CPU
-// what it supports: each switches on cpu::active(), chosen here once per
-// process, so all three always run the same variant.
+// what it supports: they call their kernels through kernels::active()
+// (dedup/kernels.h), the table of cpu::active(), chosen here once per process,
+// so all three always run the same variant.
 //
 // The choice is the best variant this build contains and this CPU runs,
 // unless the environment variable NEARDUP_CPU names one (portable, popcnt,
@@ -77,7 +78,7 @@ Variant choose();                         // the first active(): NEARDUP_CPU or 
 
 /// The variant every kernel runs: NEARDUP_CPU when set and non-empty, else
 /// best_supported(). Chosen once (at program load), then one relaxed load per
-/// call, cheap enough for a per-probe switch. Thread-safe.
+/// call, cheap enough for a per-chunk table lookup (kernels::active()). Thread-safe.
 inline Variant active() {
   const std::uint8_t chosen = detail::active.load(std::memory_order_relaxed);
   if (chosen != detail::kUnchosen) [[likely]]

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "dedup/cpu.h"
+#include "dedup/kernels.h"
 
 #if NEARDUP_X86_KERNELS
 #include <immintrin.h>
@@ -44,6 +44,15 @@ void add_runs(std::uint64_t mask, std::array<Run, N>& runs, std::uint8_t& count,
   }
 }
 
+std::uint32_t residue24(const std::uint8_t* p) {
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+         static_cast<std::uint32_t>(p[2]) << 16;
+}
+
+}  // namespace
+
+namespace kernels {
+
 std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
                               int k, std::uint16_t* hits) {
   std::uint32_t count = 0;
@@ -56,11 +65,6 @@ std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::ui
     count += static_cast<int>(x) <= k;
   }
   return count;
-}
-
-std::uint32_t residue24(const std::uint8_t* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16;
 }
 
 std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
@@ -151,36 +155,16 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(
 }
 #endif
 
-}  // namespace
+}  // namespace kernels
 
-// One switch per chunk of up to kFilterChunk cells: the variant is a relaxed
-// load that stays in cache, and each case is a direct call.
 std::uint32_t CellTables::filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
                                   int k, std::uint16_t* hits) {
-  switch (cpu::active()) {
-#if NEARDUP_X86_KERNELS
-    case cpu::Variant::avx512:
-      return filter_avx512(res, n, residue, k, hits);
-    case cpu::Variant::popcnt:
-      return filter_popcnt(res, n, residue, k, hits);
-#endif
-    default:
-      return filter_portable(res, n, residue, k, hits);
-  }
+  return kernels::active().filter(res, n, residue, k, hits);
 }
 
 std::uint32_t CellTables::filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
                                     int k, std::uint16_t* hits) {
-  switch (cpu::active()) {
-#if NEARDUP_X86_KERNELS
-    case cpu::Variant::avx512:
-      return filter24_avx512(res, n, residue, k, hits);
-    case cpu::Variant::popcnt:
-      return filter24_popcnt(res, n, residue, k, hits);
-#endif
-    default:
-      return filter24_portable(res, n, residue, k, hits);
-  }
+  return kernels::active().filter24(res, n, residue, k, hits);
 }
 
 namespace {

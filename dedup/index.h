@@ -380,7 +380,7 @@ class CellTables {
   static constexpr std::uint32_t kFilterChunk = 256;
   // Write the indices i < n (n <= kFilterChunk) with popcount(res[i] ^ residue) <= k
   // to hits; return how many. filter24_ reads packed 3-byte residues (and may read
-  // one byte past the last). Each runs cpu::active()'s kernel (dedup/cpu.h).
+  // one byte past the last). Each runs the active variant's kernel (dedup/kernels.h).
   static std::uint32_t filter_(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
                                int k, std::uint16_t* hits);
   static std::uint32_t filter24_(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "dedup/cpu.h"
+#include "dedup/kernels.h"
 
 #if NEARDUP_X86_KERNELS
 #include <immintrin.h>
@@ -70,6 +70,35 @@ __attribute__((target("avx512f"))) void accumulate_avx512(const std::uint64_t* h
 }
 #endif
 
+}  // namespace
+
+// The table's entries (kernels.cc), one per kind of weights.
+namespace kernels {
+void accumulate_unit(const std::uint64_t* hashes, const std::uint32_t* weights, std::size_t n,
+                     std::int32_t* sums) {
+  accumulate<true>(hashes, weights, n, sums);
+}
+void accumulate_weighted(const std::uint64_t* hashes, const std::uint32_t* weights, std::size_t n,
+                         std::int32_t* sums) {
+  accumulate<false>(hashes, weights, n, sums);
+}
+#if NEARDUP_X86_KERNELS
+__attribute__((target("avx512f"))) void accumulate_unit_avx512(const std::uint64_t* hashes,
+                                                               const std::uint32_t* weights,
+                                                               std::size_t n, std::int32_t* sums) {
+  accumulate_avx512<true>(hashes, weights, n, sums);
+}
+__attribute__((target("avx512f"))) void accumulate_weighted_avx512(const std::uint64_t* hashes,
+                                                                   const std::uint32_t* weights,
+                                                                   std::size_t n,
+                                                                   std::int32_t* sums) {
+  accumulate_avx512<false>(hashes, weights, n, sums);
+}
+#endif
+}  // namespace kernels
+
+namespace {
+
 template <bool kUnit>
 Fingerprint run(std::span<const std::uint64_t> hashes, std::span<const std::uint32_t> weights) {
   std::array<std::int64_t, 64> totals{};
@@ -78,15 +107,8 @@ Fingerprint run(std::span<const std::uint64_t> hashes, std::span<const std::uint
     const std::size_t n = std::min(kChunk, hashes.size() - from);
     alignas(64) std::array<std::int32_t, 64> sums{};
     const std::uint32_t* w = kUnit ? nullptr : weights.data() + from;
-    switch (cpu::active()) {
-#if NEARDUP_X86_KERNELS
-      case cpu::Variant::avx512:
-        accumulate_avx512<kUnit>(hashes.data() + from, w, n, sums.data());
-        break;
-#endif
-      default:
-        accumulate<kUnit>(hashes.data() + from, w, n, sums.data());
-    }
+    const kernels::Kernels& k = kernels::active();
+    (kUnit ? k.simhash_unit : k.simhash_weighted)(hashes.data() + from, w, n, sums.data());
     for (int i = 0; i < 64; ++i) totals[i] += sums[i];
     if (kUnit) {
       total_weight += static_cast<std::int64_t>(n);

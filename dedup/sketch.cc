@@ -8,7 +8,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "dedup/cpu.h"
+#include "dedup/kernels.h"
 #include "dedup/types.h"
 
 #if NEARDUP_X86_KERNELS
@@ -64,6 +64,10 @@ inline void copy_token(char* out, const char* bytes, std::uint32_t size) {
   for (std::uint32_t k = 16; k < size; k += 16) std::memcpy(out + k, bytes + k, 16);
 }
 
+}  // namespace
+
+namespace kernels {
+
 // The hashes of the 5-byte windows at data[0], data[1], ... data[count - 1]
 // into out[0, count): shingle_hash() of each, portable.
 void hash_windows(const char* data, std::size_t count, std::uint64_t* out) {
@@ -73,9 +77,13 @@ void hash_windows(const char* data, std::size_t count, std::uint64_t* out) {
 
 #if NEARDUP_X86_KERNELS
 // GCC 12's _mm512_srli_epi64 passes an intentionally undefined vector as its
-// (fully masked-off) merge source, which -Wuninitialized reports.
+// (fully masked-off) merge source, which -Wuninitialized (or, the function
+// having external linkage, -Wmaybe-uninitialized) reports.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // The same, 8 windows per step: one byte permutation cuts 8 overlapping 5-byte
 // windows out of a 16-byte load, then splitmix64's finalizer runs on 8 lanes.
 // Writes out[0, count rounded up to 8); reads data[0, count + 15).
@@ -137,6 +145,10 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2"))) std::size_t join_ascii_a
   return written;
 }
 #endif
+
+}  // namespace kernels
+
+namespace {
 
 std::uint32_t code_points(std::string_view bytes) {
   std::uint32_t n = 0;
@@ -411,15 +423,8 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     // Every token is an ASCII word: 5-grams over the tokens joined by spaces.
     constexpr std::size_t n = 5;
     if (text.token_count == 0) return {};
-    switch (cpu::active()) {
-#if NEARDUP_X86_KERNELS
-      case cpu::Variant::avx512:
-        size = join_ascii_avx512(base, text.text.size(), out);
-        break;
-#endif
-      default:
-        size = detail::join_ascii_tokens(text, out);
-    }
+    const kernels::Kernels& k = kernels::active();
+    size = k.join_ascii(text, out);
     std::memset(out + size, 0, kPadding);
     if (hashes_.empty()) hashes_.resize(64);
     if (size <= n) {
@@ -429,15 +434,7 @@ std::span<const std::uint64_t> Sketcher::hash_shingles(const NormalizedText& tex
     const std::size_t count = size - n + 1;
     if (hashes_.size() < count + 8) hashes_.resize(count + 8);
     std::uint64_t* hashes = hashes_.data();
-    switch (cpu::active()) {
-#if NEARDUP_X86_KERNELS
-      case cpu::Variant::avx512:
-        hash_windows_avx512(out, count, hashes);
-        break;
-#endif
-      default:
-        hash_windows(out, count, hashes);
-    }
+    k.hash_windows(out, count, hashes);
     return {hashes, count};
   }
 

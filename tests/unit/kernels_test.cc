@@ -1,7 +1,9 @@
-// Every CPU-specific kernel (dedup/cpu.h) against the portable one: each test
-// runs once per variant, computes its results under that variant and under
-// portable, and expects them identical. A variant this build or CPU cannot run
-// is reported as skipped, with what it lacks.
+// Every CPU-specific kernel (dedup/cpu.h, dedup/kernels.h) against the portable
+// one: each test runs once per variant, computes its results under that variant
+// and under portable, and expects them identical. A variant this build or CPU
+// cannot run is reported as skipped, with what it lacks. Then the table itself:
+// which kernels each variant's row holds, and that the active row follows
+// cpu::active().
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -16,6 +18,7 @@
 #include "dedup/cpu.h"
 #include "dedup/engine.h"
 #include "dedup/index.h"
+#include "dedup/kernels.h"
 #include "dedup/normalize.h"
 #include "dedup/simhash.h"
 #include "dedup/sketch.h"
@@ -205,6 +208,67 @@ TEST_P(EveryVariant, EngineGivesTheSameVerdicts) {
     });
     EXPECT_EQ(tested, portable) << "sketch " << sketch;
   }
+}
+
+const kernels::Kernels& row(cpu::Variant variant) {
+  return kernels::kByVariant.at(static_cast<std::size_t>(variant));
+}
+
+TEST(KernelTable, EveryRowHasEveryKernel) {
+  for (const cpu::Variant v : cpu::kVariants) {
+    const kernels::Kernels& k = row(v);
+    EXPECT_NE(k.filter, nullptr) << cpu::name(v);
+    EXPECT_NE(k.filter24, nullptr) << cpu::name(v);
+    EXPECT_NE(k.simhash_unit, nullptr) << cpu::name(v);
+    EXPECT_NE(k.simhash_weighted, nullptr) << cpu::name(v);
+    EXPECT_NE(k.join_ascii, nullptr) << cpu::name(v);
+    EXPECT_NE(k.hash_windows, nullptr) << cpu::name(v);
+  }
+}
+
+TEST(KernelTable, ActiveIsTheRowOfTheActiveVariant) {
+  const cpu::Variant before = cpu::active();
+  EXPECT_EQ(&kernels::active(), &row(before));
+  for (const cpu::Variant v : cpu::kVariants) {
+    if (!cpu::supported(v)) continue;
+    cpu::set_active_for_testing(v);
+    EXPECT_EQ(&kernels::active(), &row(v)) << cpu::name(v);
+  }
+  cpu::set_active_for_testing(before);
+}
+
+TEST(KernelTable, EachRowHoldsItsVariantsKernels) {
+  const kernels::Kernels& portable = row(cpu::Variant::portable);
+  EXPECT_EQ(portable.filter, &kernels::filter_portable);
+  EXPECT_EQ(portable.filter24, &kernels::filter24_portable);
+  EXPECT_EQ(portable.simhash_unit, &kernels::accumulate_unit);
+  EXPECT_EQ(portable.simhash_weighted, &kernels::accumulate_weighted);
+  EXPECT_EQ(portable.join_ascii, &detail::join_ascii_tokens);
+  EXPECT_EQ(portable.hash_windows, &kernels::hash_windows);
+#if NEARDUP_X86_KERNELS
+  const kernels::Kernels& popcnt = row(cpu::Variant::popcnt);
+  EXPECT_EQ(popcnt.filter, &kernels::filter_popcnt);
+  EXPECT_EQ(popcnt.filter24, &kernels::filter24_popcnt);
+  EXPECT_EQ(popcnt.simhash_unit, portable.simhash_unit);  // no kernels of its own there
+  EXPECT_EQ(popcnt.join_ascii, portable.join_ascii);
+  const kernels::Kernels& avx512 = row(cpu::Variant::avx512);
+  EXPECT_EQ(avx512.filter, &kernels::filter_avx512);
+  EXPECT_EQ(avx512.filter24, &kernels::filter24_avx512);
+  EXPECT_EQ(avx512.simhash_unit, &kernels::accumulate_unit_avx512);
+  EXPECT_EQ(avx512.simhash_weighted, &kernels::accumulate_weighted_avx512);
+  EXPECT_NE(avx512.join_ascii, portable.join_ascii);
+  EXPECT_EQ(avx512.hash_windows, &kernels::hash_windows_avx512);
+#else
+  // Without x86 kernels every row is portable's (and cpu::supported() picks none but it).
+  for (const cpu::Variant v : cpu::kVariants) {
+    EXPECT_EQ(row(v).filter, portable.filter) << cpu::name(v);
+    EXPECT_EQ(row(v).filter24, portable.filter24) << cpu::name(v);
+    EXPECT_EQ(row(v).simhash_unit, portable.simhash_unit) << cpu::name(v);
+    EXPECT_EQ(row(v).simhash_weighted, portable.simhash_weighted) << cpu::name(v);
+    EXPECT_EQ(row(v).join_ascii, portable.join_ascii) << cpu::name(v);
+    EXPECT_EQ(row(v).hash_windows, portable.hash_windows) << cpu::name(v);
+  }
+#endif
 }
 
 }  // namespace
