@@ -132,16 +132,26 @@ std::optional<std::string_view> Message::header(const char* name) const {
   return kafka::header(headers, name);
 }
 
-void Message::for_each_header(
-    const std::function<void(std::string_view name, std::string_view value)>& visit) const {
-  rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(m_, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+namespace {
+
+void visit_headers(const rd_kafka_headers_t* headers,
+                   const std::function<void(std::string_view, std::string_view)>& visit) {
+  if (!headers) return;
   const char* name = nullptr;
   const void* value = nullptr;
   std::size_t size = 0;
   for (std::size_t i = 0;
        rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
     visit(name, std::string_view(static_cast<const char*>(value), value ? size : 0));
+}
+
+}  // namespace
+
+void Message::for_each_header(
+    const std::function<void(std::string_view name, std::string_view value)>& visit) const {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m_, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  visit_headers(headers, visit);
 }
 
 TopicPartitions::TopicPartitions(int capacity)
@@ -167,6 +177,24 @@ bool TopicPartitions::has_topic(std::string_view topic) const {
   for (std::size_t i = 0; i < size(); ++i)
     if ((*this)[i].topic == topic) return true;
   return false;
+}
+
+Headers Headers::copy_of(Message message) {
+  Headers copy;
+  rd_kafka_headers_t* headers = nullptr;
+  // (a delivery report's headers are reached through the same call)
+  if (rd_kafka_message_headers(message.m_, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR && headers)
+    copy.headers_.reset(rd_kafka_headers_copy(headers));
+  return copy;
+}
+
+std::optional<std::string_view> Headers::find(const char* name) const {
+  return kafka::header(headers_.get(), name);
+}
+
+void Headers::for_each(
+    const std::function<void(std::string_view name, std::string_view value)>& visit) const {
+  visit_headers(headers_.get(), visit);
 }
 
 void Headers::add(std::string_view name, std::string_view value) {
@@ -488,7 +516,7 @@ void Consumer::close() {
 void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                rd_kafka_topic_partition_list_t* partitions, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+  const bool incremental = self->cooperative();
   auto notify = [&](bool assigned) {
     if (self->on_rebalance_) {
       self->on_rebalance_(assigned, TopicPartitions(*partitions));
@@ -498,7 +526,7 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
   };
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     notify(true);
-    if (cooperative) {
+    if (incremental) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions))
         rd_kafka_error_destroy(e);
     } else {
@@ -507,7 +535,7 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
   } else {
     // Revoked (or lost): the handler flushes and commits before we let go.
     notify(false);
-    if (cooperative) {
+    if (incremental) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions))
         rd_kafka_error_destroy(e);
     } else {

@@ -133,8 +133,8 @@ using HandlePtr = std::unique_ptr<rd_kafka_t, HandleDeleter>;
 /// A consumed message, consumer event or delivery report, viewed: a pointer
 /// wide, copied freely, valid while the message it views (a MessagePtr, or
 /// the delivery report during the handler's call). Every accessor is O(1)
-/// without allocating, but topic() (a strlen) and the header lookups (which
-/// parse the headers on first use, as librdkafka does).
+/// without allocating, but topic() (a strlen), error_message() (a string) and
+/// the header lookups (which parse the headers on first use, as librdkafka does).
 class Message {
  public:
   /// A polled message, viewed (implicit: `kafka::Message m = polled[i];`).
@@ -176,6 +176,7 @@ class Message {
 
  private:
   friend class Producer;
+  friend class Headers;
   explicit Message(const rd_kafka_message_t& message) : m_(&message) {}
   const rd_kafka_message_t* m_;
 };
@@ -248,9 +249,16 @@ class TopicPartitions {
 class Headers {
  public:
   Headers() = default;
+  /// A copy of `message`'s headers (none: empty), to send them on.
+  static Headers copy_of(Message message);
   /// Appends a header (a name may repeat; readers take the last).
   void add(std::string_view name, std::string_view value);
   bool empty() const { return !headers_; }
+  /// The value of the last header named `name`, if any. O(headers).
+  std::optional<std::string_view> find(const char* name) const;
+  /// Calls `visit(name, value)` for every header, in order.
+  void for_each(
+      const std::function<void(std::string_view name, std::string_view value)>& visit) const;
 
  private:
   friend class Producer;

@@ -73,6 +73,22 @@ TEST(ErrorCode, IsClassifiedOnce) {
   EXPECT_EQ(classify(errc::transport, /*fatal_flag=*/true), Severity::fatal);
 }
 
+TEST(Headers, KeepEveryHeaderInOrderAndFindTheLastOfAName) {
+  Headers headers;
+  EXPECT_FALSE(headers.find("neardup-error"));
+  headers.add("neardup-error", "first");
+  headers.add("neardup-source", "input/0@7");
+  headers.add("neardup-error", "second");
+  ASSERT_TRUE(headers.find("neardup-error"));
+  EXPECT_EQ(*headers.find("neardup-error"), "second");
+  std::vector<std::string> seen;
+  headers.for_each([&](std::string_view name, std::string_view value) {
+    seen.push_back(std::string(name) + "=" + std::string(value));
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"neardup-error=first", "neardup-source=input/0@7",
+                                            "neardup-error=second"}));
+}
+
 TEST(Headers, AreEmptyUntilOneIsAdded) {
   Headers headers;
   EXPECT_TRUE(headers.empty());
