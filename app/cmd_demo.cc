@@ -144,7 +144,7 @@ int run_demo(std::span<const std::string> raw) {
       std::atomic<int> failed{0};
       stream::kafka::Producer producer(
           stream::default_producer_properties(brokers),
-          [&](const rd_kafka_message_t& m) { failed += m.err ? 1 : 0; });
+          [&](stream::kafka::Message report) { failed += report.error() ? 1 : 0; });
       // Event times 1/rate apart from the start, whatever the pacing: the
       // window's time-based expiry then decides the same on every run.
       const std::int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -86,12 +86,12 @@ int run_topics(std::span<const std::string> raw) {
     for (const auto& o : stream::kafka::delete_topics(props, names, timeout)) {
       if (!o.err) {
         std::cout << "deleted " << o.name << '\n';
-      } else if (o.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      } else if (o.err == stream::kafka::errc::unknown_topic_or_partition) {
         std::cout << "absent  " << o.name << '\n';
       } else {
         ok = false;
         std::cout << "failed  " << o.name << ": "
-                  << (o.message.empty() ? rd_kafka_err2str(o.err) : o.message) << '\n';
+                  << (o.message.empty() ? stream::kafka::describe(o.err) : o.message) << '\n';
       }
     }
     return ok ? 0 : 1;
@@ -100,7 +100,7 @@ int run_topics(std::span<const std::string> raw) {
   try {
     outcomes = stream::kafka::create_topics(props, wanted, timeout);
   } catch (const stream::kafka::KafkaError& e) {
-    if (e.code() != RD_KAFKA_RESP_ERR__TIMED_OUT) throw;
+    if (e.code() != stream::kafka::errc::timed_out) throw;
     throw stream::kafka::KafkaError(
         std::string(e.what()) +
             " (a cluster without an admin API, such as the embedded broker of `neardup "
@@ -118,13 +118,13 @@ int run_topics(std::span<const std::string> raw) {
                 << (want == 1 ? " partition)" : " partitions)") << '\n';
       continue;
     }
-    if (o.err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+    if (o.err != stream::kafka::errc::topic_already_exists) {
       ok = false;
       std::cout << "failed  " << o.name << ": "
-                << (o.message.empty() ? rd_kafka_err2str(o.err) : o.message) << '\n';
+                << (o.message.empty() ? stream::kafka::describe(o.err) : o.message) << '\n';
       continue;
     }
-    const int has = stream::kafka::partition_count(probe.handle(), o.name, timeout);
+    const int has = probe.partition_count(o.name, timeout);
     const bool judged = want == 1 && i >= wanted.size() - stream::judge_topics(cfg.kafka).size();
     if (judged && has != 1) {
       layout_wrong = true;

@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
     // A property librdkafka rejects, or a client it cannot create from them,
     // is a configuration error; every other Kafka failure may pass.
     std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";
-    return e.code() == RD_KAFKA_RESP_ERR__INVALID_ARG ? kUsageOrConfigError : kRuntimeFailure;
+    return e.code() == neardup::stream::kafka::errc::invalid_arg ? kUsageOrConfigError
+                                                                 : kRuntimeFailure;
   } catch (const std::exception& e) {
     std::cerr << "neardup " << chosen->name << ": " << e.what() << "\n";
     return kRuntimeFailure;

@@ -75,8 +75,8 @@ void create_topics(stream::EmbeddedBroker& broker, const config::Config& cfg, in
 /// A producer that fills topics before a measurement (a failed delivery is printed).
 std::unique_ptr<stream::kafka::Producer> feeder(stream::EmbeddedBroker& broker) {
   return std::make_unique<stream::kafka::Producer>(
-      stream::default_producer_properties(broker.bootstrap()), [](const rd_kafka_message_t& m) {
-        if (m.err) std::fprintf(stderr, "produce failed\n");
+      stream::default_producer_properties(broker.bootstrap()), [](stream::kafka::Message report) {
+        if (report.error()) std::fprintf(stderr, "produce failed\n");
       });
 }
 
@@ -247,7 +247,7 @@ void latency(stream::EmbeddedBroker& broker, const std::vector<std::string>& fee
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the judge's takeover
   stream::kafka::Producer producer(stream::default_producer_properties(broker.bootstrap()),
-                                   [](const rd_kafka_message_t&) {});
+                                   [](stream::kafka::Message) {});
   const std::size_t total = std::min(
       feed.size(), static_cast<std::size_t>(rate) * static_cast<std::size_t>(seconds_long));
   const auto start = Clock::now();

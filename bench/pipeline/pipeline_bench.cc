@@ -446,7 +446,7 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
   std::thread feeder([&] {
     pthread_setname_np(pthread_self(), "bench-feeder");
     stream::kafka::Producer producer(stream::default_producer_properties(brokers),
-                                     [](const rd_kafka_message_t&) {});
+                                     [](stream::kafka::Message) {});
     auto deadline = Clock::now() + std::chrono::seconds(60);
     while (!assigned.load() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -581,13 +581,13 @@ class ExternalTopics {
       }
       ok = false;
       std::fprintf(stderr, "cannot create topic %s: %s\n", o.name.c_str(),
-                   o.message.empty() ? rd_kafka_err2str(o.err) : o.message.c_str());
+                   (o.message.empty() ? stream::kafka::describe(o.err) : o.message).c_str());
     }
     if (!ok) std::exit(1);
     stream::kafka::Producer probe(admin_, nullptr);
     const auto deadline = Clock::now() + kTimeout;
     for (const auto& t : wanted) {
-      while (stream::kafka::partition_count(probe.handle(), t.name, kTimeout) != t.partitions) {
+      while (probe.partition_count(t.name, kTimeout) != t.partitions) {
         if (Clock::now() > deadline) {
           std::fprintf(stderr, "topic %s: not in the cluster's metadata with %d partition(s)\n",
                        t.name.c_str(), t.partitions);
@@ -604,9 +604,9 @@ class ExternalTopics {
     const std::vector<std::string> names = std::exchange(created_, {});
     try {
       for (const auto& o : stream::kafka::delete_topics(admin_, names, kTimeout))
-        if (o.err && o.err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+        if (o.err && o.err != stream::kafka::errc::unknown_topic_or_partition)
           std::fprintf(stderr, "cannot delete topic %s: %s\n", o.name.c_str(),
-                       o.message.empty() ? rd_kafka_err2str(o.err) : o.message.c_str());
+                       (o.message.empty() ? stream::kafka::describe(o.err) : o.message).c_str());
     } catch (const stream::kafka::KafkaError& e) {
       std::fprintf(stderr, "cannot delete the bench's topics: %s\n", e.what());
     }

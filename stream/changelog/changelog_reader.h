@@ -59,7 +59,7 @@ class ChangelogReader {
   std::uint64_t records_read() const { return read_; }
 
  private:
-  void consume(const rd_kafka_message_t& m, const Visit& visit, const Corrupt& corrupt);
+  void consume(kafka::Message m, const Visit& visit, const Corrupt& corrupt);
   /// Reads until every partition's position reaches `target` (per partition),
   /// or `give_up()` turns true first (then returns false).
   bool read_until(const std::vector<std::int64_t>& target, const Visit& visit,

@@ -53,11 +53,11 @@ void ChangelogWriter::flush() {
       reinterpret_cast<void*>(static_cast<std::uintptr_t>(Ticket{kBatchSource, number}.pack()));
   in_flight_.emplace(number, std::move(batch_tickets_));
   batch_tickets_ = {};
-  if (rd_kafka_resp_err_t err = producer_.produce(rec)) {
+  if (const kafka::ErrorCode err = producer_.produce(rec)) {
     // Its entries stay outstanding in the ledger: none of those offsets commits.
     in_flight_.erase(number);
     throw kafka::KafkaError("cannot append to the window changelog '" + cfg_.kafka.changelog_topic +
-                                "': " + rd_kafka_err2str(err),
+                                "': " + kafka::describe(err),
                             err, kafka::Severity::fatal);
   }
 }

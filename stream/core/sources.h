@@ -57,7 +57,7 @@ class Sources {
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     if (sources_.size() >= Ticket::kMaxSources) {
-      throw kafka::KafkaError("more than 65534 input partitions", RD_KAFKA_RESP_ERR__FAIL,
+      throw kafka::KafkaError("more than 65534 input partitions", kafka::errc::fail,
                               kafka::Severity::fatal);
     }
     const SourceIndex index(static_cast<std::uint32_t>(sources_.size()));

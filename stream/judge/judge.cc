@@ -80,11 +80,8 @@ struct Judge::State {
 
   // ------------------------------------------------------------ roles
 
-  void on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts) {
-    bool ours = false;
-    for (int i = 0; i < parts.cnt; ++i)
-      if (cfg.kafka.judge_topic == parts.elems[i].topic) ours = true;
-    if (!ours || pending_exception) return;
+  void on_rebalance(bool assigned, const kafka::TopicPartitions& parts) {
+    if (!parts.has_topic(cfg.kafka.judge_topic) || pending_exception) return;
     try {  // nothing may unwind through librdkafka's frames: raised after the poll
       if (assigned) {
         take_over();
@@ -104,7 +101,7 @@ struct Judge::State {
     props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
     if (judge.options_.exactly_once) props["transactional.id"] = judge.options_.transactional_id;
     producer = std::make_unique<kafka::Producer>(
-        props, [this](const rd_kafka_message_t& m) { on_delivery(m); }, judge.options_.health);
+        props, [this](kafka::Message report) { on_delivery(report); }, judge.options_.health);
     engine = std::make_unique<dedup::Engine>(cfg.dedup);
     std::size_t restored = 0;
     if (!cfg.kafka.changelog_topic.empty()) {
@@ -165,24 +162,23 @@ struct Judge::State {
 
   // ------------------------------------------------------------ deciding
 
-  void on_delivery(const rd_kafka_message_t& m) {
-    if (m.err && delivery_error.empty()) {
-      delivery_error = std::string("judge: cannot deliver to '") + rd_kafka_topic_name(m.rkt) +
-                       "': " + rd_kafka_err2str(m.err);
+  void on_delivery(kafka::Message report) {
+    if (report.error() && delivery_error.empty()) {
+      delivery_error = "judge: cannot deliver to '" + std::string(report.topic()) +
+                       "': " + kafka::describe(report.error());
     }
   }
 
-  void decide(const rd_kafka_message_t& m) {
+  void decide(kafka::Message m) {
     // A judge that lost its partition (a session timeout it slept through)
     // decides nothing more: its successor does, from the committed offset.
-    if (rd_kafka_assignment_lost(consumer->handle())) return;
-    next_offset = m.offset + 1;
+    if (consumer->assignment_lost()) return;
+    next_offset = m.offset() + 1;
     std::string error;
-    const std::string_view value(static_cast<const char*>(m.payload), m.payload ? m.len : 0);
-    if (!decode_judge_request(value, request, &error)) {
+    if (!decode_judge_request(m.payload(), request, &error)) {
       if (corrupt_logged++ < 10) {
         log(config::LogLevel::warn,
-            "judge: request at offset " + std::to_string(m.offset) + " skipped: " + error);
+            "judge: request at offset " + std::to_string(m.offset()) + " skipped: " + error);
       }
       add_stats([](JudgeStats& s) { ++s.corrupt; });
       return;
@@ -265,9 +261,9 @@ struct Judge::State {
     rec.key = verdict_key_buffer;
     rec.has_key = true;
     rec.value = verdicts.finish();
-    if (rd_kafka_resp_err_t err = producer->produce(rec)) {
+    if (const kafka::ErrorCode err = producer->produce(rec)) {
       throw KafkaError("judge: cannot send verdicts to '" + cfg.kafka.verdict_topic +
-                           "': " + rd_kafka_err2str(err),
+                           "': " + kafka::describe(err),
                        err, kafka::Severity::fatal);
     }
     const std::size_t n = request.entries.size();
@@ -310,9 +306,9 @@ struct Judge::State {
     rec.has_key = true;
     rec.value = encoded.value;
     rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
-    if (rd_kafka_resp_err_t err = producer->produce(rec)) {
+    if (const kafka::ErrorCode err = producer->produce(rec)) {
       throw KafkaError("judge: cannot append to the window changelog '" +
-                           cfg.kafka.changelog_topic + "': " + rd_kafka_err2str(err),
+                           cfg.kafka.changelog_topic + "': " + kafka::describe(err),
                        err, kafka::Severity::fatal);
     }
   }
@@ -324,11 +320,10 @@ struct Judge::State {
     if (!active || next_offset < 0 || next_offset == committed) return;
     flush_changelog();
     crash_point("judge-decided");
-    kafka::PartitionListPtr offsets(rd_kafka_topic_partition_list_new(1));
-    rd_kafka_topic_partition_list_add(offsets.get(), cfg.kafka.judge_topic.c_str(), 0)->offset =
-        next_offset;
+    kafka::TopicPartitions offsets(1);
+    offsets.add(cfg.kafka.judge_topic, 0, next_offset);
     if (txn) {
-      if (txn->commit(*offsets) == TransactionCycle::Outcome::aborted) {
+      if (txn->commit(offsets) == TransactionCycle::Outcome::aborted) {
         rewind();
         return;
       }
@@ -341,12 +336,11 @@ struct Judge::State {
         if (judge.stop_.load(std::memory_order_relaxed) || Clock::now() > give_up) return;
       }
       if (!delivery_error.empty())
-        throw KafkaError(delivery_error, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
-      if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, true);
-          err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        throw KafkaError(delivery_error, kafka::errc::fail, kafka::Severity::fatal);
+      if (const kafka::ErrorCode err = consumer->commit(offsets, true);
+          err && err != kafka::errc::no_offset) {
         log(config::LogLevel::warn,
-            std::string("judge: offset commit failed (a later one carries it): ") +
-                rd_kafka_err2str(err));
+            "judge: offset commit failed (a later one carries it): " + kafka::describe(err));
       }
     }
     committed = next_offset;
@@ -360,19 +354,16 @@ struct Judge::State {
   void rewind() {
     if (committed < 0) {
       // Nothing committed in this term: the group's committed offset is where it began.
-      kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
-      rd_kafka_topic_partition_list_add(list.get(), cfg.kafka.judge_topic.c_str(), 0);
-      rd_kafka_committed(consumer->handle(), list.get(), 10000);
-      committed = list->elems[0].offset >= 0 ? list->elems[0].offset : 0;
+      kafka::TopicPartitions list(1);
+      list.add(cfg.kafka.judge_topic, 0);
+      consumer->committed(list, std::chrono::seconds(10));
+      committed = list[0].offset >= 0 ? list[0].offset : 0;
     }
-    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
-    rd_kafka_topic_partition_list_add(list.get(), cfg.kafka.judge_topic.c_str(), 0)->offset =
-        committed;
-    if (rd_kafka_error_t* error = rd_kafka_seek_partitions(consumer->handle(), list.get(), 10000)) {
-      const std::string what = rd_kafka_error_string(error);
-      rd_kafka_error_destroy(error);
+    kafka::TopicPartitions list(1);
+    list.add(cfg.kafka.judge_topic, 0, committed);
+    if (const std::string what = consumer->seek(list, std::chrono::seconds(10)); !what.empty()) {
       throw KafkaError("judge: cannot rewind after an aborted transaction: " + what,
-                       RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+                       kafka::errc::fail, kafka::Severity::fatal);
     }
     next_offset = committed;
     unconfirmed_entries = 0;
@@ -390,17 +381,17 @@ struct Judge::State {
       consumer->poll_batch(polled, txn ? kRequestsPerTransaction : 500,
                            std::chrono::milliseconds(active ? 2 : 50));
       if (consumer->fatal())
-        throw KafkaError("judge consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+        throw KafkaError("judge consumer: " + consumer->fatal_reason(), kafka::errc::fatal,
                          kafka::Severity::fatal);
-      for (const kafka::MessagePtr& m : polled) {
-        if (m->err) {
-          if (m->err == RD_KAFKA_RESP_ERR__FATAL)
-            throw KafkaError("judge consumer: " + consumer->fatal_reason(), m->err,
+      for (const kafka::Message m : polled) {
+        if (m.error()) {
+          if (m.error() == kafka::errc::fatal)
+            throw KafkaError("judge consumer: " + consumer->fatal_reason(), m.error(),
                              kafka::Severity::fatal);
           continue;  // transient; librdkafka retries (and logs it through neardup's logger)
         }
         if (!active) continue;  // fetched before a revoke
-        decide(*m);
+        decide(m);
       }
       if (pending_exception) std::rethrow_exception(std::exchange(pending_exception, nullptr));
       if (producer) producer->poll(std::chrono::milliseconds(0));
@@ -469,7 +460,7 @@ void Judge::run() {
     }
     state.consumer = std::make_unique<kafka::Consumer>(
         props,
-        [&state](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+        [&state](bool assigned, const kafka::TopicPartitions& parts) {
           state.on_rebalance(assigned, parts);
         },
         options_.health);
@@ -479,8 +470,7 @@ void Judge::run() {
   } catch (const SimulatedJudgeCrash&) {
     log(config::LogLevel::warn, "judge: simulated crash (nothing flushed or committed)");
     crashed_.store(true);
-    if (state.producer)
-      rd_kafka_purge(state.producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    if (state.producer) state.producer->purge();
     state.active = false;  // the revoke inside close() does nothing
     try {
       if (state.consumer) state.consumer->close();

@@ -467,10 +467,28 @@ void EmbeddedBroker::create_topic(const std::string& topic, int partitions) {
 void EmbeddedBroker::set_down(int id) { rd_kafka_mock_broker_set_down(cluster_, id); }
 void EmbeddedBroker::set_up(int id) { rd_kafka_mock_broker_set_up(cluster_, id); }
 
-void EmbeddedBroker::push_request_errors(int api_key,
-                                         const std::vector<rd_kafka_resp_err_t>& errors) {
+void EmbeddedBroker::push_request_errors(int api_key, const std::vector<kafka::ErrorCode>& errors) {
   rd_kafka_mock_push_request_errors_array(cluster_, static_cast<std::int16_t>(api_key),
                                           errors.size(), errors.data());
+}
+
+void EmbeddedBroker::push_broker_request_errors(int id, int api_key,
+                                                const std::vector<kafka::ErrorCode>& errors) {
+  // One at a time (the call takes them as varargs): each is appended to the
+  // broker's queue for that request type, so they come in order.
+  for (const kafka::ErrorCode err : errors) {
+    rd_kafka_mock_broker_push_request_error_rtts(cluster_, id, static_cast<std::int16_t>(api_key),
+                                                 1, err, 0);
+  }
+}
+
+kafka::ErrorCode EmbeddedBroker::set_leader(const std::string& topic, std::int32_t partition,
+                                            int id) {
+  return rd_kafka_mock_partition_set_leader(cluster_, topic.c_str(), partition, id);
+}
+
+kafka::ErrorCode EmbeddedBroker::set_group_coordinator(const std::string& group, int id) {
+  return rd_kafka_mock_coordinator_set(cluster_, "group", group.c_str(), id);
 }
 
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {

@@ -69,9 +69,14 @@ class EmbeddedBroker {
   /// next `errors.size()` requests of `api_key` (e.g. kApiProduce) fail.
   void set_down(int id);
   void set_up(int id);
-  void push_request_errors(int api_key, const std::vector<rd_kafka_resp_err_t>& errors);
-
-  rd_kafka_mock_cluster_t* cluster() const { return cluster_; }
+  void push_request_errors(int api_key, const std::vector<kafka::ErrorCode>& errors);
+  /// The same, for the requests broker `id` receives only.
+  void push_broker_request_errors(int id, int api_key, const std::vector<kafka::ErrorCode>& errors);
+  /// Makes broker `id` the leader of the partition (-1: none, so that requests
+  /// to it fail until a leader is set again). Returns the error, if any.
+  kafka::ErrorCode set_leader(const std::string& topic, std::int32_t partition, int id);
+  /// Makes broker `id` the coordinator of consumer group `group`.
+  kafka::ErrorCode set_group_coordinator(const std::string& group, int id);
 
  private:
   class Forwarder;

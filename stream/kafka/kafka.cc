@@ -19,7 +19,11 @@ std::string_view to_string(Severity severity) {
   return "unknown";
 }
 
-Severity classify(rd_kafka_resp_err_t err, bool fatal_flag) {
+std::string error_name(ErrorCode code) { return rd_kafka_err2name(code); }
+
+std::string describe(ErrorCode code) { return rd_kafka_err2str(code); }
+
+Severity classify(ErrorCode err, bool fatal_flag) {
   if (fatal_flag || err == RD_KAFKA_RESP_ERR__FATAL) return Severity::fatal;
   switch (err) {
     // The record itself cannot be written; the client and the rest of the stream are fine.
@@ -117,6 +121,90 @@ ConfPtr make_conf(const Properties& properties) {
   return conf;
 }
 
+// ---------------------------------------------------------------- Message, TopicPartitions,
+// Headers
+
+std::string Message::error_message() const { return rd_kafka_message_errstr(m_); }
+
+std::optional<std::string_view> Message::header(const char* name) const {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m_, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+  return kafka::header(headers, name);
+}
+
+namespace {
+
+void visit_headers(const rd_kafka_headers_t* headers,
+                   const std::function<void(std::string_view, std::string_view)>& visit) {
+  if (!headers) return;
+  const char* name = nullptr;
+  const void* value = nullptr;
+  std::size_t size = 0;
+  for (std::size_t i = 0;
+       rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+    visit(name, std::string_view(static_cast<const char*>(value), value ? size : 0));
+}
+
+}  // namespace
+
+void Message::for_each_header(
+    const std::function<void(std::string_view name, std::string_view value)>& visit) const {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m_, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  visit_headers(headers, visit);
+}
+
+TopicPartitions::TopicPartitions(int capacity)
+    : list_(rd_kafka_topic_partition_list_new(capacity)) {}
+
+TopicPartitions::TopicPartitions(const rd_kafka_topic_partition_list_t& list)
+    : list_(rd_kafka_topic_partition_list_copy(&list)) {}
+
+void TopicPartitions::add(const std::string& topic, std::int32_t partition, std::int64_t offset) {
+  rd_kafka_topic_partition_list_add(list_.get(), topic.c_str(), partition)->offset = offset;
+}
+
+std::optional<TopicPartition> TopicPartitions::find(std::string_view topic,
+                                                    std::int32_t partition) const {
+  for (std::size_t i = 0; i < size(); ++i) {
+    const TopicPartition e = (*this)[i];
+    if (e.partition == partition && e.topic == topic) return e;
+  }
+  return std::nullopt;
+}
+
+bool TopicPartitions::has_topic(std::string_view topic) const {
+  for (std::size_t i = 0; i < size(); ++i)
+    if ((*this)[i].topic == topic) return true;
+  return false;
+}
+
+Headers Headers::copy_of(Message message) {
+  Headers copy;
+  rd_kafka_headers_t* headers = nullptr;
+  // (a delivery report's headers are reached through the same call)
+  if (rd_kafka_message_headers(message.m_, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR && headers)
+    copy.headers_.reset(rd_kafka_headers_copy(headers));
+  return copy;
+}
+
+std::optional<std::string_view> Headers::find(const char* name) const {
+  return kafka::header(headers_.get(), name);
+}
+
+void Headers::for_each(
+    const std::function<void(std::string_view name, std::string_view value)>& visit) const {
+  visit_headers(headers_.get(), visit);
+}
+
+void Headers::add(std::string_view name, std::string_view value) {
+  if (!headers_) headers_.reset(rd_kafka_headers_new(4));
+  rd_kafka_header_add(headers_.get(), name.data(), static_cast<ssize_t>(name.size()), value.data(),
+                      static_cast<ssize_t>(value.size()));
+}
+
+// ---------------------------------------------------------------- metadata
+
 int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout) {
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
   const rd_kafka_metadata_t* metadata = nullptr;
@@ -140,6 +228,22 @@ int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milli
 
 Producer::Producer(const Properties& properties, DeliveryHandler on_delivery, BrokerHealth* health)
     : on_delivery_(std::move(on_delivery)), health_(health) {
+  create(properties);
+}
+
+Producer::Producer(const Properties& properties, RawDeliveryHandler on_delivery,
+                   BrokerHealth* health)
+    : on_delivery_raw_(std::move(on_delivery)), health_(health) {
+  create(properties);
+}
+
+Producer::Producer(const Properties& properties, std::nullptr_t, BrokerHealth* health)
+    : health_(health) {
+  create(properties);
+}
+
+void Producer::create(const Properties& properties) {
+  BrokerHealth* health = health_;
   ConfPtr conf = make_client_conf(properties, this, health, &Producer::on_statistics_cb);
   rd_kafka_conf_set_dr_msg_cb(conf.get(), &Producer::on_delivery_cb);
   rd_kafka_conf_set_error_cb(conf.get(), &Producer::on_error_cb);
@@ -170,7 +274,13 @@ rd_kafka_topic_t* Producer::topic(std::string_view name) {
   return rkt;
 }
 
-rd_kafka_resp_err_t Producer::produce(const Record& record) {
+ErrorCode Producer::produce(const Record& record, Headers headers) {
+  Record with = record;
+  with.headers = headers.headers_.release();
+  return produce(with);
+}
+
+ErrorCode Producer::produce(const Record& record) {
   rd_kafka_topic_t* rkt = topic(record.topic);
   rd_kafka_headers_t* headers = record.headers;
   for (;;) {
@@ -215,8 +325,21 @@ bool Producer::flush(std::chrono::milliseconds timeout) {
 
 int Producer::in_flight() const { return rd_kafka_outq_len(rk_.get()); }
 
+void Producer::purge() {
+  rd_kafka_purge(rk_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+}
+
+int Producer::partition_count(const std::string& topic, std::chrono::milliseconds timeout) const {
+  return kafka::partition_count(rk_.get(), topic, timeout);
+}
+
 void Producer::on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
-  static_cast<Producer*>(opaque)->on_delivery_(*message);
+  auto* self = static_cast<Producer*>(opaque);
+  if (self->on_delivery_) {
+    self->on_delivery_(Message(*message));
+  } else if (self->on_delivery_raw_) {
+    self->on_delivery_raw_(*message);
+  }
 }
 
 void Producer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
@@ -238,6 +361,22 @@ int Producer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* op
 Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance,
                    BrokerHealth* health)
     : on_rebalance_(std::move(on_rebalance)), health_(health) {
+  create(properties);
+}
+
+Consumer::Consumer(const Properties& properties, RawRebalanceHandler on_rebalance,
+                   BrokerHealth* health)
+    : on_rebalance_raw_(std::move(on_rebalance)), health_(health) {
+  create(properties);
+}
+
+Consumer::Consumer(const Properties& properties, std::nullptr_t, BrokerHealth* health)
+    : health_(health) {
+  create(properties);
+}
+
+void Consumer::create(const Properties& properties) {
+  BrokerHealth* health = health_;
   ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
   rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
   rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
@@ -283,7 +422,11 @@ void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
   for (ssize_t i = 0; i < n; ++i) out.emplace_back(raw[static_cast<std::size_t>(i)]);
 }
 
-rd_kafka_resp_err_t Consumer::commit(const rd_kafka_topic_partition_list_t& offsets, bool async) {
+ErrorCode Consumer::commit(const TopicPartitions& offsets, bool async) {
+  return commit(*offsets.list_, async);
+}
+
+ErrorCode Consumer::commit(const rd_kafka_topic_partition_list_t& offsets, bool async) {
   rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), &offsets, async ? 1 : 0);
   if (err && classify(err) == Severity::fatal && err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
     throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), err, Severity::fatal);
@@ -294,7 +437,74 @@ rd_kafka_resp_err_t Consumer::commit(const rd_kafka_topic_partition_list_t& offs
 void Consumer::on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
                             rd_kafka_topic_partition_list_t* offsets, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  if (self->on_commit_) self->on_commit_(err, offsets);
+  if (self->on_commit_) {
+    if (offsets) {
+      const TopicPartitions copy(*offsets);
+      self->on_commit_(err, &copy);
+    } else {
+      self->on_commit_(err, nullptr);
+    }
+  } else if (self->on_commit_raw_) {
+    self->on_commit_raw_(err, offsets);
+  }
+}
+
+ErrorCode Consumer::assign(const TopicPartitions& partitions) {
+  return rd_kafka_assign(rk_.get(), partitions.list_.get());
+}
+
+ErrorCode Consumer::assignment(TopicPartitions& out) const {
+  rd_kafka_topic_partition_list_t* parts = nullptr;
+  const ErrorCode err = rd_kafka_assignment(rk_.get(), &parts);
+  out = TopicPartitions();
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && parts) out.list_.reset(parts);
+  return err;
+}
+
+bool Consumer::assignment_lost() const { return rd_kafka_assignment_lost(rk_.get()) != 0; }
+
+bool Consumer::cooperative() const {
+  return std::strcmp(rd_kafka_rebalance_protocol(rk_.get()), "COOPERATIVE") == 0;
+}
+
+ErrorCode Consumer::pause(const TopicPartitions& partitions) {
+  return rd_kafka_pause_partitions(rk_.get(), partitions.list_.get());
+}
+
+ErrorCode Consumer::resume(const TopicPartitions& partitions) {
+  return rd_kafka_resume_partitions(rk_.get(), partitions.list_.get());
+}
+
+std::string Consumer::seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout) {
+  rd_kafka_error_t* error = rd_kafka_seek_partitions(rk_.get(), partitions.list_.get(),
+                                                     static_cast<int>(timeout.count()));
+  if (!error) return {};
+  std::string what = rd_kafka_error_string(error);
+  rd_kafka_error_destroy(error);
+  return what;
+}
+
+ErrorCode Consumer::committed(TopicPartitions& partitions, std::chrono::milliseconds timeout) {
+  return rd_kafka_committed(rk_.get(), partitions.list_.get(), static_cast<int>(timeout.count()));
+}
+
+Consumer::Watermarks Consumer::query_watermarks(const std::string& topic, std::int32_t partition,
+                                                std::chrono::milliseconds timeout) const {
+  Watermarks w;
+  w.error = rd_kafka_query_watermark_offsets(rk_.get(), topic.c_str(), partition, &w.low, &w.high,
+                                             static_cast<int>(timeout.count()));
+  return w;
+}
+
+Consumer::Watermarks Consumer::cached_watermarks(const std::string& topic,
+                                                 std::int32_t partition) const {
+  Watermarks w;
+  w.error = rd_kafka_get_watermark_offsets(rk_.get(), topic.c_str(), partition, &w.low, &w.high);
+  return w;
+}
+
+int Consumer::partition_count(const std::string& topic, std::chrono::milliseconds timeout) const {
+  return kafka::partition_count(rk_.get(), topic, timeout);
 }
 
 void Consumer::close() {
@@ -306,10 +516,17 @@ void Consumer::close() {
 void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                rd_kafka_topic_partition_list_t* partitions, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+  const bool incremental = self->cooperative();
+  auto notify = [&](bool assigned) {
+    if (self->on_rebalance_) {
+      self->on_rebalance_(assigned, TopicPartitions(*partitions));
+    } else if (self->on_rebalance_raw_) {
+      self->on_rebalance_raw_(assigned, *partitions);
+    }
+  };
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-    if (self->on_rebalance_) self->on_rebalance_(true, *partitions);
-    if (cooperative) {
+    notify(true);
+    if (incremental) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions))
         rd_kafka_error_destroy(e);
     } else {
@@ -317,8 +534,8 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
     }
   } else {
     // Revoked (or lost): the handler flushes and commits before we let go.
-    if (self->on_rebalance_) self->on_rebalance_(false, *partitions);
-    if (cooperative) {
+    notify(false);
+    if (incremental) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions))
         rd_kafka_error_destroy(e);
     } else {

@@ -73,6 +73,10 @@ void TransactionCycle::start() {
   if (ErrorPtr e{rd_kafka_begin_transaction(producer_.handle())}) throw fatal("begin", e.get());
 }
 
+TransactionCycle::Outcome TransactionCycle::commit(const kafka::TopicPartitions& offsets) {
+  return commit(*offsets.list_);
+}
+
 TransactionCycle::Outcome TransactionCycle::commit(const rd_kafka_topic_partition_list_t& offsets) {
   const int ms = static_cast<int>(timeout_.count());
   ErrorPtr abortable;

@@ -46,6 +46,7 @@ class TransactionCycle {
   /// the group metadata, commits, and begins the next transaction. Returns
   /// aborted when the transaction had to be aborted (the next one is begun
   /// too). Throws kafka::KafkaError for fatal errors.
+  Outcome commit(const kafka::TopicPartitions& offsets);
   Outcome commit(const rd_kafka_topic_partition_list_t& offsets);
   /// Aborts the open transaction and begins the next (best effort when `begin_next` is false: on
   /// the way out).

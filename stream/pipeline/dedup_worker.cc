@@ -11,18 +11,6 @@
 
 namespace neardup::stream {
 
-namespace {
-
-std::string_view payload_of(const rd_kafka_message_t& m) {
-  return {static_cast<const char*>(m.payload), m.payload ? m.len : 0};
-}
-/// The message key (dedup.scope: key); a message without one has "".
-std::string_view key_of(const rd_kafka_message_t& m) {
-  return {static_cast<const char*>(m.key), m.key ? m.key_len : 0};
-}
-
-}  // namespace
-
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -172,9 +160,9 @@ void DedupWorker::analyze_range(Slot& slot, std::size_t begin, std::size_t end,
   auto started = Clock::now();
   for (std::size_t i = begin; i < end; ++i) {
     if (!slot.jobs[i].decide) continue;
-    const rd_kafka_message_t& m = *slot.messages[i];
+    const kafka::Message m = slot.messages[i];
     Prepared& prepared = slot.prepared[i];
-    analyzer.prepare(payload_of(m), prepared, key_of(m));
+    analyzer.prepare(m.payload(), prepared, m.key());
     Outcome& out = slot.outcomes[i];
     out.error = {};
     out.kept_sketch.shingles = 0;
@@ -220,8 +208,8 @@ void DedupWorker::prepare(Slot& slot) {
       ++ahead;  // skipped by the pipeline thread (consumer error, revoked partition)
     if (ahead == n) return n;
     const auto started = Clock::now();
-    const rd_kafka_message_t& m = *slot.messages[ahead];
-    analyzer_.prepare(payload_of(m), slot.prepared[ahead], key_of(m));
+    const kafka::Message m = slot.messages[ahead];
+    analyzer_.prepare(m.payload(), slot.prepared[ahead], m.key());
     classifier_.prefetch(slot.prepared[ahead]);
     slot.outcomes[ahead].spent_ns = static_cast<std::uint64_t>((Clock::now() - started).count());
     return ahead++;

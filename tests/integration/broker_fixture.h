@@ -103,13 +103,13 @@ class BrokerTest : public ::testing::Test {
   }
 
   void produce_to(const std::string& topic, const std::vector<std::string>& values,
-                  std::int32_t partition = RD_KAFKA_PARTITION_UA,
+                  std::int32_t partition = kafka::kAnyPartition,
                   const std::optional<std::string>& key = std::nullopt,
                   const std::map<std::string, std::string>& headers = {},
                   std::int64_t timestamp = 0) {
     kafka::Producer producer(
         default_producer_properties(broker_.bootstrap()),
-        [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, RD_KAFKA_RESP_ERR_NO_ERROR); });
+        [](kafka::Message report) { ASSERT_EQ(report.error(), kafka::errc::no_error); });
     for (const auto& v : values) {
       kafka::Producer::Record rec;
       rec.topic = topic;
@@ -119,15 +119,10 @@ class BrokerTest : public ::testing::Test {
         rec.key = *key;
         rec.has_key = true;
       }
-      if (!headers.empty()) {
-        rec.headers = rd_kafka_headers_new(headers.size());
-        for (const auto& [n, hv] : headers) {
-          rd_kafka_header_add(rec.headers, n.c_str(), -1, hv.data(),
-                              static_cast<ssize_t>(hv.size()));
-        }
-      }
+      kafka::Headers with;
+      for (const auto& [n, hv] : headers) with.add(n, hv);
       rec.timestamp_ms = timestamp;
-      ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+      ASSERT_EQ(producer.produce(rec, std::move(with)), kafka::errc::no_error);
     }
     ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
   }
@@ -139,14 +134,12 @@ class BrokerTest : public ::testing::Test {
     kafka::Consumer probe(default_consumer_properties(broker_.bootstrap(), "reader"), nullptr);
     std::size_t total = 0;
     for (int p = 0; p < kPartitions; ++p) {
-      std::int64_t low = 0, high = 0;
-      const rd_kafka_resp_err_t err =
-          rd_kafka_query_watermark_offsets(probe.handle(), topic.c_str(), p, &low, &high, 10000);
-      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        ADD_FAILURE() << "watermarks of " << topic << "/" << p << ": " << rd_kafka_err2str(err);
+      const auto w = probe.query_watermarks(topic, p, std::chrono::seconds(10));
+      if (w.error) {
+        ADD_FAILURE() << "watermarks of " << topic << "/" << p << ": " << kafka::describe(w.error);
         continue;
       }
-      total += static_cast<std::size_t>(std::max<std::int64_t>(high - low, 0));
+      total += static_cast<std::size_t>(std::max<std::int64_t>(w.high - w.low, 0));
     }
     return read(topic, total, limit);
   }
@@ -155,38 +148,26 @@ class BrokerTest : public ::testing::Test {
   std::vector<Record> read(const std::string& topic, std::size_t count,
                            std::chrono::seconds limit = std::chrono::seconds(30)) {
     kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), "reader"), nullptr);
-    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
-    for (int p = 0; p < kPartitions; ++p) {
-      rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset =
-          RD_KAFKA_OFFSET_BEGINNING;
-    }
-    rd_kafka_assign(consumer.handle(), list.get());
+    kafka::TopicPartitions list(kPartitions);
+    for (int p = 0; p < kPartitions; ++p) list.add(topic, p, kafka::kOffsetBeginning);
+    consumer.assign(list);
     std::vector<Record> out;
     auto deadline = Clock::now() + limit;
     std::vector<kafka::MessagePtr> batch;
     while (out.size() < count && Clock::now() < deadline) {
       batch.clear();
       consumer.poll_batch(batch, 500, std::chrono::milliseconds(100));
-      for (const auto& m : batch) {
-        if (m->err) continue;
+      for (const kafka::Message m : batch) {
+        if (m.error()) continue;
         Record r;
-        r.partition = m->partition;
-        r.offset = m->offset;
-        if (m->key) r.key = std::string(static_cast<const char*>(m->key), m->key_len);
-        r.value.assign(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-        rd_kafka_timestamp_type_t type;
-        r.timestamp = rd_kafka_message_timestamp(m.get(), &type);
-        rd_kafka_headers_t* hdrs = nullptr;
-        if (rd_kafka_message_headers(m.get(), &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-          const char* name;
-          const void* value;
-          std::size_t size;
-          for (std::size_t i = 0;
-               rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
-               ++i) {
-            r.headers[name] = std::string(static_cast<const char*>(value), size);
-          }
-        }
+        r.partition = m.partition();
+        r.offset = m.offset();
+        if (m.has_key()) r.key = std::string(m.key());
+        r.value = m.payload();
+        r.timestamp = m.timestamp();
+        m.for_each_header([&](std::string_view name, std::string_view value) {
+          r.headers[std::string(name)] = std::string(value);
+        });
         out.push_back(std::move(r));
       }
     }
@@ -194,15 +175,15 @@ class BrokerTest : public ::testing::Test {
   }
 
   /// Committed offsets of the service's group, per input partition (a
-  /// partition without one reads RD_KAFKA_OFFSET_INVALID, -1001).
+  /// partition without one reads kafka::kOffsetInvalid, -1001).
   std::map<int, std::int64_t> committed_offsets() {
     kafka::Consumer consumer(default_consumer_properties(broker_.bootstrap(), cfg_.kafka.group_id),
                              nullptr);
-    kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(kPartitions));
-    for (int p = 0; p < kPartitions; ++p) rd_kafka_topic_partition_list_add(list.get(), "input", p);
-    EXPECT_EQ(rd_kafka_committed(consumer.handle(), list.get(), 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    kafka::TopicPartitions list(kPartitions);
+    for (int p = 0; p < kPartitions; ++p) list.add("input", p);
+    EXPECT_EQ(consumer.committed(list, std::chrono::seconds(10)), kafka::errc::no_error);
     std::map<int, std::int64_t> out;
-    for (int i = 0; i < list->cnt; ++i) out[list->elems[i].partition] = list->elems[i].offset;
+    for (const kafka::TopicPartition e : list) out[e.partition] = e.offset;
     return out;
   }
 

@@ -277,10 +277,9 @@ class ChangelogOnItsOwnBrokerTest : public ChangelogTest {
     cfg_.action = config::Action::drop;
     for (const auto& t : service_topics(cfg_.kafka)) {
       const int leader = t == cfg_.kafka.changelog_topic ? 2 : 1;
-      for (int p = 0; p < kPartitions; ++p)
-        rd_kafka_mock_partition_set_leader(broker_.cluster(), t.c_str(), p, leader);
+      for (int p = 0; p < kPartitions; ++p) broker_.set_leader(t, p, leader);
     }
-    rd_kafka_mock_coordinator_set(broker_.cluster(), "group", cfg_.kafka.group_id.c_str(), 1);
+    broker_.set_group_coordinator(cfg_.kafka.group_id, 1);
   }
 };
 

@@ -115,7 +115,7 @@ class ScaleOutTest : public BrokerTest {
       rec.topic = kInput;
       rec.partition = partition;
       rec.value = value;
-      ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+      ASSERT_EQ(producer.produce(rec), kafka::errc::no_error);
     };
     for (const Pair& p : pairs) send(p.original, p.original_partition);
     if (gap.count() > 0) {
@@ -160,8 +160,9 @@ class ScaleOutTest : public BrokerTest {
   void expect_every_gap_caught(int instances) {
     auto group = start_group(instances);
     ASSERT_EQ(group.size(), static_cast<std::size_t>(instances));
-    kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
-                             [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
+    kafka::Producer producer(
+        default_producer_properties(broker_.bootstrap()),
+        [](kafka::Message report) { ASSERT_EQ(report.error(), kafka::errc::no_error); });
     const std::size_t per_gap = 60;
     std::map<int, std::vector<Pair>> by_gap;
     std::uint64_t seed = 100;
@@ -206,18 +207,19 @@ TEST_F(ScaleOutTest, KeyScopedInstancesWithoutAJudgeCatchEveryPairOfAKeyAtOnce) 
   cfg_.dedup.window.scoped = true;
   auto group = start_group(2);
   ASSERT_EQ(group.size(), 2u);
-  kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
-                           [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
+  kafka::Producer producer(
+      default_producer_properties(broker_.bootstrap()),
+      [](kafka::Message report) { ASSERT_EQ(report.error(), kafka::errc::no_error); });
   const std::size_t count = 60;
   const auto texts = distinct_texts(count, 7);
   auto send = [&](const std::string& value, const std::string& key) {
     kafka::Producer::Record rec;
     rec.topic = kInput;
-    rec.partition = RD_KAFKA_PARTITION_UA;  // the default partitioner: by key
+    rec.partition = kafka::kAnyPartition;  // the default partitioner: by key
     rec.key = key;
     rec.has_key = true;
     rec.value = value;
-    ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_EQ(producer.produce(rec), kafka::errc::no_error);
   };
   std::vector<Pair> pairs;
   std::vector<std::string> others;
@@ -262,8 +264,9 @@ TEST_F(ScaleOutTest, KillingTheJudgingInstanceMidStreamLosesNothingAndJudgesTheS
     if (group[static_cast<std::size_t>(i)]->judging.load()) judging = i;
   ASSERT_GE(judging, 0);
 
-  kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
-                           [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
+  kafka::Producer producer(
+      default_producer_properties(broker_.bootstrap()),
+      [](kafka::Message report) { ASSERT_EQ(report.error(), kafka::errc::no_error); });
   // 10 batches of 30 pairs, 10 ms apart; the judge dies after the fifth (round == 4).
   std::vector<Pair> all;
   for (int round = 0; round < 10; ++round) {
@@ -355,8 +358,9 @@ TEST_F(ScaleOutTest, AnalysisOnThreeWorkersGivesEveryMessageTheVerdictOfOne) {
   feed.reserve(texts.size());  // (a copy is made from an element of it)
   for (std::size_t i = 0; i < texts.size(); ++i)
     feed.push_back(i % 10 == 9 && i >= 50 ? near_copy(feed[i - 5 - (i * 7) % 45]) : texts[i]);
-  kafka::Producer producer(default_producer_properties(broker_.bootstrap()),
-                           [](const rd_kafka_message_t& m) { ASSERT_EQ(m.err, 0); });
+  kafka::Producer producer(
+      default_producer_properties(broker_.bootstrap()),
+      [](kafka::Message report) { ASSERT_EQ(report.error(), kafka::errc::no_error); });
   for (std::size_t i = 0; i < feed.size(); ++i) {
     kafka::Producer::Record rec;
     rec.topic = kInput;
@@ -365,7 +369,7 @@ TEST_F(ScaleOutTest, AnalysisOnThreeWorkersGivesEveryMessageTheVerdictOfOne) {
     rec.key = key;
     rec.has_key = true;
     rec.value = feed[i];
-    ASSERT_EQ(producer.produce(rec), RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_EQ(producer.produce(rec), kafka::errc::no_error);
   }
   ASSERT_TRUE(producer.flush(std::chrono::seconds(30)));
   std::map<int, std::map<std::string, std::string>> verdicts;  // workers -> key -> verdict

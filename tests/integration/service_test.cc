@@ -28,7 +28,7 @@ class ServiceTest : public BrokerTest {
  protected:
   explicit ServiceTest(int brokers = 1) : BrokerTest(brokers) {}
   void produce(const std::vector<std::string>& values,
-               std::int32_t partition = RD_KAFKA_PARTITION_UA,
+               std::int32_t partition = kafka::kAnyPartition,
                const std::optional<std::string>& key = std::nullopt,
                const std::map<std::string, std::string>& headers = {}, std::int64_t timestamp = 0) {
     produce_to("input", values, partition, key, headers, timestamp);
@@ -268,8 +268,7 @@ TEST_F(ServiceTest, StopWithOutputsUnacknowledgedEndsWithinTheShutdownBudget) {
   auto running = start(config::Action::tag);
   ASSERT_TRUE(eventually([&] { return running->committed.load() >= 200; }));
   for (int p = 0; p < kPartitions; ++p)
-    ASSERT_EQ(rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, -1),
-              RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_EQ(broker_.set_leader("output", p, -1), kafka::errc::no_error);
   produce({texts.begin() + 200, texts.end()});
   ASSERT_TRUE(eventually([&] { return running->consumed.load() >= 250; }));
   const auto asked = Clock::now();
@@ -290,8 +289,8 @@ TEST_F(ServiceTest, BrokerDownAndProduceErrorsLoseNothing) {
   ASSERT_TRUE(eventually([&] { return running->consumed.load() >= 100; }));
   broker_.push_request_errors(
       EmbeddedBroker::kApiProduce,
-      {RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-       RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION});
+      {kafka::errc::not_leader_for_partition, kafka::errc::request_timed_out,
+       kafka::errc::not_enough_replicas, kafka::errc::not_leader_for_partition});
   produce({texts.begin() + 200, texts.begin() + 400});
   broker_.set_down(1);
   // The outage lasts about three seconds; nothing is asserted about timing.
@@ -401,24 +400,17 @@ class TwoBrokerServiceTest : public ServiceTest {
   void SetUp() override {
     ServiceTest::SetUp();
     for (int p = 0; p < kPartitions; ++p) {
-      rd_kafka_mock_partition_set_leader(broker_.cluster(), "input", p, 1);
-      rd_kafka_mock_partition_set_leader(broker_.cluster(), "output", p, 2);
-      rd_kafka_mock_partition_set_leader(broker_.cluster(), "dead-letters", p, 2);
+      broker_.set_leader("input", p, 1);
+      broker_.set_leader("output", p, 2);
+      broker_.set_leader("dead-letters", p, 2);
     }
     // (the judge's topics on broker 1: the refusals are meant for the outputs)
-    for (const auto& t : judge_topics(cfg_.kafka))
-      rd_kafka_mock_partition_set_leader(broker_.cluster(), t.c_str(), 0, 1);
+    for (const auto& t : judge_topics(cfg_.kafka)) broker_.set_leader(t, 0, 1);
   }
   void refuse_next_produces(std::size_t n) {
-    if (n == 1) {
-      rd_kafka_mock_broker_push_request_error_rtts(broker_.cluster(), 2,
-                                                   EmbeddedBroker::kApiProduce, 1,
-                                                   RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
-    } else {
-      rd_kafka_mock_broker_push_request_error_rtts(
-          broker_.cluster(), 2, EmbeddedBroker::kApiProduce, 2,
-          RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, 0);
-    }
+    broker_.push_broker_request_errors(
+        2, EmbeddedBroker::kApiProduce,
+        std::vector<kafka::ErrorCode>(n, kafka::errc::message_too_large));
   }
 };
 

@@ -3,8 +3,6 @@
 
 #include "stream/kafka/broker_health.h"
 
-#include <librdkafka/rdkafka.h>
-
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -15,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "base/log.h"
+#include "stream/kafka/kafka.h"
 
 namespace neardup::stream {
 namespace {
@@ -39,9 +38,9 @@ BrokerObservation up(const char* address, std::chrono::microseconds age) {
 /// Drops an outage on `health` at `at`: both brokers fail, then every broker is down.
 void lose_brokers(BrokerHealth& health, Clock::time_point at,
                   const char* client = "rdkafka#consumer-2") {
-  health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, at - 2ms);
-  health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kRefused, at - 1ms);
-  health.on_error(client, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "2/2 brokers are down", at);
+  health.on_error(client, kafka::errc::transport, kDisconnected, at - 2ms);
+  health.on_error(client, kafka::errc::transport, kRefused, at - 1ms);
+  health.on_error(client, kafka::errc::all_brokers_down, "2/2 brokers are down", at);
 }
 
 TEST(BrokerOfReason, ReadsTheBrokerNameLibrdkafkaPutsFirst) {
@@ -95,8 +94,8 @@ TEST(BrokerHealth, StartsReachableWithNoOutage) {
 TEST(BrokerHealth, ConnectionErrorsAloneAreNoOutage) {
   BrokerHealth health(false, t0);
   // An idle connection closed by the broker: librdkafka reconnects on demand.
-  health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, t0 + 1s);
-  health.on_error("rdkafka#producer-1", RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "message timed out",
+  health.on_error("rdkafka#producer-1", kafka::errc::transport, kDisconnected, t0 + 1s);
+  health.on_error("rdkafka#producer-1", kafka::errc::message_timed_out, "message timed out",
                   t0 + 2s);
   EXPECT_TRUE(health.snapshot().reachable);
   EXPECT_EQ(health.snapshot().outages, 0u);
@@ -130,8 +129,8 @@ TEST(BrokerHealth, WithoutConnectionErrorsTheOutageNamesTheClientsBrokers) {
   BrokerHealth health(false, t0);
   health.on_brokers("c", {{"kafka-0:9092", "DOWN", 10}, {"kafka-1:9092", "CONNECT", 10}}, t0 + 1s);
   // An error seen long ago is about something else.
-  health.on_error("c", RD_KAFKA_RESP_ERR__TRANSPORT, kDisconnected, t0 + 2s);
-  health.on_error("c", RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "2/2 brokers are down", t0 + 200s);
+  health.on_error("c", kafka::errc::transport, kDisconnected, t0 + 2s);
+  health.on_error("c", kafka::errc::all_brokers_down, "2/2 brokers are down", t0 + 200s);
   const auto s = health.snapshot();
   EXPECT_THAT(s.unreachable, ElementsAre("kafka-0:9092", "kafka-1:9092"));
   EXPECT_EQ(s.reason, "2/2 brokers are down");
@@ -369,8 +368,8 @@ TEST(BrokerHealth, CallbacksFromManyThreadsAtOnce) {
       const std::string client = "client-" + std::to_string(t);
       for (int i = 0; i < 500; ++i) {
         const auto at = t0 + std::chrono::milliseconds(i);
-        health.on_error(client, RD_KAFKA_RESP_ERR__TRANSPORT, kRefused, at);
-        health.on_error(client, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "1/1 brokers are down", at);
+        health.on_error(client, kafka::errc::transport, kRefused, at);
+        health.on_error(client, kafka::errc::all_brokers_down, "1/1 brokers are down", at);
         health.on_brokers(client, {up("127.0.0.1:39211", 0us)}, at + 1ms);
         (void)health.snapshot();
       }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# e2e: stream/kafka/ is the only code that speaks librdkafka (stream/README.md):
+# deploy/check-kafka-boundary.sh finds no librdkafka include or lowercase
+# rd_kafka_* name in stream/, app/, bench/ or tests/ outside stream/kafka/ (but
+# the files it allows). The check is probed first on a small tree that breaks
+# the rule, and must name that file and line. Needs no binary.
+set -euo pipefail
+name=kafka_boundary_test
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+root=${NEARDUP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+check="$root/deploy/check-kafka-boundary.sh"
+
+# The probe: a tree (not a git checkout) with one offending line in
+# stream/judge/, the same name inside stream/kafka/, and the allowed files.
+probe="$work/probe"
+mkdir -p "$probe/stream/kafka" "$probe/stream/judge" "$probe/stream/service" "$probe/tests"
+printf '#include "stream/kafka/kafka.h"\nint n = rd_kafka_outq_len(nullptr);\n' >"$probe/stream/judge/judge.cc"
+printf '#include <librdkafka/rdkafka.h>\n' >"$probe/stream/kafka/kafka.h"
+printf '// rd_kafka_new\n' >"$probe/tests/tsan_c11_threads.cc"
+for f in $(sed -n '/^allowed_for_now=(/,/^)/p' "$check" | grep -o 'stream/service/[^ ]*'); do
+  printf 'rd_kafka_message_t* m;\n' >"$probe/$f"
+done
+if bash "$check" "$probe" >"$work/probe.out" 2>&1; then
+  cat "$work/probe.out"
+  fail "the check passed a tree that names rd_kafka_ in stream/judge/"
+fi
+grep -q '^stream/judge/judge.cc:2:' "$work/probe.out" \
+  || { cat "$work/probe.out"; fail "the check did not name stream/judge/judge.cc:2"; }
+[ "$(grep -c '^stream/' "$work/probe.out")" -eq 1 ] \
+  || { cat "$work/probe.out"; fail "the check named more than the one offending line"; }
+pass
+printf '#include "stream/kafka/kafka.h"\n' >"$probe/stream/judge/judge.cc"
+bash "$check" "$probe" >"$work/probe.out" 2>&1 \
+  || { cat "$work/probe.out"; fail "the check failed a tree that keeps the rule"; }
+pass
+
+bash "$check" "$root" >"$work/found" 2>&1 \
+  || { cat "$work/found"; fail "the lines above name librdkafka outside stream/kafka/ (use stream/kafka/'s types)"; }
+pass
+
+echo "$name: $passed passed, 0 failed"
