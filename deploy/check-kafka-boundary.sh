@@ -17,19 +17,6 @@ cd "$root"
 allowed=(
   tests/tsan_c11_threads.cc
 )
-# TEMPORARY: stream/service/ still passes librdkafka's types to the raw
-# overloads of stream/kafka/ (Producer::handle(), Consumer::handle(), the raw
-# handlers, kafka::header(), PartitionListPtr). Converting a file removes it
-# from this list; the list, and then those overloads, go.
-allowed_for_now=(
-  stream/service/output_router.cc
-  stream/service/output_router.h
-  stream/service/service.cc
-  stream/service/service_delivery.cc
-  stream/service/service_impl.h
-  stream/service/service_judge.cc
-  stream/service/service_rebalance.cc
-)
 
 raw='rd_kafka_|#[[:space:]]*include[[:space:]]*[<"]librdkafka/'
 
@@ -40,7 +27,7 @@ else
 fi
 is_allowed() {
   local f
-  for f in "${allowed[@]}" "${allowed_for_now[@]}"; do [ "$1" = "$f" ] && return 0; done
+  for f in "${allowed[@]}"; do [ "$1" = "$f" ] && return 0; done
   return 1
 }
 
@@ -61,14 +48,6 @@ if [ "${#files[@]}" -gt 0 ]; then
   found=$(grep -n -H -E -- "$raw" "${files[@]}" || true)
 fi
 
-# An allowance that no longer allows anything goes (so the list only shrinks).
-stale=""
-for f in "${allowed_for_now[@]}"; do
-  if [ ! -f "$f" ] || ! grep -q -E -- "$raw" "$f"; then
-    stale+="$f"$'\n'
-  fi
-done
-
 status=0
 if [ -n "$found" ]; then
   printf '%s\n' "$found"
@@ -76,12 +55,5 @@ if [ -n "$found" ]; then
     "librdkafka; use stream/kafka/'s types and methods (add one there when none fits)" >&2
   status=1
 fi
-if [ -n "$stale" ]; then
-  printf '%s' "$stale"
-  echo "check-kafka-boundary: the file(s) above no longer name librdkafka (or are gone):" \
-    "remove them from allowed_for_now in deploy/check-kafka-boundary.sh" >&2
-  status=1
-fi
-[ "$status" -eq 0 ] && echo "check-kafka-boundary: only stream/kafka/ names librdkafka" \
-  "(and ${#allowed_for_now[@]} file(s) of stream/service/ for now)"
+[ "$status" -eq 0 ] && echo "check-kafka-boundary: only stream/kafka/ names librdkafka"
 exit "$status"

@@ -231,12 +231,6 @@ Producer::Producer(const Properties& properties, DeliveryHandler on_delivery, Br
   create(properties);
 }
 
-Producer::Producer(const Properties& properties, RawDeliveryHandler on_delivery,
-                   BrokerHealth* health)
-    : on_delivery_raw_(std::move(on_delivery)), health_(health) {
-  create(properties);
-}
-
 Producer::Producer(const Properties& properties, std::nullptr_t, BrokerHealth* health)
     : health_(health) {
   create(properties);
@@ -335,11 +329,7 @@ int Producer::partition_count(const std::string& topic, std::chrono::millisecond
 
 void Producer::on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
   auto* self = static_cast<Producer*>(opaque);
-  if (self->on_delivery_) {
-    self->on_delivery_(Message(*message));
-  } else if (self->on_delivery_raw_) {
-    self->on_delivery_raw_(*message);
-  }
+  if (self->on_delivery_) self->on_delivery_(Message(*message));
 }
 
 void Producer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
@@ -361,12 +351,6 @@ int Producer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* op
 Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance,
                    BrokerHealth* health)
     : on_rebalance_(std::move(on_rebalance)), health_(health) {
-  create(properties);
-}
-
-Consumer::Consumer(const Properties& properties, RawRebalanceHandler on_rebalance,
-                   BrokerHealth* health)
-    : on_rebalance_raw_(std::move(on_rebalance)), health_(health) {
   create(properties);
 }
 
@@ -423,11 +407,7 @@ void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
 }
 
 ErrorCode Consumer::commit(const TopicPartitions& offsets, bool async) {
-  return commit(*offsets.list_, async);
-}
-
-ErrorCode Consumer::commit(const rd_kafka_topic_partition_list_t& offsets, bool async) {
-  rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), &offsets, async ? 1 : 0);
+  rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), offsets.list_.get(), async ? 1 : 0);
   if (err && classify(err) == Severity::fatal && err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
     throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), err, Severity::fatal);
   }
@@ -444,8 +424,6 @@ void Consumer::on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
     } else {
       self->on_commit_(err, nullptr);
     }
-  } else if (self->on_commit_raw_) {
-    self->on_commit_raw_(err, offsets);
   }
 }
 
@@ -518,11 +496,7 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
   auto* self = static_cast<Consumer*>(opaque);
   const bool incremental = self->cooperative();
   auto notify = [&](bool assigned) {
-    if (self->on_rebalance_) {
-      self->on_rebalance_(assigned, TopicPartitions(*partitions));
-    } else if (self->on_rebalance_raw_) {
-      self->on_rebalance_raw_(assigned, *partitions);
-    }
+    if (self->on_rebalance_) self->on_rebalance_(assigned, TopicPartitions(*partitions));
   };
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     notify(true);

@@ -28,12 +28,9 @@ namespace neardup::stream::kafka {
 
 /// A Kafka error code: librdkafka's enum itself (rd_kafka_resp_err_t), no
 /// copy of ours, so a code passes this boundary as it is and `if (err)` tests
-/// for an error. An alias and not an enum class because stream/service/ still
-/// compares these codes with librdkafka's constants; once nothing above
-/// stream/kafka/ names librdkafka, an enum class with the same values (and a
-/// kafka.h that does not include rdkafka.h) can replace it. Above
-/// stream/kafka/, codes are named through kafka::errc and printed with
-/// error_name() and describe().
+/// for an error. Above stream/kafka/, codes are named through kafka::errc and
+/// printed with error_name() and describe(); nothing there names librdkafka's
+/// constants (deploy/check-kafka-boundary.sh).
 using ErrorCode = rd_kafka_resp_err_t;
 
 /// The codes neardup acts on, by name (std::errc's habit).
@@ -312,16 +309,12 @@ class Producer {
   /// Called once per produced record with its delivery report (error() tells
   /// whether it was delivered; opaque() is the Record's).
   using DeliveryHandler = std::function<void(Message report)>;
-  /// The same with librdkafka's message (stream/service/ until it speaks Message).
-  using RawDeliveryHandler = std::function<void(const rd_kafka_message_t&)>;
 
   /// Throws KafkaError when the client cannot be created (bad property).
   /// With `health` (not owned; must outlive the producer), the client's error
   /// events and statistics feed it; statistics.interval.ms defaults to
   /// kHealthStatisticsMs then. They are served on the thread calling poll().
   Producer(const Properties& properties, DeliveryHandler on_delivery,
-           BrokerHealth* health = nullptr);
-  Producer(const Properties& properties, RawDeliveryHandler on_delivery,
            BrokerHealth* health = nullptr);
   /// Without delivery reports.
   Producer(const Properties& properties, std::nullptr_t, BrokerHealth* health = nullptr);
@@ -369,7 +362,7 @@ class Producer {
   /// topic does not exist. Throws KafkaError when the metadata request fails.
   int partition_count(const std::string& topic, std::chrono::milliseconds timeout) const;
 
-  /// librdkafka's handle (stream/service/ until it speaks these types).
+  /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
   rd_kafka_t* handle() const { return rk_.get(); }
 
  private:
@@ -381,7 +374,6 @@ class Producer {
   void create(const Properties& properties);
 
   DeliveryHandler on_delivery_;
-  RawDeliveryHandler on_delivery_raw_;
   BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;
@@ -397,15 +389,10 @@ class Consumer {
   /// `assigned` true for an assignment, false for a revocation; `partitions`
   /// are the ones that change hands.
   using RebalanceHandler = std::function<void(bool assigned, const TopicPartitions& partitions)>;
-  /// The same with librdkafka's list (stream/service/ until it speaks TopicPartitions).
-  using RawRebalanceHandler =
-      std::function<void(bool assigned, const rd_kafka_topic_partition_list_t& partitions)>;
 
   /// Throws KafkaError when the client cannot be created. `health` as for
   /// Producer; served inside poll_batch().
   Consumer(const Properties& properties, RebalanceHandler on_rebalance,
-           BrokerHealth* health = nullptr);
-  Consumer(const Properties& properties, RawRebalanceHandler on_rebalance,
            BrokerHealth* health = nullptr);
   /// A consumer without a rebalance handler (assign(), or a group that needs none).
   Consumer(const Properties& properties, std::nullptr_t, BrokerHealth* health = nullptr);
@@ -422,15 +409,11 @@ class Consumer {
   /// `async`. Throws KafkaError for fatal errors; returns the error otherwise
   /// (errc::no_offset: there was nothing to commit).
   ErrorCode commit(const TopicPartitions& offsets, bool async);
-  ErrorCode commit(const rd_kafka_topic_partition_list_t& offsets, bool async);
   /// The outcome of every offset commit (`err` the request's; each partition
   /// may carry its own; `offsets` may be null), served inside poll_batch() (or
   /// commit(), when synchronous).
   using CommitHandler = std::function<void(ErrorCode err, const TopicPartitions* offsets)>;
-  using RawCommitHandler =
-      std::function<void(ErrorCode err, const rd_kafka_topic_partition_list_t* offsets)>;
   void on_commit(CommitHandler handler) { on_commit_ = std::move(handler); }
-  void on_commit(RawCommitHandler handler) { on_commit_raw_ = std::move(handler); }
 
   /// Reads exactly `partitions` from their offsets (kOffsetBeginning...),
   /// outside any group rebalance. Returns the error, if any.
@@ -472,7 +455,7 @@ class Consumer {
   bool fatal() const { return !fatal_reason_.empty(); }
   const std::string& fatal_reason() const { return fatal_reason_; }
 
-  /// librdkafka's handle (stream/service/ until it speaks these types).
+  /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
   rd_kafka_t* handle() const { return rk_.get(); }
 
  private:
@@ -485,9 +468,7 @@ class Consumer {
                            rd_kafka_topic_partition_list_t* offsets, void* opaque);
 
   RebalanceHandler on_rebalance_;
-  RawRebalanceHandler on_rebalance_raw_;
   CommitHandler on_commit_;
-  RawCommitHandler on_commit_raw_;
   BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;
@@ -496,7 +477,7 @@ class Consumer {
 };
 
 /// The value of the last header named `name` in librdkafka's headers, if any
-/// (Message::header; stream/service/ until it speaks Headers and Message).
+/// (Message::header and Headers::find).
 std::optional<std::string_view> header(const rd_kafka_headers_t* headers, const char* name);
 
 }  // namespace neardup::stream::kafka

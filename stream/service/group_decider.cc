@@ -120,8 +120,7 @@ GroupDecider::GroupDecider(Service::Impl& service, const kafka::Properties& prod
     request_props.erase("transaction.timeout.ms");
     request_props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
     request_producer = std::make_unique<kafka::Producer>(
-        request_props, [this](const rd_kafka_message_t& m) { s_.on_delivery(m); },
-        s_.options.broker_health);
+        request_props, [this](kafka::Message m) { s_.on_delivery(m); }, s_.options.broker_health);
   }
   JudgeOptions j;
   j.config = cfg;
@@ -180,8 +179,7 @@ void GroupDecider::crash() {
     judge->simulate_crash();
     judge.reset();
   }
-  if (request_producer)
-    rd_kafka_purge(request_producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  if (request_producer) request_producer->purge();
 }
 
 }  // namespace
@@ -195,10 +193,10 @@ void GroupDecider::start_verdicts() {
   for (const std::string* topic : {&s_.cfg.kafka.judge_topic, &s_.cfg.kafka.verdict_topic}) {
     int n = 0;
     try {
-      n = kafka::partition_count(s_.producer->handle(), *topic, timeout);
+      n = s_.producer->partition_count(*topic, timeout);
     } catch (const KafkaError& e) {
-      if (e.code() != RD_KAFKA_RESP_ERR__TRANSPORT && e.code() != RD_KAFKA_RESP_ERR__TIMED_OUT &&
-          e.code() != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+      if (e.code() != kafka::errc::transport && e.code() != kafka::errc::timed_out &&
+          e.code() != kafka::errc::all_brokers_down)
         throw;
       throw KafkaError("cannot reach the Kafka brokers " + s_.options.brokers + " within " +
                            std::to_string(timeout.count() / 1000) + " s (" + e.what() + ")",
@@ -216,7 +214,7 @@ void GroupDecider::start_verdicts() {
     // Missing: it may be being created (a restart may find it). More than one
     // partition: only a person can fix that (exit 2, as a configuration error).
     if (n == 0)
-      throw KafkaError("topic '" + *topic + "' does not exist" + why, RD_KAFKA_RESP_ERR__FAIL,
+      throw KafkaError("topic '" + *topic + "' does not exist" + why, kafka::errc::fail,
                        kafka::Severity::fatal);
     throw TopicLayoutError("topic '" + *topic + "' has " + std::to_string(n) + " partitions" + why);
   }
@@ -229,21 +227,19 @@ void GroupDecider::start_verdicts() {
   props["auto.offset.reset"] =
       "earliest";  // (a verdict topic trimmed or recreated: from its start)
   verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, s_.options.broker_health);
-  std::int64_t low = 0, high = 0;
-  if (const rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-          verdict_reader->handle(), s_.cfg.kafka.verdict_topic.c_str(), 0, &low, &high,
-          static_cast<int>(timeout.count()))) {
+  const kafka::Consumer::Watermarks end =
+      verdict_reader->query_watermarks(s_.cfg.kafka.verdict_topic, 0, timeout);
+  if (end.error) {
     throw KafkaError("verdict topic '" + s_.cfg.kafka.verdict_topic +
-                         "': cannot read its end offset: " + rd_kafka_err2str(err),
-                     err, kafka::Severity::fatal);
+                         "': cannot read its end offset: " + kafka::describe(end.error),
+                     end.error, kafka::Severity::fatal);
   }
   // From the end as of now: every verdict for this process's requests comes later.
-  kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
-  rd_kafka_topic_partition_list_add(list.get(), s_.cfg.kafka.verdict_topic.c_str(), 0)->offset =
-      high;
-  if (const rd_kafka_resp_err_t err = rd_kafka_assign(verdict_reader->handle(), list.get())) {
+  kafka::TopicPartitions list(1);
+  list.add(s_.cfg.kafka.verdict_topic, 0, end.high);
+  if (const kafka::ErrorCode err = verdict_reader->assign(list)) {
     throw KafkaError(
-        "verdict topic '" + s_.cfg.kafka.verdict_topic + "': assign: " + rd_kafka_err2str(err), err,
+        "verdict topic '" + s_.cfg.kafka.verdict_topic + "': assign: " + kafka::describe(err), err,
         kafka::Severity::fatal);
   }
   verdict_key_of_mine = verdict_key(s_.instance_id);
@@ -256,10 +252,10 @@ void GroupDecider::send_request(std::uint64_t number, std::string_view value) {
   rec.value = value;
   rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
       Ticket{ChangelogWriter::kBatchSource, kRequestBit | (number & (kRequestBit - 1))}.pack()));
-  if (const rd_kafka_resp_err_t err = requests_out().produce(rec)) {
+  if (const kafka::ErrorCode err = requests_out().produce(rec)) {
     // Its messages stay outstanding in the ledger: none of those offsets commits.
     throw KafkaError("cannot send to the judge topic '" + s_.cfg.kafka.judge_topic +
-                         "': " + rd_kafka_err2str(err),
+                         "': " + kafka::describe(err),
                      err, kafka::Severity::fatal);
   }
 }
@@ -270,15 +266,15 @@ void GroupDecider::send_for_judgement(Slot& slot) {
   const std::uint64_t number = next_request++;
   requests.start(s_.instance_id, number);
   for (std::size_t i = 0; i < n; ++i) {
-    const rd_kafka_message_t& m = *slot.messages[i];
+    const kafka::Message m = slot.messages[i];
     const Job& job = slot.jobs[i];
-    if (!m.err && !job.decide) continue;  // a partition not assigned when polled
+    if (!m.error() && !job.decide) continue;  // a partition not assigned when polled
     const std::optional<Ticket> ticket = s_.arrive(m, job.source);
     if (!ticket) continue;
     Outcome& outcome = slot.outcomes[i];
     if (outcome.to_judge) {
       const Source& src = s_.sources[job.source];
-      requests.add(src.topic, src.partition, m.offset, job.time, slot.prepared[i].analysis);
+      requests.add(src.topic, src.partition, m.offset(), job.time, slot.prepared[i].analysis);
     }
     s_.ledger.expect(*ticket);  // its verdict, acknowledged when it came and was routed
     batch.messages.push_back(std::move(slot.messages[i]));
@@ -309,22 +305,19 @@ void GroupDecider::poll_verdicts(std::chrono::milliseconds timeout) {
   verdicts_polled.clear();
   verdict_reader->poll_batch(verdicts_polled, 1000,
                              awaiting.empty() ? std::chrono::milliseconds(0) : timeout);
-  for (const kafka::MessagePtr& m : verdicts_polled) {
-    if (m->err) {
-      if (m->err == RD_KAFKA_RESP_ERR__FATAL)
-        throw KafkaError("verdict reader: " + verdict_reader->fatal_reason(), m->err,
+  for (const kafka::Message m : verdicts_polled) {
+    if (m.error()) {
+      if (m.error() == kafka::errc::fatal)
+        throw KafkaError("verdict reader: " + verdict_reader->fatal_reason(), m.error(),
                          kafka::Severity::fatal);
       continue;  // transient: librdkafka retries
     }
-    if (m->key_len != verdict_key_of_mine.size() ||
-        std::memcmp(m->key, verdict_key_of_mine.data(), m->key_len) != 0)
-      continue;  // another instance's
+    if (m.key() != verdict_key_of_mine) continue;  // another instance's
     std::string error;
-    const std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-    if (!decode_judge_verdicts(value, verdicts_buffer, &error)) {
+    if (!decode_judge_verdicts(m.payload(), verdicts_buffer, &error)) {
       if (verdicts_corrupt_logged++ < 10)
         log(config::LogLevel::warn,
-            "verdict at offset " + std::to_string(m->offset) + " skipped: " + error);
+            "verdict at offset " + std::to_string(m.offset()) + " skipped: " + error);
       continue;
     }
     auto it = awaiting.find(verdicts_buffer.batch);
@@ -341,7 +334,7 @@ void GroupDecider::poll_verdicts(std::chrono::milliseconds timeout) {
 void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
   std::size_t next_answer = 0;
   for (std::size_t i = 0; i < batch.messages.size(); ++i) {
-    const rd_kafka_message_t& m = *batch.messages[i];
+    const kafka::Message m = batch.messages[i];
     const Ticket ticket = batch.tickets[i];
     Outcome& outcome = batch.outcomes[i];
     const JudgeVerdictEntry* answer = nullptr;
@@ -349,7 +342,7 @@ void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
       if (!answers || next_answer >= answers->entries.size()) {
         throw KafkaError("the judge answered request " + std::to_string(batch.tickets[i].seq) +
                              " with fewer verdicts than it asked for",
-                         RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+                         kafka::errc::fail, kafka::Severity::fatal);
       }
       answer = &answers->entries[next_answer++];
     }
@@ -377,7 +370,7 @@ void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
       if (v.kind == dedup::VerdictKind::invalid)
         outcome.error = dedup::invalid_reason(batch.prepared[i].analysis);
     }
-    s_.sources[batch.sources[i]].position = m.offset + 1;
+    s_.sources[batch.sources[i]].position = m.offset() + 1;
     s_.route_verdict(m, batch.sources[i], ticket, &batch.prepared[i], &outcome);
     s_.acknowledge(ticket);  // the verdict itself
   }
@@ -432,7 +425,7 @@ void GroupDecider::raise_if_judge_failed() {
   if (!judge) return;
   if (judge->crashed()) throw SimulatedCrash{};
   if (std::string what = judge->fatal_error(); !what.empty())
-    throw KafkaError(what, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    throw KafkaError(what, kafka::errc::fail, kafka::Severity::fatal);
 }
 
 std::unique_ptr<Decider> make_group_decider(Service::Impl& service,

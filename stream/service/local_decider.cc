@@ -53,15 +53,15 @@ class LocalDecider final : public Decider {
 
   void decide(Slot& slot) override {
     for (std::size_t i = 0; i < slot.messages.size(); ++i) {
-      const rd_kafka_message_t& m = *slot.messages[i];
+      const kafka::Message m = slot.messages[i];
       const Job& job = slot.jobs[i];
-      if (!m.err && !job.decide) continue;  // a partition not assigned when polled
+      if (!m.error() && !job.decide) continue;  // a partition not assigned when polled
       const std::optional<Ticket> ticket = s_.arrive(m, job.source);
       if (!ticket) continue;
-      s_.sources[job.source].position = m.offset + 1;
+      s_.sources[job.source].position = m.offset() + 1;
       const Outcome& outcome = slot.outcomes[i];
       if (writer_ && outcome.verdict.kind == dedup::VerdictKind::unique) {
-        writer_->append(s_.sources[job.source], *ticket, m.offset, job.time,
+        writer_->append(s_.sources[job.source], *ticket, m.offset(), job.time,
                         outcome.verdict.fingerprint, outcome.kept_sketch,
                         slot.prepared[i].analysis.scope);
       }

@@ -17,35 +17,17 @@ void* to_opaque(Ticket ticket) {
   return reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket.pack()));
 }
 
-rd_kafka_headers_t* copy_headers(const rd_kafka_message_t& m) {
-  rd_kafka_headers_t* hdrs = nullptr;
-  // (a delivery report's headers are reached through the same call)
-  if (rd_kafka_message_headers(&m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR && hdrs)
-    return rd_kafka_headers_copy(hdrs);
-  return nullptr;
-}
-
 /// Bytes the headers take on the wire, roughly (name, value and a few bytes of varints each).
-std::size_t header_bytes(const rd_kafka_headers_t* hdrs) {
-  if (!hdrs) return 0;
+std::size_t header_bytes(const kafka::Headers& headers) {
   std::size_t total = 0;
-  const char* name = nullptr;
-  const void* value = nullptr;
-  std::size_t size = 0;
-  for (std::size_t i = 0;
-       rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
-    total += std::char_traits<char>::length(name) + size + 16;
-  }
+  headers.for_each([&](std::string_view name, std::string_view value) {
+    total += name.size() + value.size() + 16;
+  });
   return total;
 }
 
-void add_header(rd_kafka_headers_t* hdrs, const char* name, const std::string& value) {
-  rd_kafka_header_add(hdrs, name, -1, value.data(), static_cast<ssize_t>(value.size()));
-}
-
-std::int64_t timestamp_of(const rd_kafka_message_t& m) {
-  rd_kafka_timestamp_type_t type;
-  const std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+std::int64_t timestamp_of(kafka::Message m) {
+  const std::int64_t ts = m.timestamp();
   return ts > 0 ? ts : 0;
 }
 
@@ -72,7 +54,7 @@ int OutputRouter::partitions_of(const std::string& topic) {
   if (it != topic_partitions_.end()) return it->second;
   int n = 0;
   try {
-    n = kafka::partition_count(producer_.handle(), topic, std::chrono::seconds(10));
+    n = producer_.partition_count(topic, std::chrono::seconds(10));
   } catch (const KafkaError& e) {
     log(config::LogLevel::warn,
         std::string("partition count unknown, choosing output partitions by key: ") + e.what());
@@ -85,18 +67,18 @@ int OutputRouter::partitions_of(const std::string& topic) {
 std::int32_t OutputRouter::output_partition(const Source& src, const std::string& topic) {
   const int in = partitions_of(src.topic);
   const int out = partitions_of(topic);
-  return (in > 0 && in == out) ? src.partition : RD_KAFKA_PARTITION_UA;
+  return (in > 0 && in == out) ? src.partition : kafka::kAnyPartition;
 }
 
-void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
+void OutputRouter::route(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
                          std::string_view error, const Source* of) {
   if (!refused_.empty()) {
-    auto it = refused_.find({ticket.source, in.offset});
+    auto it = refused_.find({ticket.source, in.offset()});
     if (it != refused_.end()) {
       // Judged again after its transaction aborted: straight to the dead letters.
       const Refusal refusal = it->second;
       refused_.erase(it);
-      Letter letter = letter_for(in, ticket, in.offset, refusal.reason, max_record_bytes_ / 2,
+      Letter letter = letter_for(in, ticket, in.offset(), refusal.reason, max_record_bytes_ / 2,
                                  refusal.dead_letter_refused);
       if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
       send_letter(std::move(letter));
@@ -127,82 +109,77 @@ void OutputRouter::route(const rd_kafka_message_t& in, Ticket ticket, const dedu
   duplicate(in, ticket, verdict, of);
 }
 
-void OutputRouter::forward(const rd_kafka_message_t& in, Ticket ticket) {
+void OutputRouter::forward(kafka::Message in, Ticket ticket) {
   const Source& src = sources_[ticket.source];
   send(cfg_.kafka.output_topic, output_partition(src, cfg_.kafka.output_topic), in,
-       copy_headers(in), ticket);
+       kafka::Headers::copy_of(in), ticket);
 }
 
-void OutputRouter::duplicate(const rd_kafka_message_t& in, Ticket ticket,
-                             const dedup::Verdict& verdict, const Source* of) {
-  rd_kafka_headers_t* hdrs = copy_headers(in);
-  if (!hdrs) hdrs = rd_kafka_headers_new(4);
-  add_header(hdrs, "neardup-verdict", "duplicate");
+void OutputRouter::duplicate(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
+                             const Source* of) {
+  kafka::Headers hdrs = kafka::Headers::copy_of(in);
+  hdrs.add("neardup-verdict", "duplicate");
   if (verdict.match) {
-    add_header(hdrs, "neardup-of",
-               of ? of->locate(ref_offset(verdict.match->of)) : std::string("unknown"));
-    add_header(hdrs, "neardup-distance", std::to_string(verdict.match->distance));
+    hdrs.add("neardup-of", of ? of->locate(ref_offset(verdict.match->of)) : std::string("unknown"));
+    hdrs.add("neardup-distance", std::to_string(verdict.match->distance));
     if (verdict.similarity) {
       std::string similarity;
       append_similarity(similarity, *verdict.similarity);
-      add_header(hdrs, "neardup-similarity", similarity);
+      hdrs.add("neardup-similarity", similarity);
     }
-    if (verdict.count > 0) add_header(hdrs, "neardup-count", std::to_string(verdict.count));
+    if (verdict.count > 0) hdrs.add("neardup-count", std::to_string(verdict.count));
   }
-  add_header(hdrs, "neardup-fingerprint", verdict.fingerprint.hex());
+  hdrs.add("neardup-fingerprint", verdict.fingerprint.hex());
   const std::string& topic =
       cfg_.action == config::Action::tag ? cfg_.kafka.output_topic : cfg_.kafka.duplicates_topic;
-  send(topic, output_partition(sources_[ticket.source], topic), in, hdrs, ticket);
+  send(topic, output_partition(sources_[ticket.source], topic), in, std::move(hdrs), ticket);
 }
 
-void OutputRouter::send(const std::string& topic, std::int32_t partition,
-                        const rd_kafka_message_t& in, rd_kafka_headers_t* headers, Ticket ticket) {
+void OutputRouter::send(const std::string& topic, std::int32_t partition, kafka::Message in,
+                        kafka::Headers headers, Ticket ticket) {
   kafka::Producer::Record rec;
   rec.topic = topic;
   rec.partition = partition;
-  rec.has_key = in.key != nullptr;
-  rec.key = std::string_view(static_cast<const char*>(in.key), in.key ? in.key_len : 0);
-  rec.has_value = in.payload != nullptr;
-  rec.value = std::string_view(static_cast<const char*>(in.payload), in.payload ? in.len : 0);
+  rec.has_key = in.has_key();
+  rec.key = in.key();
+  rec.has_value = in.has_payload();
+  rec.value = in.payload();
   rec.timestamp_ms = timestamp_of(in);
-  rec.headers = headers;
   rec.opaque = to_opaque(ticket);
   ledger_.expect(ticket);
-  const rd_kafka_resp_err_t err = producer_.produce(rec);  // (fatal errors throw)
+  const kafka::ErrorCode err = producer_.produce(rec, std::move(headers));  // (fatal errors throw)
   if (!err) return;
   ++stats_.produce_errors;
   ledger_.acknowledge(ticket);  // never produced; the dead letter below counts its own record
   // The record itself cannot be written (e.g. too large for the topic): it
   // goes to the dead-letter topic rather than vanishing.
   dead_letter(in, ticket,
-              std::string("output to '") + topic + "' rejected: " + rd_kafka_err2str(err));
+              std::string("output to '") + topic + "' rejected: " + kafka::describe(err));
 }
 
-void OutputRouter::dead_letter(const rd_kafka_message_t& in, Ticket ticket,
-                               std::string_view reason) {
-  send_letter(letter_for(in, ticket, in.offset, std::string(reason), max_record_bytes_, false));
+void OutputRouter::dead_letter(kafka::Message in, Ticket ticket, std::string_view reason) {
+  send_letter(letter_for(in, ticket, in.offset(), std::string(reason), max_record_bytes_, false));
 }
 
-OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticket ticket,
-                                              std::int64_t offset, std::string reason,
-                                              std::size_t record_limit, bool bare) const {
+OutputRouter::Letter OutputRouter::letter_for(kafka::Message m, Ticket ticket, std::int64_t offset,
+                                              std::string reason, std::size_t record_limit,
+                                              bool bare) const {
   Letter letter;
   letter.ticket = ticket;
   letter.offset = offset;
-  letter.has_key = m.key != nullptr;
-  if (m.key) letter.key.assign(static_cast<const char*>(m.key), m.key_len);
-  letter.has_value = m.payload != nullptr;
-  letter.original_size = m.payload ? m.len : 0;
+  letter.has_key = m.has_key();
+  letter.key.assign(m.key());
+  letter.has_value = m.has_payload();
+  letter.original_size = m.payload().size();
   letter.timestamp_ms = timestamp_of(m);
   letter.reason = std::move(reason);
   letter.bare = bare;
   if (!bare) {
-    letter.headers.reset(copy_headers(m));
+    letter.headers = kafka::Headers::copy_of(m);
     // The value is copied only as far as it can go out (neardup's headers included).
-    const std::size_t fits =
-        fitting_value_bytes(record_limit, letter.key.size(),
-                            header_bytes(letter.headers.get()) + 256 + letter.reason.size());
-    if (m.payload) letter.value.assign(static_cast<const char*>(m.payload), std::min(m.len, fits));
+    const std::size_t fits = fitting_value_bytes(
+        record_limit, letter.key.size(), header_bytes(letter.headers) + 256 + letter.reason.size());
+    if (m.has_payload()) letter.value.assign(m.payload().substr(0, fits));
   }
   return letter;
 }
@@ -210,11 +187,10 @@ OutputRouter::Letter OutputRouter::letter_for(const rd_kafka_message_t& m, Ticke
 void OutputRouter::send_letter(Letter letter) {
   const Source& src = sources_[letter.ticket.source];
   const std::string& topic = cfg_.kafka.dead_letter_topic;
-  rd_kafka_headers_t* hdrs = letter.bare ? nullptr : letter.headers.release();
-  letter.headers.reset();
-  if (!hdrs) hdrs = rd_kafka_headers_new(4);
-  add_header(hdrs, "neardup-error", letter.reason);
-  add_header(hdrs, "neardup-source", src.locate(letter.offset));
+  kafka::Headers hdrs = letter.bare ? kafka::Headers() : std::move(letter.headers);
+  letter.headers = kafka::Headers();
+  hdrs.add("neardup-error", letter.reason);
+  hdrs.add("neardup-source", src.locate(letter.offset));
   const bool key_fits = !letter.bare && letter.key.size() + kRecordFraming < max_record_bytes_ / 2;
   std::string_view value = letter.bare ? std::string_view() : std::string_view(letter.value);
   const std::size_t fits = fitting_value_bytes(max_record_bytes_, key_fits ? letter.key.size() : 0,
@@ -222,8 +198,8 @@ void OutputRouter::send_letter(Letter letter) {
   if (value.size() > fits) value = value.substr(0, fits);
   const bool cut = letter.has_value && value.size() < letter.original_size;
   if (cut) {
-    add_header(hdrs, "neardup-original-size", std::to_string(letter.original_size));
-    add_header(hdrs, "neardup-truncated-to", std::to_string(value.size()));
+    hdrs.add("neardup-original-size", std::to_string(letter.original_size));
+    hdrs.add("neardup-truncated-to", std::to_string(value.size()));
     ++stats_.dead_letters_truncated;
   }
   kafka::Producer::Record rec;
@@ -234,12 +210,11 @@ void OutputRouter::send_letter(Letter letter) {
   rec.has_value = letter.has_value && !letter.bare;
   rec.value = value;
   rec.timestamp_ms = letter.timestamp_ms;
-  rec.headers = hdrs;
   rec.opaque = to_opaque(letter.ticket);
   ledger_.expect(letter.ticket);
   if (std::exchange(letter.replaces_output, false))
     ledger_.acknowledge(letter.ticket);  // (counted once)
-  const rd_kafka_resp_err_t err = producer_.produce(rec);
+  const kafka::ErrorCode err = producer_.produce(rec, std::move(hdrs));
   if (!err) return;
   ++stats_.produce_errors;
   ledger_.acknowledge(letter.ticket);
@@ -248,20 +223,21 @@ void OutputRouter::send_letter(Letter letter) {
     // input's offset is never committed past (its ledger entry stays open).
     ledger_.expect(letter.ticket);
     throw KafkaError("cannot dead-letter " + src.locate(letter.offset) + ": '" + topic +
-                         "' refuses even a record without value: " + rd_kafka_err2str(err),
+                         "' refuses even a record without value: " + kafka::describe(err),
                      err, kafka::Severity::fatal);
   }
   letter.bare = true;
-  letter.reason += std::string("; dead letter rejected: ") + rd_kafka_err2str(err);
+  letter.reason += std::string("; dead letter rejected: ") + kafka::describe(err);
   send_letter(std::move(letter));
 }
 
-bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ticket) {
-  if (kafka::classify(report.err) != kafka::Severity::message || !sources_.contains(ticket.source))
+bool OutputRouter::on_delivery_error(kafka::Message report, Ticket ticket) {
+  if (kafka::classify(report.error()) != kafka::Severity::message ||
+      !sources_.contains(ticket.source))
     return false;
-  const std::string topic = rd_kafka_topic_name(report.rkt);
+  const std::string topic(report.topic());
   const bool was_dead_letter = topic == cfg_.kafka.dead_letter_topic;
-  if (was_dead_letter && !report.payload && !report.key)
+  if (was_dead_letter && !report.has_payload() && !report.has_key())
     return false;  // a bare dead letter refused: nothing smaller to send
   const std::optional<std::int64_t> offset = ledger_.offset_of(ticket);
   if (!offset) return true;  // its partition was revoked: the next owner reads the input again
@@ -270,10 +246,10 @@ bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ti
     if (was_dead_letter) {
       r.dead_letter_refused = true;
       r.reason +=
-          std::string("; dead letter rejected by the broker: ") + rd_kafka_err2str(report.err);
+          std::string("; dead letter rejected by the broker: ") + kafka::describe(report.error());
     } else if (r.reason.empty()) {
       r.reason =
-          "output to '" + topic + "' rejected by the broker: " + rd_kafka_err2str(report.err);
+          "output to '" + topic + "' rejected by the broker: " + kafka::describe(report.error());
     }
     return true;
   }
@@ -281,18 +257,18 @@ bool OutputRouter::on_delivery_error(const rd_kafka_message_t& report, Ticket ti
   Letter letter =
       letter_for(report, ticket, *offset,
                  (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
-                     " rejected by the broker: " + rd_kafka_err2str(report.err),
+                     " rejected by the broker: " + kafka::describe(report.error()),
                  max_record_bytes_ / 2, false);
   letter.replaces_output = true;
   if (was_dead_letter) {
     // Sent again bare (neardup's headers only), keeping the first attempt's reason and size.
-    if (auto first = kafka::header(letter.headers.get(), "neardup-error"))
+    if (auto first = letter.headers.find("neardup-error"))
       letter.reason = std::string(*first) + "; " + letter.reason;
-    if (auto size = kafka::header(letter.headers.get(), "neardup-original-size")) {
+    if (auto size = letter.headers.find("neardup-original-size")) {
       std::from_chars(size->data(), size->data() + size->size(), letter.original_size);
     }
     letter.bare = true;
-    letter.headers.reset();
+    letter.headers = kafka::Headers();
     letter.value.clear();
   }
   resends_.push_back(std::move(letter));

@@ -40,11 +40,6 @@ inline constexpr std::size_t kRecordFraming = 512;
 std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes,
                                 std::size_t header_bytes);
 
-struct HeadersDeleter {
-  void operator()(rd_kafka_headers_t* h) const { rd_kafka_headers_destroy(h); }
-};
-using HeadersPtr = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
-
 class OutputRouter {
  public:
   /// `max_record_bytes`: the producer's message.max.bytes. The references must
@@ -54,21 +49,20 @@ class OutputRouter {
 
   /// Sends a judged input by its verdict and the configured action, counting
   /// it in the snapshot (unique, duplicate by distance, dropped, invalid).
-  void route(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
+  void route(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
              std::string_view error, const Source* of);
   /// A unique message (or, in bypass mode, any message): to the output topic, its headers kept.
-  void forward(const rd_kafka_message_t& in, Ticket ticket);
+  void forward(kafka::Message in, Ticket ticket);
   /// A near-duplicate of `of` (null if its source is unknown) by the configured action.
-  void duplicate(const rd_kafka_message_t& in, Ticket ticket, const dedup::Verdict& verdict,
-                 const Source* of);
+  void duplicate(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict, const Source* of);
   /// An input that cannot be judged: to the dead-letter topic with `reason`.
-  void dead_letter(const rd_kafka_message_t& in, Ticket ticket, std::string_view reason);
+  void dead_letter(kafka::Message in, Ticket ticket, std::string_view reason);
 
   /// A delivery report with an error for a record of `ticket`. A record-level
   /// refusal is queued for the dead-letter topic (the input's output stays
   /// outstanding; resend() produces it) and true is returned; false for any
   /// other error (the caller stops). Called inside Producer::poll.
-  bool on_delivery_error(const rd_kafka_message_t& report, Ticket ticket);
+  bool on_delivery_error(kafka::Message report, Ticket ticket);
   /// Produces what on_delivery_error() queued. Call after Producer::poll, not inside it.
   void resend();
   /// exactly-once: a refused record fails its whole transaction, so nothing is
@@ -93,7 +87,7 @@ class OutputRouter {
     std::string key;
     bool has_value = false;
     std::string value;
-    HeadersPtr headers;  ///< the input's own headers, or null
+    kafka::Headers headers;  ///< the input's own headers (none: empty)
     std::int64_t timestamp_ms = 0;
     std::string reason;
     std::size_t original_size = 0;  ///< of the input's value
@@ -101,13 +95,13 @@ class OutputRouter {
     bool replaces_output = false;   ///< stands in for a refused output still counted in the ledger
   };
 
-  void send(const std::string& topic, std::int32_t partition, const rd_kafka_message_t& in,
-            rd_kafka_headers_t* headers, Ticket ticket);
+  void send(const std::string& topic, std::int32_t partition, kafka::Message in,
+            kafka::Headers headers, Ticket ticket);
   /// A dead letter of record `m` (an input or a refused output) of input
   /// `ticket` at `offset`: its value cut to fit `record_limit` with its headers
   /// and neardup's, or nothing but neardup's headers when `bare`.
-  Letter letter_for(const rd_kafka_message_t& m, Ticket ticket, std::int64_t offset,
-                    std::string reason, std::size_t record_limit, bool bare) const;
+  Letter letter_for(kafka::Message m, Ticket ticket, std::int64_t offset, std::string reason,
+                    std::size_t record_limit, bool bare) const;
   void send_letter(Letter letter);
   int partitions_of(const std::string& topic);
 

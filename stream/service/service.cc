@@ -52,15 +52,12 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   instance_id = base::random_id();
   if (options.test_hooks) crash_at = options.test_hooks->crash_at;
   producer = std::make_unique<kafka::Producer>(
-      producer_props, [this](const rd_kafka_message_t& m) { on_delivery(m); },
-      options.broker_health);
+      producer_props, [this](kafka::Message m) { on_delivery(m); }, options.broker_health);
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                           config::producer_message_max_bytes(cfg.kafka));
   consumer = std::make_unique<kafka::Consumer>(
       consumer_props,
-      [this](bool assigned, const rd_kafka_topic_partition_list_t& parts) {
-        on_rebalance(assigned, parts);
-      },
+      [this](bool assigned, const kafka::TopicPartitions& parts) { on_rebalance(assigned, parts); },
       options.broker_health);
   if (exactly_once) {
     txn = std::make_unique<TransactionCycle>(
@@ -69,7 +66,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
             "': this instance restarted elsewhere, or another instance has the same "
             "kafka.transactional_id (each instance needs its own, stable across its restarts)");
   } else {
-    consumer->on_commit([this](rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* o) {
+    consumer->on_commit([this](kafka::ErrorCode err, const kafka::TopicPartitions* o) {
       on_commit_result(err, o);
     });
   }
@@ -108,18 +105,18 @@ void Service::Impl::submit(Slot& slot) {
   slot.jobs.resize(n);
   const std::int64_t now = wall_ms();
   for (std::size_t i = 0; i < n; ++i) {
-    const rd_kafka_message_t& m = *slot.messages[i];
+    const kafka::Message m = slot.messages[i];
     Job& job = slot.jobs[i];
     job.decide = false;
-    if (m.err) continue;
-    job.source = sources.intern(rd_kafka_topic_name(m.rkt), m.partition);
+    if (m.error()) continue;
+    job.source = sources.intern(m.topic(), m.partition());
     job.decide = sources[job.source].assigned;
-    const std::int64_t ts = timestamp_of(m);
+    const std::int64_t ts = m.timestamp();
     job.time = event_time_of(ts, now, cfg.dedup.window.max_future);
     if (job.time.ms < ts && future_timestamps++ < 10) {
       log(config::LogLevel::warn,
-          std::string(rd_kafka_topic_name(m.rkt)) + "/" + std::to_string(m.partition) + "@" +
-              std::to_string(m.offset) + ": timestamp " + std::to_string(ts) +
+          std::string(m.topic()) + "/" + std::to_string(m.partition()) + "@" +
+              std::to_string(m.offset()) + ": timestamp " + std::to_string(ts) +
               " is later than the clock plus window.max_future; judged at " +
               std::to_string(job.time.ms) + " (a clock far ahead would empty the window)" +
               (future_timestamps == 10 ? "; further ones are not logged" : ""));
@@ -129,41 +126,41 @@ void Service::Impl::submit(Slot& slot) {
   worker->submit(slot);
 }
 
-void Service::Impl::pass_through(const rd_kafka_message_t& in, SourceIndex index) {
+void Service::Impl::pass_through(kafka::Message in, SourceIndex index) {
   const std::optional<Ticket> ticket = arrive(in, index);
   if (!ticket) return;
-  sources[index].position = in.offset + 1;
+  sources[index].position = in.offset() + 1;
   ++stats.passed;
   router->forward(in, *ticket);
 }
 
-std::optional<Ticket> Service::Impl::arrive(const rd_kafka_message_t& in, SourceIndex index) {
-  if (in.err) {
-    const auto severity = kafka::classify(in.err);
-    const std::string what = std::string("consumer: ") + rd_kafka_err2str(in.err);
-    if (in.err == RD_KAFKA_RESP_ERR__FATAL)
-      throw KafkaError(what + ": " + consumer->fatal_reason(), in.err, severity);
+std::optional<Ticket> Service::Impl::arrive(kafka::Message in, SourceIndex index) {
+  if (in.error()) {
+    const auto severity = kafka::classify(in.error());
+    const std::string what = "consumer: " + kafka::describe(in.error());
+    if (in.error() == kafka::errc::fatal)
+      throw KafkaError(what + ": " + consumer->fatal_reason(), in.error(), severity);
     log(config::LogLevel::warn,
         what);  // transient (broker down, topic not there yet): librdkafka retries
     return std::nullopt;
   }
   Source& src = sources[index];
   if (!src.assigned) return std::nullopt;  // fetched before a revoke; it will be read again
-  if (src.first_read < 0) src.first_read = in.offset;
+  if (src.first_read < 0) src.first_read = in.offset();
   ++stats.consumed;
-  const OffsetLedger::Added added = ledger.add(index, in.offset, timestamp_of(in));
+  const OffsetLedger::Added added = ledger.add(index, in.offset(), in.timestamp());
   if (added.jumped_back) {
     log(config::LogLevel::warn,
         "input " + src.topic + " partition " + std::to_string(src.partition) +
             ": offsets went back from " + std::to_string(added.previous_offset) + " to " +
-            std::to_string(in.offset) +
+            std::to_string(in.offset()) +
             " (topic recreated, log truncated or offsets reset); judging on and "
             "committing the new offsets");
   }
   return added.ticket;
 }
 
-void Service::Impl::route_verdict(const rd_kafka_message_t& in, SourceIndex index, Ticket ticket,
+void Service::Impl::route_verdict(kafka::Message in, SourceIndex index, Ticket ticket,
                                   const Prepared* prepared, const Outcome* outcome) {
   const Source& src = sources[index];
   const dedup::Verdict& verdict = outcome->verdict;
@@ -178,7 +175,7 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, SourceIndex inde
     if (sources.contains(of_index)) of = &sources[of_index];
   }
   if (options.on_verdict) {
-    VerdictEvent event{src.topic, src.partition, in.offset, prepared->text(), &verdict, {}, 0, 0};
+    VerdictEvent event{src.topic, src.partition, in.offset(), prepared->text(), &verdict, {}, 0, 0};
     if (of) {
       event.of_topic = of->topic;
       event.of_partition = of->partition;
@@ -187,7 +184,7 @@ void Service::Impl::route_verdict(const rd_kafka_message_t& in, SourceIndex inde
     options.on_verdict(event);
   }
 
-  if (options.recent_pairs) note_for_page(src, index, in.offset, prepared->text(), verdict, of);
+  if (options.recent_pairs) note_for_page(src, index, in.offset(), prepared->text(), verdict, of);
 
   router->route(in, ticket, verdict, outcome->error, of);
 }
@@ -215,10 +212,9 @@ void Service::Impl::fill_lag() {
   for (const SourceIndex index : sources.indices()) {
     const Source& src = sources[index];
     if (!src.assigned) continue;
-    std::int64_t lo = 0, hi = 0;
-    if (rd_kafka_get_watermark_offsets(consumer->handle(), src.topic.c_str(), src.partition, &lo,
-                                       &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        hi >= 0) {
+    const kafka::Consumer::Watermarks w = consumer->cached_watermarks(src.topic, src.partition);
+    const std::int64_t lo = w.low, hi = w.high;
+    if (w.error == kafka::errc::no_error && hi >= 0) {
       // A committed offset below the log start (trimmed by retention) resumes at the start.
       const std::int64_t committed = ledger.committed_offset(index);
       const std::int64_t pos =
@@ -238,15 +234,15 @@ void Service::Impl::publish() {
 
 void Service::Impl::raise_if_fatal() {
   if (producer->fatal())
-    throw KafkaError("producer: " + producer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+    throw KafkaError("producer: " + producer->fatal_reason(), kafka::errc::fatal,
                      kafka::Severity::fatal);
   if (consumer->fatal())
-    throw KafkaError("consumer: " + consumer->fatal_reason(), RD_KAFKA_RESP_ERR__FATAL,
+    throw KafkaError("consumer: " + consumer->fatal_reason(), kafka::errc::fatal,
                      kafka::Severity::fatal);
   if (!delivery_fatal.empty())
-    throw KafkaError(delivery_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    throw KafkaError(delivery_fatal, kafka::errc::fail, kafka::Severity::fatal);
   if (!rebalance_fatal.empty())
-    throw KafkaError(rebalance_fatal, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+    throw KafkaError(rebalance_fatal, kafka::errc::fail, kafka::Severity::fatal);
   if (rebalance_exception) std::rethrow_exception(std::exchange(rebalance_exception, nullptr));
 }
 
@@ -254,9 +250,8 @@ void Service::Impl::poll_and_decide() {
   if (options.bypass_dedup) {
     Slot& slot = slots[0];
     consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
-    for (const auto& m : slot.messages)
-      pass_through(
-          *m, m->err ? SourceIndex() : sources.intern(rd_kafka_topic_name(m->rkt), m->partition));
+    for (const kafka::Message m : slot.messages)
+      pass_through(m, m.error() ? SourceIndex() : sources.intern(m.topic(), m.partition()));
     slot.messages.clear();
     return;
   }
@@ -370,7 +365,7 @@ void Service::Impl::warn_of_missing_outputs() {
   for (const std::string* topic : outputs) {
     if (topic->empty()) continue;
     try {
-      if (kafka::partition_count(producer->handle(), *topic, std::chrono::seconds(5)) > 0) continue;
+      if (producer->partition_count(*topic, std::chrono::seconds(5)) > 0) continue;
     } catch (const KafkaError&) {
       continue;  // (unknown: the brokers' state shows elsewhere)
     }
@@ -391,7 +386,7 @@ int Service::Impl::crash() {
   }
   inflight = -1;
   decider->crash();
-  rd_kafka_purge(producer->handle(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  producer->purge();
   try {
     consumer->close();  // (a real crash would leave the group only at the session timeout)
   } catch (...) {

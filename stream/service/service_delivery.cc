@@ -5,20 +5,20 @@ namespace neardup::stream {
 using namespace service_detail;
 using kafka::KafkaError;
 
-void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
+void Service::Impl::on_delivery(kafka::Message m) {
   const Ticket ticket =
-      Ticket::unpack(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m._private)));
+      Ticket::unpack(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(m.opaque())));
   if (is_decider_record(ticket)) {  // a changelog batch or a judge request
-    if (m.err) {
+    if (m.error()) {
       ++stats.produce_errors;
       // A request is never in a transaction: nothing else would notice. A
       // changelog batch under exactly-once is: its transaction aborts.
       if (is_request_delivery(ticket) || !exactly_once) note_delivery_fatal(m);
     }
-    decider->on_delivery(ticket, !m.err);  // (a request's verdict acknowledges its messages)
+    decider->on_delivery(ticket, !m.error());  // (a request's verdict acknowledges its messages)
     return;
   }
-  if (m.err) {
+  if (m.error()) {
     ++stats.produce_errors;
     // A record the broker refuses as a record goes to the dead letters
     // (router->resend() after the poll); anything else is final after
@@ -26,21 +26,21 @@ void Service::Impl::on_delivery(const rd_kafka_message_t& m) {
     // (exactly-once: the transaction aborts; the router remembers a refused
     // record, so the messages judged again send it to the dead letters.)
     if (!router->on_delivery_error(m, ticket) &&
-        (!exactly_once || kafka::classify(m.err) == kafka::Severity::message)) {
+        (!exactly_once || kafka::classify(m.error()) == kafka::Severity::message)) {
       note_delivery_fatal(m);  // (a bare dead letter refused: a cluster fault, in either mode)
     }
     return;
   }
   ++stats.produced;
-  if (rd_kafka_topic_name(m.rkt) == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
+  if (m.topic() == cfg.kafka.dead_letter_topic) ++stats.dead_letters;
   acknowledge(ticket);
 }
 
-void Service::Impl::note_delivery_fatal(const rd_kafka_message_t& m) {
+void Service::Impl::note_delivery_fatal(kafka::Message m) {
   if (!delivery_fatal.empty()) return;
-  delivery_fatal = std::string("cannot deliver to '") + rd_kafka_topic_name(m.rkt) +
-                   "': " + rd_kafka_err2str(m.err) + " (" +
-                   std::string(kafka::to_string(kafka::classify(m.err))) + " error after retries)";
+  delivery_fatal =
+      "cannot deliver to '" + std::string(m.topic()) + "': " + kafka::describe(m.error()) + " (" +
+      std::string(kafka::to_string(kafka::classify(m.error()))) + " error after retries)";
 }
 
 void Service::Impl::acknowledge(Ticket ticket) {
@@ -61,27 +61,26 @@ void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
 
 void Service::Impl::commit_transaction() {
   decider->flush();
-  kafka::PartitionListPtr offsets(rd_kafka_topic_partition_list_new(8));
+  kafka::TopicPartitions offsets(8);
   std::vector<SourceIndex> moved;
   for (const SourceIndex i : sources.indices()) {
     const Source& src = sources[i];
     if (!src.assigned || src.position < 0 || src.position == src.committed) continue;
-    rd_kafka_topic_partition_list_add(offsets.get(), src.topic.c_str(), src.partition)->offset =
-        src.position;
+    offsets.add(src.topic, src.partition, src.position);
     moved.push_back(i);
   }
-  if (offsets->cnt == 0) return;  // nothing was handled: the transaction is empty
+  if (offsets.empty()) return;  // nothing was handled: the transaction is empty
   crash_point("commit");
-  if (txn->commit(*offsets) == TransactionCycle::Outcome::aborted) {
+  if (txn->commit(offsets) == TransactionCycle::Outcome::aborted) {
     rewind();
     return;
   }
   for (const SourceIndex i : moved) sources[i].committed = sources[i].position;
   if (options.commit_offsets_after_transaction) {
-    if (const rd_kafka_resp_err_t err = consumer->commit(*offsets, false);
-        err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    if (const kafka::ErrorCode err = consumer->commit(offsets, false);
+        err && err != kafka::errc::no_offset) {
       log(config::LogLevel::warn,
-          std::string("offset commit after the transaction failed: ") + rd_kafka_err2str(err));
+          std::string("offset commit after the transaction failed: ") + kafka::describe(err));
     }
   }
   ledger.take_commits();  // (everything is acknowledged: the commit flushed)
@@ -98,22 +97,20 @@ void Service::Impl::rewind() {
   // verdicts that still come are ignored, and the messages, read again, are
   // judged again (each finds its own window entry, never its own duplicate).
   decider->forget();
-  kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(8));
+  kafka::TopicPartitions list(8);
   for (const SourceIndex i : sources.indices()) {
     Source& src = sources[i];
     const std::int64_t to = src.committed >= 0 ? src.committed : src.first_read;
     if (!src.assigned || to < 0) continue;
-    rd_kafka_topic_partition_list_add(list.get(), src.topic.c_str(), src.partition)->offset = to;
+    list.add(src.topic, src.partition, to);
     src.position = to;
     src.first_read = -1;
     ledger.assign(i);
   }
-  if (list->cnt == 0) return;
-  if (rd_kafka_error_t* error = rd_kafka_seek_partitions(consumer->handle(), list.get(), 10000)) {
-    const std::string what = rd_kafka_error_string(error);
-    rd_kafka_error_destroy(error);
+  if (list.empty()) return;
+  if (const std::string what = consumer->seek(list, std::chrono::seconds(10)); !what.empty()) {
     throw KafkaError("cannot rewind the input after an aborted transaction: " + what,
-                     RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+                     kafka::errc::fail, kafka::Severity::fatal);
   }
 }
 
@@ -126,24 +123,23 @@ void Service::Impl::commit_progress(bool sync) {
   commit(sync);
 }
 
-bool Service::Impl::commit(bool sync, const rd_kafka_topic_partition_list_t* subset) {
+bool Service::Impl::commit(bool sync, const kafka::TopicPartitions* subset) {
   std::vector<SourceIndex> only;
   if (subset) {
-    for (int i = 0; i < subset->cnt; ++i)
-      only.push_back(sources.intern(subset->elems[i].topic, subset->elems[i].partition));
+    for (const kafka::TopicPartition& p : *subset)
+      only.push_back(sources.intern(p.topic, p.partition));
   }
   const std::vector<OffsetLedger::Commit> commits = ledger.take_commits(subset ? &only : nullptr);
   stats.committed =
       ledger.finished();  // counted when finished, committed by this call or a later one
   if (commits.empty()) return true;
-  kafka::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(commits.size())));
+  kafka::TopicPartitions list(static_cast<int>(commits.size()));
   for (const auto& c : commits) {
     const Source& src = sources[c.source];
-    rd_kafka_topic_partition_list_add(list.get(), src.topic.c_str(), src.partition)->offset =
-        c.offset;
+    list.add(src.topic, src.partition, c.offset);
   }
-  const rd_kafka_resp_err_t err = consumer->commit(*list, !sync);
-  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+  const kafka::ErrorCode err = consumer->commit(list, !sync);
+  if (err && err != kafka::errc::no_offset) {
     // (the commit callback saw it too, when the request was sent)
     for (const auto& c : commits) ledger.commit_failed(c.source);
     on_commit_result(err, nullptr);
@@ -152,16 +148,15 @@ bool Service::Impl::commit(bool sync, const rd_kafka_topic_partition_list_t* sub
   return true;
 }
 
-void Service::Impl::on_commit_result(rd_kafka_resp_err_t err,
-                                     const rd_kafka_topic_partition_list_t* offsets) {
-  if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
-  bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
-  rd_kafka_resp_err_t cause = err;
-  for (int i = 0; offsets && i < offsets->cnt; ++i) {
-    const rd_kafka_topic_partition_t& p = offsets->elems[i];
-    if (!err && !p.err) continue;
+void Service::Impl::on_commit_result(kafka::ErrorCode err, const kafka::TopicPartitions* offsets) {
+  if (err == kafka::errc::no_offset) return;
+  bool failed = err != kafka::errc::no_error;
+  kafka::ErrorCode cause = err;
+  for (std::size_t i = 0; offsets && i < offsets->size(); ++i) {
+    const kafka::TopicPartition p = (*offsets)[i];
+    if (!err && !p.error) continue;
     failed = true;
-    if (!cause) cause = p.err;
+    if (!cause) cause = p.error;
     const SourceIndex source = sources.intern(p.topic, p.partition);
     if (sources[source].assigned) ledger.commit_failed(source);  // offered again
   }
@@ -181,7 +176,7 @@ void Service::Impl::on_commit_result(rd_kafka_resp_err_t err,
     commits_failing_since = Clock::now();
     if (commit_failures_logged++ < 20) {
       log(config::LogLevel::warn,
-          std::string("offset commit failed (") + rd_kafka_err2str(cause) +
+          std::string("offset commit failed (") + kafka::describe(cause) +
               "): input paused until a commit succeeds or the group is joined again (what was "
               "handled since the last commit is read again after a rejoin)");
     }
@@ -197,11 +192,9 @@ void Service::Impl::hold_back_input() {
   // saw, and what it had queued comes again.
   if (std::exchange(reapply_hold, false)) input_held = false;
   if (hold == input_held) return;
-  rd_kafka_topic_partition_list_t* parts = nullptr;
-  if (rd_kafka_assignment(consumer->handle(), &parts) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
-  kafka::PartitionListPtr owned(parts);
-  const rd_kafka_resp_err_t err = hold ? rd_kafka_pause_partitions(consumer->handle(), parts)
-                                       : rd_kafka_resume_partitions(consumer->handle(), parts);
+  kafka::TopicPartitions parts;
+  if (consumer->assignment(parts) != kafka::errc::no_error) return;
+  const kafka::ErrorCode err = hold ? consumer->pause(parts) : consumer->resume(parts);
   if (err) return;  // (tried again next iteration)
   input_held = hold;
 }

@@ -53,13 +53,8 @@ struct SimulatedCrash {};
 /// (Service::kTopicLayoutError).
 struct TopicLayoutError : kafka::KafkaError {
   explicit TopicLayoutError(const std::string& what)
-      : KafkaError(what, RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal) {}
+      : KafkaError(what, kafka::errc::fail, kafka::Severity::fatal) {}
 };
-
-inline std::int64_t timestamp_of(const rd_kafka_message_t& m) {
-  rd_kafka_timestamp_type_t type;
-  return rd_kafka_message_timestamp(&m, &type);
-}
 
 }  // namespace service_detail
 
@@ -110,9 +105,9 @@ struct Service::Impl {
 
   // ---------------------------------------------------------------- delivery
 
-  void on_delivery(const rd_kafka_message_t& m);
+  void on_delivery(kafka::Message m);
 
-  void note_delivery_fatal(const rd_kafka_message_t& m);
+  void note_delivery_fatal(kafka::Message m);
 
   /// One output record of the input `ticket` is acknowledged.
   void acknowledge(Ticket ticket);
@@ -140,27 +135,27 @@ struct Service::Impl {
   /// at-least-once: the outcome of an offset commit (librdkafka's callback):
   /// a failed one is offered again and holds the input back until one succeeds
   /// or the group is joined again.
-  void on_commit_result(rd_kafka_resp_err_t err, const rd_kafka_topic_partition_list_t* offsets);
+  void on_commit_result(kafka::ErrorCode err, const kafka::TopicPartitions* offsets);
   std::optional<service_detail::Clock::time_point>
       commits_failing_since;  // the first failure since a success
   std::uint64_t commit_failures_logged = 0;
 
   /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the
   /// offsets).
-  bool commit(bool sync, const rd_kafka_topic_partition_list_t* subset = nullptr);
+  bool commit(bool sync, const kafka::TopicPartitions* subset = nullptr);
 
   /// Waits until every produced record is acknowledged (or `limit` passes).
   bool drain(std::chrono::milliseconds limit);
 
   // ---------------------------------------------------------------- rebalance
 
-  void on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts);
+  void on_rebalance(bool assigned, const kafka::TopicPartitions& parts);
 
-  void release(const rd_kafka_topic_partition_list_t& parts);
+  void release(const kafka::TopicPartitions& parts);
 
   /// Where each newly assigned partition resumes, for the lag until its first
   /// message arrives (else the lag would count the partition from its start).
-  void learn_committed_positions(const rd_kafka_topic_partition_list_t& parts);
+  void learn_committed_positions(const kafka::TopicPartitions& parts);
 
   // ---------------------------------------------------------------- batches
 
@@ -181,16 +176,16 @@ struct Service::Impl {
 
   // ---------------------------------------------------------------- per message
 
-  /// The passthrough baseline: `in` (of source `index`; unused when in.err)
+  /// The passthrough baseline: `in` (of source `index`; unused on an error)
   /// forwarded as it is.
-  void pass_through(const rd_kafka_message_t& in, SourceIndex index);
+  void pass_through(kafka::Message in, SourceIndex index);
   /// A message's arrival: a consumer error is raised or logged; a message of
   /// an assigned partition enters the ledger. nullopt: nothing more to do.
-  std::optional<Ticket> arrive(const rd_kafka_message_t& in, SourceIndex index);
+  std::optional<Ticket> arrive(kafka::Message in, SourceIndex index);
   /// A decided message's outputs (`prepared`, `outcome`: the worker's decode,
   /// analysis and verdict).
-  void route_verdict(const rd_kafka_message_t& in, SourceIndex index, Ticket ticket,
-                     const Prepared* prepared, const Outcome* outcome);
+  void route_verdict(kafka::Message in, SourceIndex index, Ticket ticket, const Prepared* prepared,
+                     const Outcome* outcome);
 
   /// The page's record (options.recent_pairs set): a kept message's text, or a duplicate pair.
   void note_for_page(const Source& src, SourceIndex index, std::int64_t offset,

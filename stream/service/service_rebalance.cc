@@ -5,29 +5,27 @@ namespace neardup::stream {
 using namespace service_detail;
 using kafka::KafkaError;
 
-void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_list_t& parts) {
+void Service::Impl::on_rebalance(bool assigned, const kafka::TopicPartitions& parts) {
   if (input_held) {
     // librdkafka keeps a partition's pause across its revocation and a later
     // assignment to this member (it would never be read again): what leaves
     // or arrives is resumed here, before librdkafka fetches it, and
     // hold_back_input pauses the assignment again while the hold applies.
-    kafka::PartitionListPtr copy(rd_kafka_topic_partition_list_copy(&parts));
-    rd_kafka_resume_partitions(consumer->handle(), copy.get());
+    consumer->resume(parts);
   }
   if (assigned) {
-    for (int i = 0; i < parts.cnt; ++i) {
-      const SourceIndex index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
+    for (const kafka::TopicPartition& p : parts) {
+      const SourceIndex index = sources.intern(p.topic, p.partition);
       sources[index].assigned = true;
       sources[index].position = sources[index].committed = sources[index].first_read = -1;
       ledger.assign(index);
     }
     stats.assigned = true;
-    log(config::LogLevel::info, "assigned " + std::to_string(parts.cnt) + " partition(s)");
+    log(config::LogLevel::info, "assigned " + std::to_string(parts.size()) + " partition(s)");
     // A new generation: commits work again, and (eager protocol) the whole
     // assignment comes unpaused; a cooperative one keeps what stays paused.
     commits_failing_since.reset();
-    if (std::strcmp(rd_kafka_rebalance_protocol(consumer->handle()), "COOPERATIVE") != 0)
-      reapply_hold = true;
+    if (!consumer->cooperative()) reapply_hold = true;
     if (abandoning) return;
     learn_committed_positions(parts);
     try {  // nothing may unwind through librdkafka's frames: raised after the poll
@@ -71,7 +69,7 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
   }
   if (txn) {
     release(parts);
-    log(config::LogLevel::info, "revoked " + std::to_string(parts.cnt) +
+    log(config::LogLevel::info, "revoked " + std::to_string(parts.size()) +
                                     " partition(s), progress committed in the transaction");
     return;
   }
@@ -90,16 +88,16 @@ void Service::Impl::on_rebalance(bool assigned, const rd_kafka_topic_partition_l
   }
   release(parts);
   log(config::LogLevel::info,
-      "revoked " + std::to_string(parts.cnt) + " partition(s)" +
+      "revoked " + std::to_string(parts.size()) + " partition(s)" +
           (!committed ? "; the commit failed, so their messages since the last commit "
                         "will be read again"
            : drained  ? ", progress committed"
                       : ", progress committed up to the first unacknowledged output"));
 }
 
-void Service::Impl::release(const rd_kafka_topic_partition_list_t& parts) {
-  for (int i = 0; i < parts.cnt; ++i) {
-    const SourceIndex index = sources.intern(parts.elems[i].topic, parts.elems[i].partition);
+void Service::Impl::release(const kafka::TopicPartitions& parts) {
+  for (const kafka::TopicPartition& p : parts) {
+    const SourceIndex index = sources.intern(p.topic, p.partition);
     sources[index].assigned = false;
     ledger.revoke(index);
   }
@@ -107,19 +105,19 @@ void Service::Impl::release(const rd_kafka_topic_partition_list_t& parts) {
       std::any_of(sources.begin(), sources.end(), [](const Source& s) { return s.assigned; });
 }
 
-void Service::Impl::learn_committed_positions(const rd_kafka_topic_partition_list_t& parts) {
-  kafka::PartitionListPtr committed(rd_kafka_topic_partition_list_copy(&parts));
-  const rd_kafka_resp_err_t err = rd_kafka_committed(consumer->handle(), committed.get(), 2000);
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+void Service::Impl::learn_committed_positions(const kafka::TopicPartitions& parts) {
+  kafka::TopicPartitions committed(static_cast<int>(parts.size()));
+  for (const kafka::TopicPartition& p : parts) committed.add(std::string(p.topic), p.partition);
+  const kafka::ErrorCode err = consumer->committed(committed, std::chrono::seconds(2));
+  if (err != kafka::errc::no_error) {
     log(config::LogLevel::debug,
         std::string("committed offsets unknown (the lag counts from the partitions' "
                     "start until their first message): ") +
-            rd_kafka_err2str(err));
+            kafka::describe(err));
     return;
   }
-  for (int i = 0; i < committed->cnt; ++i) {
-    const auto& e = committed->elems[i];
-    if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR || e.offset < 0) continue;
+  for (const kafka::TopicPartition& e : committed) {
+    if (e.error != kafka::errc::no_error || e.offset < 0) continue;
     Source& src = sources[sources.intern(e.topic, e.partition)];
     src.position = src.committed = e.offset;
   }

@@ -12,25 +12,27 @@ root=${NEARDUP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 check="$root/deploy/check-kafka-boundary.sh"
 
 # The probe: a tree (not a git checkout) with one offending line in
-# stream/judge/, the same name inside stream/kafka/, and the allowed files.
+# stream/judge/ and one in stream/service/, the same name inside stream/kafka/
+# and in the allowed shim.
 probe="$work/probe"
 mkdir -p "$probe/stream/kafka" "$probe/stream/judge" "$probe/stream/service" "$probe/tests"
 printf '#include "stream/kafka/kafka.h"\nint n = rd_kafka_outq_len(nullptr);\n' >"$probe/stream/judge/judge.cc"
 printf '#include <librdkafka/rdkafka.h>\n' >"$probe/stream/kafka/kafka.h"
 printf '// rd_kafka_new\n' >"$probe/tests/tsan_c11_threads.cc"
-for f in $(sed -n '/^allowed_for_now=(/,/^)/p' "$check" | grep -o 'stream/service/[^ ]*'); do
-  printf 'rd_kafka_message_t* m;\n' >"$probe/$f"
-done
+printf 'void on(const rd_kafka_message_t& m);\n' >"$probe/stream/service/service.cc"
 if bash "$check" "$probe" >"$work/probe.out" 2>&1; then
   cat "$work/probe.out"
   fail "the check passed a tree that names rd_kafka_ in stream/judge/"
 fi
 grep -q '^stream/judge/judge.cc:2:' "$work/probe.out" \
   || { cat "$work/probe.out"; fail "the check did not name stream/judge/judge.cc:2"; }
-[ "$(grep -c '^stream/' "$work/probe.out")" -eq 1 ] \
-  || { cat "$work/probe.out"; fail "the check named more than the one offending line"; }
+grep -q '^stream/service/service.cc:1:' "$work/probe.out" \
+  || { cat "$work/probe.out"; fail "the check did not name stream/service/service.cc:1"; }
+[ "$(grep -c '^stream/' "$work/probe.out")" -eq 2 ] \
+  || { cat "$work/probe.out"; fail "the check named more than the two offending lines"; }
 pass
 printf '#include "stream/kafka/kafka.h"\n' >"$probe/stream/judge/judge.cc"
+printf 'void on(kafka::Message m);\n' >"$probe/stream/service/service.cc"
 bash "$check" "$probe" >"$work/probe.out" 2>&1 \
   || { cat "$work/probe.out"; fail "the check failed a tree that keeps the rule"; }
 pass
