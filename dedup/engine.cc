@@ -1,5 +1,6 @@
 #include "dedup/engine.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 
@@ -22,6 +23,9 @@ Engine::Engine(const DedupOptions& options)
       fingerprinter_(options.text, options.sketch),
       window_(options.index, options.window) {
   if (options_.sketch.enabled) sketches_.emplace(options_.sketch, options_.window.max_entries);
+  if (options_.sketch.enabled && options_.sketch.recent > 0)
+    recent_.emplace(options_.sketch.recent,
+                    std::min(kRecentBands, kSketchBits / options_.sketch.bits / kRecentBandBins));
 }
 
 std::uint64_t Engine::oldest_live() const {
@@ -42,8 +46,10 @@ const SketchResult& Engine::keyed(const SketchResult& sketch, ScopeId scope,
 }
 
 std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
-                             const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates) {
+                             const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates,
+                             const ExactShingles* exact) {
   const std::uint64_t sequence = window_.insert(fp, time, ref, scope, duplicates);
+  if (recent_ && exact && exact->count != 0) recent_->insert(sequence, *exact);
   next_sequence_ = sequence + 1;
   inserted_ = true;
   if (sketches_) {
@@ -179,16 +185,24 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     SketchResult buffer;
     if (!settled)
       sketches_->for_each_candidate(keyed(summary.sketch, scope, buffer), oldest, visit);
+    bool band_only = false;  // the match came through a band alone
     if (best_sequence) {
       const bool beats_simhash =
           !verdict.match || !simhash_similarity || best > *simhash_similarity;
       if (beats_simhash) {
-        if (!verdict.match) ++counts_.sketch_matches;
+        band_only = !verdict.match;
         verdict.match = window_.entry(*best_sequence);
         verdict.match->distance = best_distance;
         simhash_similarity = best;
       }
     }
+    if (recent_ && summary.exact.count != 0) {
+      const std::optional<std::uint64_t> before =
+          verdict.match ? std::optional(verdict.match->sequence) : std::nullopt;
+      decide_exact(summary, ref, scope, verdict.match, simhash_similarity);
+      band_only = band_only && verdict.match && verdict.match->sequence == *before;
+    }
+    if (band_only) ++counts_.sketch_matches;
     verdict.similarity = simhash_similarity;
   }
   verdict.candidates = window_.candidates() - examined_before;
@@ -202,16 +216,55 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       // the original's ref and count, the duplicate's time, fingerprint and
       // sketch (a story that drifts stays matched by its latest wording).
       window_.retire(verdict.match->sequence);
-      insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count);
+      insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count,
+             &summary.exact);
       verdict.refreshed = true;
       ++counts_.refreshed;
     }
   } else {
-    insert(summary.fingerprint, time, ref, &summary.sketch, scope);
+    insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact);
     last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }
   return verdict;
+}
+
+void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                          std::optional<Match>& match, std::optional<double>& similarity) {
+  const ExactShingles& mine = summary.exact;
+  const double threshold = options_.sketch.exact_threshold;
+  // The sketch's match, when it is a recent text too, is judged again exactly.
+  if (match) {
+    if (const ExactShingles* theirs = recent_->find(match->sequence)) {
+      const double j = exact_jaccard(mine, *theirs);
+      if (j < threshold || must_match_conflict(mine, *theirs)) {
+        match.reset();
+        similarity.reset();
+        ++counts_.exact_vetoes;
+      } else {
+        similarity = j;
+      }
+    }
+  }
+  double best = -1.0;
+  std::optional<std::uint64_t> best_sequence;
+  const std::uint64_t oldest = oldest_live();
+  recent_->for_each_candidate(mine, [&](std::uint64_t sequence, const ExactShingles& theirs) {
+    if (sequence < oldest) return;
+    const double j = exact_jaccard(mine, theirs);
+    // newest first: an equal one later is older, and the oldest copy wins (as the window's)
+    if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
+    const auto e = window_.entry(sequence);
+    if (!e || e->of == ref || e->scope != scope) return;
+    if (j == best && best_sequence && sequence > *best_sequence) return;
+    best = j;
+    best_sequence = sequence;
+  });
+  if (!best_sequence || (match && similarity && *similarity >= best)) return;
+  if (!match) ++counts_.exact_matches;
+  match = window_.entry(*best_sequence);
+  match->distance = hamming_distance(summary.fingerprint, match->fingerprint);
+  similarity = best;
 }
 
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope) {
@@ -231,7 +284,8 @@ EngineStats Engine::stats() const {
 }
 
 std::size_t Engine::bytes() const {
-  return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0);
+  return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0) +
+         (recent_ ? recent_->bytes() : 0);
 }
 
 }  // namespace neardup::dedup

@@ -173,6 +173,8 @@ void validate(const SketchOptions& options) {
         " (the bins of a " + std::to_string(options.bits) + "-bit sketch)");
   if (!(options.threshold > 0.0 && options.threshold <= 1.0))
     throw std::invalid_argument("sketch.threshold must be in (0, 1]");
+  if (!(options.exact_threshold > 0.0 && options.exact_threshold <= 1.0))
+    throw std::invalid_argument("sketch.exact_threshold must be in (0, 1]");
 }
 
 double estimate_jaccard(const Sketch& a, const Sketch& b, int bits) {
@@ -490,6 +492,7 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   const int shift = bin_shift_;
   std::uint32_t* minima = minima_.data();
   const std::span<const std::uint64_t> hashes = hash_shingles(text);
+  last_hashes_ = hashes;
   const auto shingles = static_cast<std::uint32_t>(hashes.size());
   auto keep = [shift](std::uint32_t* bins_of_way, std::uint64_t h) {
     const auto bin = static_cast<std::size_t>(h >> shift);
@@ -543,6 +546,61 @@ SketchResult Sketcher::run(const NormalizedText& text) {
     }
   result.band_keys = keys;
   return result;
+}
+
+void Sketcher::exact_of_last(ExactShingles& out) {
+  out.count = 0;
+  // Counted with repeats: a longer text is left out without sorting it.
+  if (options_.recent == 0 || last_hashes_.empty() || last_hashes_.size() > kMaxExactShingles)
+    return;
+  std::array<std::uint32_t, kMaxExactShingles> low;
+  std::size_t n = 0;
+  for (const std::uint64_t h : last_hashes_) low[n++] = static_cast<std::uint32_t>(h);
+  std::sort(low.begin(), low.begin() + static_cast<std::ptrdiff_t>(n));
+  n = static_cast<std::size_t>(
+      std::unique(low.begin(), low.begin() + static_cast<std::ptrdiff_t>(n)) - low.begin());
+  std::copy_n(low.begin(), n, out.hashes.begin());
+  out.count = static_cast<std::uint16_t>(n);
+  // kRecentBandBins minima per band, from the bins the main bands start with
+  // read backwards (the last bins), so the two indexes overlap little.
+  const int bands = std::min(kRecentBands, bins_ / kRecentBandBins);
+  out.band_keys = {};
+  for (int band = 0; band < bands; ++band) {
+    std::uint64_t key = mix64(kShingleSeed ^ (0x5265636e74ULL + static_cast<std::uint64_t>(band)));
+    for (int r = 0; r < kRecentBandBins; ++r)
+      key = mix64(key ^ minima_[static_cast<std::size_t>(bins_ - 1 - (band + r * bands))]);
+    out.band_keys[static_cast<std::size_t>(band)] = key;
+  }
+}
+
+double exact_jaccard(const ExactShingles& a, const ExactShingles& b) {
+  std::size_t i = 0, j = 0, common = 0;
+  while (i < a.count && j < b.count) {
+    const std::uint32_t x = a.hashes[i], y = b.hashes[j];
+    common += x == y;
+    i += x <= y;
+    j += y <= x;
+  }
+  const std::size_t together = a.count + b.count - common;
+  return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
+}
+
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+  bool a_only = false, b_only = false;
+  std::size_t i = 0, j = 0;
+  while (i < a.keys || j < b.keys) {
+    if (j == b.keys || (i < a.keys && a.key_hashes[i] < b.key_hashes[j])) {
+      a_only = true;
+      ++i;
+    } else if (i == a.keys || b.key_hashes[j] < a.key_hashes[i]) {
+      b_only = true;
+      ++j;
+    } else {
+      ++i;
+      ++j;
+    }
+  }
+  return a_only && b_only;
 }
 
 std::vector<std::uint64_t> Sketcher::shingle_hashes(const NormalizedText& text) {

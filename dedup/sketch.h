@@ -61,6 +61,32 @@ struct SketchResult {
   std::uint32_t shingles = 0;  ///< shingles hashed (with repeats); 0 for a text with no tokens
 };
 
+/// A short text's exact shingle set, for the recent-text cache
+/// (dedup/recent_texts.h). Made by Sketcher::run when SketchOptions::recent > 0
+/// and the text has at most kMaxExactShingles distinct shingles.
+inline constexpr std::size_t kMaxExactShingles = 128;
+/// Band keys of the recent-text index: kRecentBandBins minima each (fewer bands
+/// when the sketch has fewer than kRecentBands * kRecentBandBins bins).
+inline constexpr int kRecentBands = 8;
+inline constexpr int kRecentBandBins = 3;
+/// Must-match tokens kept per text (TextOptions::must_match); more are ignored.
+inline constexpr std::size_t kMaxMustMatch = 8;
+struct ExactShingles {
+  std::uint16_t count = 0;  ///< distinct shingles in `hashes`; 0: not kept (long text, or off)
+  std::uint8_t keys = 0;    ///< must-match tokens in `key_hashes`
+  std::array<std::uint32_t, kMaxMustMatch> key_hashes{};  ///< sorted, distinct
+  std::array<std::uint64_t, kRecentBands> band_keys{};
+  std::array<std::uint32_t, kMaxExactShingles> hashes{};  ///< low 32 bits of each shingle
+                                                          ///< hash, sorted, distinct
+};
+
+/// The exact Jaccard similarity of two shingle sets (up to 32-bit hash collisions). O(count).
+double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
+/// Whether each text has a must-match token the other lacks (a template filled
+/// in twice). One text's tokens all among the other's is no conflict: a repost
+/// may add a signature or lose a word. O(keys).
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b);
+
 namespace detail {
 /// A bin no shingle fell in.
 inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
@@ -96,6 +122,10 @@ class Sketcher {
 
   /// O(bytes + bins). Identical normalized tokens give identical results.
   SketchResult run(const NormalizedText& text);
+  /// The exact shingle set and recent-index band keys of the text of the last
+  /// run() into `out` (out.count = 0 when it has more than kMaxExactShingles
+  /// distinct shingles, or none, or recent is 0). Leaves out.keys alone. O(shingles log shingles).
+  void exact_of_last(ExactShingles& out);
 
   /// For tests and tools: the hash of each distinct shingle run() would use.
   std::vector<std::uint64_t> shingle_hashes(const NormalizedText& text);
@@ -112,6 +142,7 @@ class Sketcher {
   std::vector<std::uint64_t> hashes_;  // shingle hashes of one ASCII text
   std::array<std::uint32_t, kSketchBits> minima_{};
   std::array<std::uint32_t, 4 * kSketchBits> ways_{};  // run()'s four sets of bins
+  std::span<const std::uint64_t> last_hashes_;         // the last run()'s shingle hashes
 };
 
 }  // namespace neardup::dedup
