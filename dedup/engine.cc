@@ -49,7 +49,7 @@ std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
                              const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates,
                              const ExactShingles* exact) {
   const std::uint64_t sequence = window_.insert(fp, time, ref, scope, duplicates);
-  if (recent_ && exact && exact->count != 0) recent_->insert(sequence, *exact);
+  if (recent_ && exact && !exact->empty()) recent_->insert(sequence, *exact);
   next_sequence_ = sequence + 1;
   inserted_ = true;
   if (sketches_) {
@@ -196,11 +196,10 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
         simhash_similarity = best;
       }
     }
-    if (recent_ && summary.exact.count != 0) {
-      const std::optional<std::uint64_t> before =
-          verdict.match ? std::optional(verdict.match->sequence) : std::nullopt;
+    if (recent_ && !summary.exact.empty()) {
+      const std::uint64_t before = verdict.match ? verdict.match->sequence : 0;
       decide_exact(summary, ref, scope, verdict.match, simhash_similarity);
-      band_only = band_only && verdict.match && verdict.match->sequence == *before;
+      band_only = band_only && verdict.match && verdict.match->sequence == before;
     }
     if (band_only) ++counts_.sketch_matches;
     verdict.similarity = simhash_similarity;

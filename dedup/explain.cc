@@ -37,14 +37,12 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
     return e;
   }
   const bool passes = *e.similarity >= so.threshold;
-  if (so.recent > 0 && kept.exact.count != 0 && incoming.exact.count != 0) {
+  if (so.recent > 0 && !kept.exact.empty() && !incoming.exact.empty()) {
     e.exact = exact_jaccard(kept.exact, incoming.exact);
     const bool conflict = must_match_conflict(kept.exact, incoming.exact);
     const int bands = std::min(kRecentBands, kSketchBits / so.bits / kRecentBandBins);
-    for (int band = 0; band < bands; ++band) {
-      const auto b = static_cast<std::size_t>(band);
-      e.shared_recent_band |= kept.exact.band_keys[b] == incoming.exact.band_keys[b];
-    }
+    for (int band = 0; band < bands; ++band)
+      e.shared_recent_band |= kept.exact.band_key(band) == incoming.exact.band_key(band);
     // Engine::decide_exact: a sketch match is judged again exactly; the
     // recent-text bands find the pair whatever the estimate.
     const bool sketch_match = passes && (e.within_distance || e.shared_bands != 0);

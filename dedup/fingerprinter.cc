@@ -29,11 +29,10 @@ struct TfWeights {
 
 double damped_tf(std::uint32_t tf) { return 1.0 + std::log(static_cast<double>(tf)); }
 
-// The must-match tokens of a text (TextOptions::must_match) into exact.key_hashes,
-// sorted and distinct, at most kMaxMustMatch: numbers are the normalized
-// tokens with a digit (a CJK run keeps its digits apart: "540人" is "540");
-// names are the ASCII words of `raw` with a capital first letter and a
-// lower-case letter after it ("Perth", not "UTC" or "BREAKING"), case-folded.
+// The must-match tokens of a text (TextOptions::must_match) into `exact`: numbers are the
+// normalized tokens with a digit (a CJK run keeps its digits apart: "540人" is "540"); names are
+// the ASCII words of `raw` with a capital first letter and a lower-case letter after it ("Perth",
+// not "UTC" or "BREAKING"), case-folded.
 void must_match_keys(MustMatch kind, std::string_view raw, const NormalizedText& norm,
                      ExactShingles& exact) {
   std::array<std::uint32_t, 4 * kMaxMustMatch> keys{};
@@ -73,8 +72,7 @@ void must_match_keys(MustMatch kind, std::string_view raw, const NormalizedText&
   std::sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n));
   n = static_cast<std::size_t>(
       std::unique(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n)) - keys.begin());
-  exact.keys = static_cast<std::uint8_t>(std::min(n, kMaxMustMatch));
-  std::copy_n(keys.begin(), exact.keys, exact.key_hashes.begin());
+  exact.set_keys(std::span<const std::uint32_t>(keys.data(), n));
 }
 
 }  // namespace
@@ -154,7 +152,7 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
   if (impl.sketcher) {
     summary.sketch = impl.sketcher->run(norm);
     impl.sketcher->exact_of_last(summary.exact);
-    if (summary.exact.count != 0 && impl.options.must_match != MustMatch::none)
+    if (!summary.exact.empty() && impl.options.must_match != MustMatch::none)
       must_match_keys(impl.options.must_match, utf8, norm, summary.exact);
   }
 

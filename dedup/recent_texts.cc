@@ -19,7 +19,7 @@ void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
   s.sequence = sequence;
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
-    const std::uint64_t key = text.band_keys[static_cast<std::size_t>(band)];
+    const std::uint64_t key = text.band_key(band);
     std::uint64_t& head = heads_[bucket(band, key)];
     s.next[static_cast<std::size_t>(band)] = head;
     s.tag[static_cast<std::size_t>(band)] = static_cast<std::uint32_t>(key);
@@ -43,7 +43,9 @@ const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
 }
 
 std::size_t RecentTexts::bytes() const {
-  return slots_.size() * sizeof(Slot) + heads_.size() * sizeof(std::uint64_t);
+  std::size_t sets = 0;
+  for (const Slot& s : slots_) sets += s.text.capacity_bytes();
+  return slots_.size() * sizeof(Slot) + sets + heads_.size() * sizeof(std::uint64_t);
 }
 
 }  // namespace neardup::dedup

@@ -18,9 +18,10 @@
 // as well), so eviction costs nothing. Keyed by the window's sequence of the
 // entry; the caller checks that the entry is still in the window.
 //
-// Memory: capacity * (sizeof(ExactShingles) + 112) bytes plus 8 bytes per
-// bucket head (2 * capacity buckets per band): 7.6 MB at 8192 entries,
-// whatever the window's size. Not thread-safe: one per Engine.
+// Memory: per slot 128 bytes and the set (4 bytes per shingle plus 104), plus
+// 8 bytes per bucket head (2 * capacity buckets per band): at most 6.3 MB at
+// 8192 entries (texts of 128 shingles), whatever the window's size. Not
+// thread-safe: one per Engine.
 
 #include <cstddef>
 #include <cstdint>
@@ -32,11 +33,11 @@ namespace neardup::dedup {
 
 class RecentTexts {
  public:
-  /// `bands`: how many of text.band_keys are set (kRecentBands, or fewer for
+  /// `bands`: how many of a text's band keys are set (kRecentBands, or fewer for
   /// sketches with fewer bins). capacity >= 1.
   RecentTexts(std::size_t capacity, int bands);
 
-  /// Keeps `text` (text.count > 0) for the window entry `sequence`; sequences
+  /// Keeps `text` (not empty) for the window entry `sequence`; sequences
   /// must increase from one insert to the next. Evicts the oldest when full. O(bands).
   void insert(std::uint64_t sequence, const ExactShingles& text);
 
@@ -49,6 +50,7 @@ class RecentTexts {
   /// The kept text of window entry `sequence`, or nullptr. O(log capacity).
   const ExactShingles* find(std::uint64_t sequence) const;
 
+  /// Bytes held: the slots, their sets and the bucket heads.
   std::size_t bytes() const;
 
  private:
@@ -81,7 +83,7 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, Visit&& visit) c
   std::uint64_t seen[64];
   std::size_t seen_count = 0;
   for (int band = 0; band < bands_; ++band) {
-    const std::uint64_t key = text.band_keys[static_cast<std::size_t>(band)];
+    const std::uint64_t key = text.band_key(band);
     const auto tag = static_cast<std::uint32_t>(key);
     for (std::uint64_t n = heads_[bucket(band, key)]; live(n); n = slot(n).next[band]) {
       const Slot& s = slot(n);

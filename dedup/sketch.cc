@@ -548,8 +548,26 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   return result;
 }
 
+void ExactShingles::assign(std::span<const std::uint32_t> hashes,
+                           const std::array<std::uint64_t, kRecentBands>& band_keys) {
+  data_.assign(kHashes + hashes.size(), 0);
+  data_[0] = static_cast<std::uint32_t>(hashes.size());
+  for (std::size_t b = 0; b < band_keys.size(); ++b) {
+    data_[kBandKeys + 2 * b] = static_cast<std::uint32_t>(band_keys[b] >> 32);
+    data_[kBandKeys + 2 * b + 1] = static_cast<std::uint32_t>(band_keys[b]);
+  }
+  std::copy(hashes.begin(), hashes.end(), data_.begin() + kHashes);
+}
+
+void ExactShingles::set_keys(std::span<const std::uint32_t> keys) {
+  if (empty()) return;
+  const std::size_t n = std::min(keys.size(), kMaxMustMatch);
+  data_[1] = static_cast<std::uint32_t>(n);
+  std::copy_n(keys.begin(), n, data_.begin() + kKeys);
+}
+
 void Sketcher::exact_of_last(ExactShingles& out) {
-  out.count = 0;
+  out.clear();
   // Counted with repeats: a longer text is left out without sorting it.
   if (options_.recent == 0 || last_hashes_.empty() || last_hashes_.size() > kMaxExactShingles)
     return;
@@ -559,40 +577,41 @@ void Sketcher::exact_of_last(ExactShingles& out) {
   std::sort(low.begin(), low.begin() + static_cast<std::ptrdiff_t>(n));
   n = static_cast<std::size_t>(
       std::unique(low.begin(), low.begin() + static_cast<std::ptrdiff_t>(n)) - low.begin());
-  std::copy_n(low.begin(), n, out.hashes.begin());
-  out.count = static_cast<std::uint16_t>(n);
   // kRecentBandBins minima per band, from the bins the main bands start with
   // read backwards (the last bins), so the two indexes overlap little.
   const int bands = std::min(kRecentBands, bins_ / kRecentBandBins);
-  out.band_keys = {};
+  std::array<std::uint64_t, kRecentBands> keys{};
   for (int band = 0; band < bands; ++band) {
     std::uint64_t key = mix64(kShingleSeed ^ (0x5265636e74ULL + static_cast<std::uint64_t>(band)));
     for (int r = 0; r < kRecentBandBins; ++r)
       key = mix64(key ^ minima_[static_cast<std::size_t>(bins_ - 1 - (band + r * bands))]);
-    out.band_keys[static_cast<std::size_t>(band)] = key;
+    keys[static_cast<std::size_t>(band)] = key;
   }
+  out.assign(std::span<const std::uint32_t>(low.data(), n), keys);
 }
 
 double exact_jaccard(const ExactShingles& a, const ExactShingles& b) {
+  const auto x = a.hashes(), y = b.hashes();
   std::size_t i = 0, j = 0, common = 0;
-  while (i < a.count && j < b.count) {
-    const std::uint32_t x = a.hashes[i], y = b.hashes[j];
-    common += x == y;
-    i += x <= y;
-    j += y <= x;
+  while (i < x.size() && j < y.size()) {
+    common += x[i] == y[j];
+    const bool step_i = x[i] <= y[j], step_j = y[j] <= x[i];
+    i += step_i;
+    j += step_j;
   }
-  const std::size_t together = a.count + b.count - common;
+  const std::size_t together = x.size() + y.size() - common;
   return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
 }
 
 bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+  const auto x = a.keys(), y = b.keys();
   bool a_only = false, b_only = false;
   std::size_t i = 0, j = 0;
-  while (i < a.keys || j < b.keys) {
-    if (j == b.keys || (i < a.keys && a.key_hashes[i] < b.key_hashes[j])) {
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
       a_only = true;
       ++i;
-    } else if (i == a.keys || b.key_hashes[j] < a.key_hashes[i]) {
+    } else if (i == x.size() || y[j] < x[i]) {
       b_only = true;
       ++j;
     } else {

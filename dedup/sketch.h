@@ -62,22 +62,50 @@ struct SketchResult {
 };
 
 /// A short text's exact shingle set, for the recent-text cache
-/// (dedup/recent_texts.h). Made by Sketcher::run when SketchOptions::recent > 0
-/// and the text has at most kMaxExactShingles distinct shingles.
+/// (dedup/recent_texts.h), with the band keys of that cache's index and the
+/// text's must-match tokens (TextOptions::must_match), in one heap block.
+/// Empty, without an allocation, for a text that is not kept: more than
+/// kMaxExactShingles shingles, or SketchOptions::recent = 0. Made by
+/// Sketcher::exact_of_last.
 inline constexpr std::size_t kMaxExactShingles = 128;
 /// Band keys of the recent-text index: kRecentBandBins minima each (fewer bands
 /// when the sketch has fewer than kRecentBands * kRecentBandBins bins).
 inline constexpr int kRecentBands = 8;
 inline constexpr int kRecentBandBins = 3;
-/// Must-match tokens kept per text (TextOptions::must_match); more are ignored.
+/// Must-match tokens kept per text; more are ignored.
 inline constexpr std::size_t kMaxMustMatch = 8;
-struct ExactShingles {
-  std::uint16_t count = 0;  ///< distinct shingles in `hashes`; 0: not kept (long text, or off)
-  std::uint8_t keys = 0;    ///< must-match tokens in `key_hashes`
-  std::array<std::uint32_t, kMaxMustMatch> key_hashes{};  ///< sorted, distinct
-  std::array<std::uint64_t, kRecentBands> band_keys{};
-  std::array<std::uint32_t, kMaxExactShingles> hashes{};  ///< low 32 bits of each shingle
-                                                          ///< hash, sorted, distinct
+class ExactShingles {
+ public:
+  bool empty() const { return data_.empty(); }
+  /// The distinct shingles (the low 32 bits of each shingle hash), sorted.
+  std::span<const std::uint32_t> hashes() const {
+    return empty() ? std::span<const std::uint32_t>{}
+                   : std::span<const std::uint32_t>(data_).subspan(kHashes, data_[0]);
+  }
+  /// The must-match token hashes, sorted and distinct.
+  std::span<const std::uint32_t> keys() const {
+    return empty() ? std::span<const std::uint32_t>{}
+                   : std::span<const std::uint32_t>(data_).subspan(kKeys, data_[1]);
+  }
+  std::uint64_t band_key(int band) const {
+    const auto at = kBandKeys + 2 * static_cast<std::size_t>(band);
+    return empty() ? 0 : (std::uint64_t{data_[at]} << 32) | data_[at + 1];
+  }
+  /// `hashes`: sorted, distinct, not empty.
+  void assign(std::span<const std::uint32_t> hashes,
+              const std::array<std::uint64_t, kRecentBands>& band_keys);
+  /// `keys`: sorted, distinct, at most kMaxMustMatch; for a non-empty set.
+  void set_keys(std::span<const std::uint32_t> keys);
+  void clear() { data_.clear(); }
+  /// Heap bytes held (reused by the next assign).
+  std::size_t capacity_bytes() const { return data_.capacity() * sizeof(std::uint32_t); }
+
+ private:
+  // [shingle count, key count, band keys (two words each), keys, hashes]
+  static constexpr std::size_t kBandKeys = 2;
+  static constexpr std::size_t kKeys = kBandKeys + 2 * kRecentBands;
+  static constexpr std::size_t kHashes = kKeys + kMaxMustMatch;
+  std::vector<std::uint32_t> data_;
 };
 
 /// The exact Jaccard similarity of two shingle sets (up to 32-bit hash collisions). O(count).
@@ -123,8 +151,8 @@ class Sketcher {
   /// O(bytes + bins). Identical normalized tokens give identical results.
   SketchResult run(const NormalizedText& text);
   /// The exact shingle set and recent-index band keys of the text of the last
-  /// run() into `out` (out.count = 0 when it has more than kMaxExactShingles
-  /// distinct shingles, or none, or recent is 0). Leaves out.keys alone. O(shingles log shingles).
+  /// run() into `out` (empty when it has more than kMaxExactShingles
+  /// shingles, or none, or recent is 0), no must-match tokens. O(shingles log shingles).
   void exact_of_last(ExactShingles& out);
 
   /// For tests and tools: the hash of each distinct shingle run() would use.
