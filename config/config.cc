@@ -364,6 +364,10 @@ const std::vector<Key>& keys() {
          {"names", dedup::MustMatch::names},
          {"numbers_and_names", dedup::MustMatch::numbers_and_names}},
         [](auto& config) -> auto& { return config.dedup.text.must_match; }));
+    k.push_back(string_key(
+        "dedup.must_match_words", "a file path (\"\" = none)",
+        [](const std::string&) { return true; },
+        [](auto& config) -> auto& { return config.dedup.text.must_match_words; }));
     k.push_back(integer_key(
         "dedup.cjk_ngram", 1, 4,
         [](auto& config) -> auto& { return config.dedup.text.cjk_ngram; }));

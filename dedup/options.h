@@ -36,6 +36,11 @@ struct TextOptions {
   /// before a mention before anything else (dedup/normalize.h strip_boilerplate).
   bool strip_boilerplate = false;
   MustMatch must_match = MustMatch::none;
+  /// A file of words (one per line, any script; lines starting with # are
+  /// comments) that must match too: two
+  /// recent texts that each contain a listed word the other lacks are not
+  /// duplicates (the places or names a template varies). "" = none.
+  std::string must_match_words;
   std::size_t cjk_ngram = 2;     ///< character n-gram length for Han, kana and Hangul runs
   std::size_t word_shingle = 1;  ///< 1 = single words; n >= 2 adds n-word shingles
   Weighting weighting = Weighting::tf;

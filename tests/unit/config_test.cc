@@ -956,10 +956,12 @@ TEST(Config, ShortTextSettingsParseAndDefaultOff) {
   EXPECT_EQ(defaults.dedup.sketch.exact_threshold, 0.8);
   const Config config = parse_config(
       "dedup:\n  strip_boilerplate: true\n  must_match: numbers_and_names\n"
+      "  must_match_words: /etc/neardup/places.txt\n"
       "  sketch:\n    recent: 0\n    exact_threshold: 0.75\n",
       "t.yaml");
   EXPECT_TRUE(config.dedup.text.strip_boilerplate);
   EXPECT_EQ(config.dedup.text.must_match, dedup::MustMatch::numbers_and_names);
+  EXPECT_EQ(config.dedup.text.must_match_words, "/etc/neardup/places.txt");
   EXPECT_EQ(config.dedup.sketch.recent, 0u);
   EXPECT_EQ(config.dedup.sketch.exact_threshold, 0.75);
   EXPECT_EQ(to_yaml(parse_config(to_yaml(config), "round.yaml")), to_yaml(config));

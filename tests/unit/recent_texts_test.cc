@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -186,6 +188,32 @@ TEST(EngineRecentTexts, StrippedUrlLeavesAChinesePostADuplicate) {
   EXPECT_EQ(plain("床前明月光，疑是地上霜。举头望明月 http://t.cn/A6xYz9k").kind,
             VerdictKind::unique)
       << "the URL's ASCII makes it a 5-gram text: J is low";
+}
+
+}  // namespace
+}  // namespace neardup::dedup
+
+namespace neardup::dedup {
+namespace {
+
+TEST(EngineRecentTexts, ListedWordsMustMatchInAnyScript) {
+  const std::string path = ::testing::TempDir() + "/must_match_words.txt";
+  {
+    std::ofstream out(path);
+    out << "# places\n成都\n青岛\nPerth\n";
+  }
+  DedupOptions options;
+  options.text.must_match_words = path;
+  Feed feed{options};
+  feed("成都警方通报：608名嫌疑人已被抓获，案件正在审理");
+  EXPECT_EQ(feed("青岛警方通报：608名嫌疑人已被抓获，案件正在审理").kind, VerdictKind::unique)
+      << "another listed place";
+  EXPECT_EQ(feed("【转发】成都警方通报：608名嫌疑人已被抓获，案件正在审理").kind,
+            VerdictKind::duplicate);
+
+  DedupOptions missing;
+  missing.text.must_match_words = path + ".absent";
+  EXPECT_THROW(Engine{missing}, std::runtime_error);
 }
 
 }  // namespace
