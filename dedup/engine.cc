@@ -1,8 +1,10 @@
 #include "dedup/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
+#include <span>
 
 namespace neardup::dedup {
 
@@ -149,6 +151,15 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     // The probe makes every entry it accepts its best so far, so the last
     // accepted one is the match: its estimate is kept, not computed again.
     std::optional<double> simhash_similarity;
+    // Candidates whose estimate fell short: for a short text, the recent-text
+    // stage judges them again by their exact sets (near the boundary the
+    // 2-bit estimate scatters by +-0.06).
+    const bool exact_stage = recent_ && !summary.exact.empty();
+    std::array<std::uint64_t, 16> short_of{};
+    std::size_t short_count = 0;
+    auto fell_short = [&](std::uint64_t sequence) {
+      if (exact_stage && short_count < short_of.size()) short_of[short_count++] = sequence;
+    };
     verdict.match = window_.probe(summary.fingerprint, time, ref, scope, [&](const Match& m) {
       const auto theirs = sketches_->sketch(m.sequence, m.sequence);
       if (!theirs) {
@@ -156,7 +167,10 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
         return true;
       }
       const double j = estimate_jaccard(mine, *theirs, so.bits);
-      if (j < so.threshold) return false;
+      if (j < so.threshold) {
+        fell_short(m.sequence);
+        return false;
+      }
       simhash_similarity = j;
       return true;
     });
@@ -171,6 +185,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     auto visit = [&](std::uint64_t sequence, const Sketch& theirs) {
       if (verdict.match && sequence == verdict.match->sequence) return;  // verified above
       const double j = estimate_jaccard(mine, theirs, so.bits);
+      if (j < so.threshold) fell_short(sequence);
       if (j < so.threshold || j < best) return;
       const auto e = window_.entry(sequence);
       if (!e || e->of == ref || e->scope != scope) return;
@@ -196,9 +211,10 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
         simhash_similarity = best;
       }
     }
-    if (recent_ && !summary.exact.empty()) {
+    if (exact_stage) {
       const std::uint64_t before = verdict.match ? verdict.match->sequence : 0;
-      decide_exact(summary, ref, scope, verdict.match, simhash_similarity);
+      decide_exact(summary, ref, scope, std::span(short_of.data(), short_count), verdict.match,
+                   simhash_similarity);
       band_only = band_only && verdict.match && verdict.match->sequence == before;
     }
     if (band_only) ++counts_.sketch_matches;
@@ -229,7 +245,8 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
 }
 
 void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
-                          std::optional<Match>& match, std::optional<double>& similarity) {
+                          std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
+                          std::optional<double>& similarity) {
   const ExactShingles& mine = summary.exact;
   const double threshold = options_.sketch.exact_threshold;
   // The sketch's match, when it is a recent text too, is judged again exactly.
@@ -248,17 +265,20 @@ void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
   double best = -1.0;
   std::optional<std::uint64_t> best_sequence;
   const std::uint64_t oldest = oldest_live();
-  recent_->for_each_candidate(mine, [&](std::uint64_t sequence, const ExactShingles& theirs) {
+  auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs) {
     if (sequence < oldest) return;
     const double j = exact_jaccard(mine, theirs);
-    // newest first: an equal one later is older, and the oldest copy wins (as the window's)
     if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
     const auto e = window_.entry(sequence);
     if (!e || e->of == ref || e->scope != scope) return;
+    // of equal ones the oldest wins, as in the window
     if (j == best && best_sequence && sequence > *best_sequence) return;
     best = j;
     best_sequence = sequence;
-  });
+  };
+  recent_->for_each_candidate(mine, consider);
+  for (const std::uint64_t sequence : fell_short)
+    if (const ExactShingles* theirs = recent_->find(sequence)) consider(sequence, *theirs);
   if (!best_sequence || (match && similarity && *similarity >= best)) return;
   if (!match) ++counts_.exact_matches;
   match = window_.entry(*best_sequence);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -153,10 +154,13 @@ class Engine {
                        ScopeId scope, std::uint32_t duplicates = 0,
                        const ExactShingles* exact = nullptr);
   /// The recent-text stage of decide() for a short text: finds its best match
-  /// by exact Jaccard among the recent texts and re-judges `match` (a sketch
-  /// match, `similarity` its estimate) when that one is a recent text too.
+  /// by exact Jaccard among the recent texts (those sharing a recent-text band,
+  /// and the sketch candidates `fell_short` of the estimate) and re-judges
+  /// `match` (a sketch match, `similarity` its estimate) when that one is a
+  /// recent text too.
   void decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
-                    std::optional<Match>& match, std::optional<double>& similarity);
+                    std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
+                    std::optional<double>& similarity);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;

@@ -43,13 +43,12 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
     const int bands = std::min(kRecentBands, kSketchBits / so.bits / kRecentBandBins);
     for (int band = 0; band < bands; ++band)
       e.shared_recent_band |= kept.exact.band_key(band) == incoming.exact.band_key(band);
-    // Engine::decide_exact: a sketch match is judged again exactly; the
-    // recent-text bands find the pair whatever the estimate.
+    // Engine::decide_exact: every candidate of any path (SimHash, a sketch
+    // band, a recent-text band) is judged by the exact sets, whatever the estimate.
     const bool sketch_match = passes && (e.within_distance || e.shared_bands != 0);
     const bool exact_passes = *e.exact >= so.exact_threshold;
-    if (!sketch_match && !e.shared_recent_band)
-      e.decision = e.within_distance || e.shared_bands != 0 ? PairDecision::below_threshold
-                                                            : PairDecision::not_a_candidate;
+    if (!e.within_distance && e.shared_bands == 0 && !e.shared_recent_band)
+      e.decision = PairDecision::not_a_candidate;
     else if (!exact_passes)
       e.decision = PairDecision::below_threshold;
     else if (conflict)

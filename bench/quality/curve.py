@@ -30,6 +30,8 @@ def config_text(base, key, value):
     lines = open(base, encoding="utf-8").read().splitlines() if base else []
     if not lines:
         lines = ["dedup:"]
+    indent = "    " if len(parts) == 3 else "  "
+    lines = [l for l in lines if not l.startswith(f"{indent}{parts[-1]}:")]  # the swept value wins
     # Insert under the right section; the config loader accepts a section listed once.
     if len(parts) == 3:
         section = f"  {parts[1]}:"

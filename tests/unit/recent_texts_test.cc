@@ -218,3 +218,28 @@ TEST(EngineRecentTexts, ListedWordsMustMatchInAnyScript) {
 
 }  // namespace
 }  // namespace neardup::dedup
+
+namespace neardup::dedup {
+namespace {
+
+// J = 40/50 (ground_truth.py); the 2-bit sketch estimates 0.667, and the two
+// share sketch bands but no recent-text band: the exact stage still judges them.
+TEST(EngineRecentTexts, ASketchCandidateBelowTheEstimateIsJudgedExactly) {
+  constexpr std::string_view kept = "Accra: the police department suspends the tram line";
+  constexpr std::string_view incoming = "Hanoi: the police department suspends the tram line";
+  Feed feed{DedupOptions{}};
+  feed(kept);
+  const Verdict v = feed(incoming);
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_DOUBLE_EQ(*v.similarity, 0.8);
+  EXPECT_EQ(feed.engine.stats().exact_matches, 1u);
+
+  DedupOptions sketch_only;
+  sketch_only.sketch.recent = 0;
+  Feed without{sketch_only};
+  without(kept);
+  EXPECT_EQ(without(incoming).kind, VerdictKind::unique) << "the estimate alone is below 0.7";
+}
+
+}  // namespace
+}  // namespace neardup::dedup
