@@ -98,6 +98,7 @@ void Engine::prefetch(const Analysis& analysis) const {
   const TextSummary& summary = analysis.summary;
   if (summary.features == 0) return;
   prefetch_remember(summary.fingerprint, summary.sketch, analysis.scope);
+  if (recent_ && !summary.exact.empty()) recent_->prefetch(summary.exact);
 }
 
 void Engine::prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope) const {
@@ -111,6 +112,8 @@ void Engine::prefetch_cells(const Analysis& analysis) const {
   SketchResult buffer;
   if (sketches_ && summary.features != 0 && summary.sketch.shingles != 0)
     sketches_->prefetch_cells(keyed(summary.sketch, analysis.scope, buffer), oldest_live());
+  if (recent_ && summary.features != 0 && !summary.exact.empty())
+    recent_->prefetch_slots(summary.exact);
 }
 
 std::string_view invalid_reason(const Analysis& analysis) {
@@ -157,8 +160,14 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     const bool exact_stage = recent_ && !summary.exact.empty();
     std::array<std::uint64_t, 16> short_of{};
     std::size_t short_count = 0;
-    auto fell_short = [&](std::uint64_t sequence) {
-      if (exact_stage && short_count < short_of.size()) short_of[short_count++] = sequence;
+    // Only estimates within kExactRecheck of the threshold: at J >= 0.8 the
+    // estimate of 64 2-bit bins has a standard deviation of ~0.06, so one
+    // below 0.5 is a 5-sigma event, while the many unrelated neighbours of a
+    // short text that share a band sit far below.
+    constexpr double kExactRecheck = 0.2;
+    auto fell_short = [&](std::uint64_t sequence, double estimate) {
+      if (exact_stage && short_count < short_of.size() && estimate >= so.threshold - kExactRecheck)
+        short_of[short_count++] = sequence;
     };
     verdict.match = window_.probe(summary.fingerprint, time, ref, scope, [&](const Match& m) {
       const auto theirs = sketches_->sketch(m.sequence, m.sequence);
@@ -168,7 +177,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       }
       const double j = estimate_jaccard(mine, *theirs, so.bits);
       if (j < so.threshold) {
-        fell_short(m.sequence);
+        fell_short(m.sequence, j);
         return false;
       }
       simhash_similarity = j;
@@ -185,7 +194,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     auto visit = [&](std::uint64_t sequence, const Sketch& theirs) {
       if (verdict.match && sequence == verdict.match->sequence) return;  // verified above
       const double j = estimate_jaccard(mine, theirs, so.bits);
-      if (j < so.threshold) fell_short(sequence);
+      if (j < so.threshold) fell_short(sequence, j);
       if (j < so.threshold || j < best) return;
       const auto e = window_.entry(sequence);
       if (!e || e->of == ref || e->scope != scope) return;

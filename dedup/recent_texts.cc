@@ -6,7 +6,8 @@
 namespace neardup::dedup {
 
 RecentTexts::RecentTexts(std::size_t capacity, int bands)
-    : slots_(std::max<std::size_t>(capacity, 1)),
+    : slots_(std::bit_ceil(std::max<std::size_t>(capacity, 1))),
+      mask_(slots_.size() - 1),
       buckets_(std::bit_ceil(2 * slots_.size())),
       shift_(64 - std::countr_zero(buckets_)),
       bands_(std::clamp(bands, 0, kRecentBands)) {
@@ -15,7 +16,7 @@ RecentTexts::RecentTexts(std::size_t capacity, int bands)
 
 void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
-  Slot& s = slots_[(number - 1) % slots_.size()];
+  Slot& s = slots_[(number - 1) & mask_];
   s.sequence = sequence;
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
@@ -24,6 +25,18 @@ void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
     s.next[static_cast<std::size_t>(band)] = head;
     s.tag[static_cast<std::size_t>(band)] = static_cast<std::uint32_t>(key);
     head = number;
+  }
+}
+
+void RecentTexts::prefetch(const ExactShingles& text) const {
+  for (int band = 0; band < bands_; ++band)
+    __builtin_prefetch(&heads_[bucket(band, text.band_key(band))]);
+}
+
+void RecentTexts::prefetch_slots(const ExactShingles& text) const {
+  for (int band = 0; band < bands_; ++band) {
+    const std::uint64_t n = heads_[bucket(band, text.band_key(band))];
+    if (live(n)) __builtin_prefetch(&slot(n));
   }
 }
 

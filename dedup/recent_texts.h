@@ -36,7 +36,8 @@ namespace neardup::dedup {
 class RecentTexts {
  public:
   /// `bands`: how many of a text's band keys are set (kRecentBands, or fewer for
-  /// sketches with fewer bins). capacity >= 1.
+  /// sketches with fewer bins). Keeps `capacity` (>= 1) texts, rounded up to a
+  /// power of two.
   RecentTexts(std::size_t capacity, int bands);
 
   /// Keeps `text` (not empty) for the window entry `sequence`; sequences
@@ -48,6 +49,13 @@ class RecentTexts {
   /// bands is visited once). O(bands + candidates).
   template <typename Visit>
   void for_each_candidate(const ExactShingles& text, Visit&& visit) const;
+
+  /// Starts loading the bucket heads for_each_candidate(text) reads first
+  /// (a cache miss each); call it a record or two ahead. No state change. O(bands).
+  void prefetch(const ExactShingles& text) const;
+  /// The second step, a record ahead: starts loading the newest slot of each
+  /// of those buckets (reads the heads prefetch() loaded). O(bands).
+  void prefetch_slots(const ExactShingles& text) const;
 
   /// The kept text of window entry `sequence`, or nullptr. O(log capacity).
   const ExactShingles* find(std::uint64_t sequence) const;
@@ -69,9 +77,10 @@ class RecentTexts {
   bool live(std::uint64_t number) const {
     return number != 0 && number + slots_.size() > inserted_;
   }
-  const Slot& slot(std::uint64_t number) const { return slots_[(number - 1) % slots_.size()]; }
+  const Slot& slot(std::uint64_t number) const { return slots_[(number - 1) & mask_]; }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;           // a power of two of them
+  std::uint64_t mask_;                // slots_.size() - 1
   std::vector<std::uint64_t> heads_;  // bands * buckets_: insert number + 1, 0: empty
   std::size_t buckets_;
   int shift_;
@@ -87,13 +96,14 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, Visit&& visit) c
   for (int band = 0; band < bands_; ++band) {
     const std::uint64_t key = text.band_key(band);
     const auto tag = static_cast<std::uint32_t>(key);
-    for (std::uint64_t n = heads_[bucket(band, key)]; live(n); n = slot(n).next[band]) {
+    for (std::uint64_t n = heads_[bucket(band, key)]; live(n);) {
       const Slot& s = slot(n);
+      n = s.next[static_cast<std::size_t>(band)];
       if (s.tag[static_cast<std::size_t>(band)] != tag) continue;
       bool again = false;
-      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == n;
+      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == s.sequence;
       if (again) continue;
-      if (seen_count < 64) seen[seen_count++] = n;
+      if (seen_count < 64) seen[seen_count++] = s.sequence;
       visit(s.sequence, s.text);
     }
   }
