@@ -78,6 +78,14 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
   const double threshold = options.sketch.threshold;
   const int bands = options.sketch.bands;
   char buffer[256];
+  // Between two recent short texts the exact Jaccard decides (and is the similarity).
+  auto exact_part = [&]() -> std::string {
+    if (!e.exact) return "";
+    char exact[96];
+    std::snprintf(exact, sizeof exact, "; both recent short texts: exact Jaccard %.3f >= %.2f",
+                  std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
+    return exact;
+  };
   auto band_list = [&] {
     std::string list;
     for (int band = 0; band < bands; ++band)
@@ -98,17 +106,20 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
           buffer, sizeof buffer,
           "a SimHash candidate (distance %d <= k=%d) and the sketch estimates %.3f >= %.2f",
           e.distance, k, *e.similarity, threshold);
-      return buffer;
+      return buffer + exact_part();
     case PairDecision::band_verified:
       std::snprintf(buffer, sizeof buffer,
                     "shares LSH band%s %s of %d (distance %d > k=%d) and the sketch estimates "
                     "%.3f >= %.2f",
                     std::popcount(e.shared_bands) > 1 ? "s" : "", band_list().c_str(), bands,
                     e.distance, k, *e.similarity, threshold);
-      return buffer;
+      return buffer + exact_part();
     case PairDecision::exact_verified:
       std::snprintf(buffer, sizeof buffer,
-                    "two recent short texts sharing a recent-text band, exact Jaccard %.3f >= %.2f",
+                    "two recent short texts, a candidate (%s), exact Jaccard %.3f >= %.2f",
+                    e.shared_recent_band ? "a shared recent-text band"
+                    : e.within_distance  ? "within k bits, the estimate below the threshold"
+                                         : "a shared LSH band, the estimate below the threshold",
                     std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
       return buffer;
     case PairDecision::must_match_differs:
