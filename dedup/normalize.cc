@@ -486,8 +486,9 @@ std::string_view strip_boilerplate(std::string_view text, std::string& buffer) {
              static_cast<unsigned char>(text[end]) < 0x80)
         ++end;
     } else if (word_start && (c == '@' || text.substr(at, 3) == "\xef\xbc\xa0")) {  // @ or ＠
-      end = name_end(text, at + (c == '@' ? 1 : 3));
-      mention = end > at + 1;
+      const std::size_t name = at + (c == '@' ? 1 : 3);
+      end = name_end(text, name);
+      mention = end > name;
       if (!mention) end = at;
     } else if (word_start && c == '#') {
       // #话题#: a closing # before any space, within 64 bytes; else #tag

@@ -237,6 +237,8 @@ TEST(StripBoilerplate, RemovesAViaPrefixAndMentions) {
 TEST(StripBoilerplate, KeepsEmailAddressesAndWordsThatOnlyLookLikeVia) {
   EXPECT_EQ(stripped("write to ops@example.com"), "write to ops@example.com");
   EXPECT_EQ(normalize(stripped("trivia @quizbot")), "trivia");
+  EXPECT_EQ(stripped("a lone @ and a lone ＠ stay"), "a lone @ and a lone ＠ stay");
+  EXPECT_EQ(normalize(stripped("＠小明同学 你好")), normalize("你好"));
 }
 
 TEST(StripBoilerplate, TextThatIsOnlyBoilerplateIsKept) {
