@@ -285,7 +285,7 @@ void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
     best = j;
     best_sequence = sequence;
   };
-  recent_->for_each_candidate(mine, consider);
+  recent_->for_each_candidate(mine, threshold, consider);
   for (const std::uint64_t sequence : fell_short)
     if (const ExactShingles* theirs = recent_->find(sequence)) consider(sequence, *theirs);
   if (!best_sequence || (match && similarity && *similarity >= best)) return;

@@ -18,6 +18,7 @@ void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
   Slot& s = slots_[(number - 1) & mask_];
   s.sequence = sequence;
+  s.shingles = static_cast<std::uint32_t>(text.hashes().size());
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
     const std::uint64_t key = text.band_key(band);

@@ -25,6 +25,7 @@
 // shingles; 3.1 MB for texts of 40), whatever the window's size. Not
 // thread-safe: one per Engine.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -46,9 +47,11 @@ class RecentTexts {
 
   /// Calls visit(sequence, const ExactShingles&) for every kept text that
   /// shares a band key with `text`, newest first per band (a text met in two
-  /// bands is visited once). O(bands + candidates).
+  /// bands is visited once), except those whose size rules out a Jaccard of
+  /// `min_jaccard` (the smaller set under min_jaccard times the larger),
+  /// which are skipped without reading their sets. O(bands + candidates).
   template <typename Visit>
-  void for_each_candidate(const ExactShingles& text, Visit&& visit) const;
+  void for_each_candidate(const ExactShingles& text, double min_jaccard, Visit&& visit) const;
 
   /// Starts loading the bucket heads for_each_candidate(text) reads first
   /// (a cache miss each); call it a record or two ahead. No state change. O(bands).
@@ -69,6 +72,7 @@ class RecentTexts {
     std::array<std::uint64_t, kRecentBands> next{};  // insert number + 1 of the next older
                                                      // text in the bucket, 0: none
     std::array<std::uint32_t, kRecentBands> tag{};   // the band key's low bits
+    std::uint32_t shingles = 0;                      // text.hashes().size(), beside the tags
     ExactShingles text;
   };
   std::size_t bucket(int band, std::uint64_t key) const {
@@ -89,10 +93,12 @@ class RecentTexts {
 };
 
 template <typename Visit>
-void RecentTexts::for_each_candidate(const ExactShingles& text, Visit&& visit) const {
+void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jaccard,
+                                     Visit&& visit) const {
   // A text sharing several bands is met once per band: remember the few seen.
   std::uint64_t seen[64];
   std::size_t seen_count = 0;
+  const auto mine = static_cast<double>(text.hashes().size());
   for (int band = 0; band < bands_; ++band) {
     const std::uint64_t key = text.band_key(band);
     const auto tag = static_cast<std::uint32_t>(key);
@@ -100,6 +106,8 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, Visit&& visit) c
       const Slot& s = slot(n);
       n = s.next[static_cast<std::size_t>(band)];
       if (s.tag[static_cast<std::size_t>(band)] != tag) continue;
+      const auto theirs = static_cast<double>(s.shingles);
+      if (std::min(mine, theirs) < min_jaccard * std::max(mine, theirs)) continue;
       bool again = false;
       for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == s.sequence;
       if (again) continue;

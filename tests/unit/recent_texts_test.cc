@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,20 @@ TEST(ExactShingles, JaccardIsTheGroundTruthsOne) {
                                  exact_of("storm closes the north bridge tonite!")),
                    30.0 / 35.0);
   EXPECT_EQ(exact_of("the quick brown fox jumps").hashes().size(), 21u);
+}
+
+TEST(ExactShingles, HashesAreSortedAndDistinct) {
+  for (const std::string_view text :
+       {"ha ha ha ha ha ha ha ha ha ha ha ha", "the quick brown fox jumps over the lazy dog",
+        "床前明月光，疑是地上霜。举头望明月，低头思故乡。床前明月光", "x"}) {
+    const ExactShingles e = exact_of(text);
+    const auto h = e.hashes();
+    ASSERT_FALSE(h.empty()) << text;
+    EXPECT_TRUE(std::adjacent_find(h.begin(), h.end(), std::greater_equal<>()) == h.end())
+        << text << ": not strictly increasing";
+  }
+  EXPECT_EQ(exact_of("ha ha ha ha ha ha ha ha ha ha ha ha").hashes().size(), 3u)
+      << "'ha ha', 'a ha ', ' ha h' repeat";
 }
 
 TEST(ExactShingles, ALongTextHasNone) {
@@ -92,7 +107,7 @@ TEST(RecentTexts, CandidatesShareABandAndAreVisitedOnce) {
   recent.insert(2, exact_of("A completely different message about lunch"));
   recent.insert(3, exact_of("Storm closes the north bridge tonight"));
   std::multiset<std::uint64_t> seen;
-  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"),
+  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
                             [&](std::uint64_t s, const ExactShingles&) { seen.insert(s); });
   EXPECT_EQ(seen, (std::multiset<std::uint64_t>{1, 3}));
 }
@@ -103,7 +118,7 @@ TEST(RecentTexts, EvictedTextsAreNoCandidates) {
   recent.insert(2, exact_of("one"));
   recent.insert(3, exact_of("two"));
   int visits = 0;
-  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"),
+  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
                             [&](std::uint64_t, const ExactShingles&) { ++visits; });
   EXPECT_EQ(visits, 0);
 }
