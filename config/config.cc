@@ -419,6 +419,26 @@ const std::vector<Key>& keys() {
     k.push_back(bool_key(
         "dedup.normalize", "true | false",
         [](auto& config) -> auto& { return config.dedup.text.normalize; }));
+    k.push_back(bool_key(
+        "dedup.strip_boilerplate",
+        "true | false: URLs, @mentions, #hashtags and a \"via\"/RT/转发 before a mention are "
+        "left out of the fingerprint (docs/ACCURACY.md, \"Reposts with boilerplate\")",
+        [](auto& config) -> auto& { return config.dedup.text.strip_boilerplate; }));
+    k.push_back(choice_key<dedup::MustMatch>(
+        "dedup.must_match",
+        "none | numbers | names | numbers_and_names: between recent short texts, such tokens "
+        "must match for a duplicate (templated texts; docs/ACCURACY.md)",
+        {{"none", dedup::MustMatch::none},
+         {"numbers", dedup::MustMatch::numbers},
+         {"names", dedup::MustMatch::names},
+         {"numbers_and_names", dedup::MustMatch::numbers_and_names}},
+        [](auto& config) -> auto& { return config.dedup.text.must_match; }));
+    k.push_back(string_key(
+        "dedup.must_match_words",
+        "path of a word list (one a line, any script) that must match between recent short "
+        "texts; \"\" = none",
+        "a file path (\"\" = none)", [](const std::string&) { return true; },
+        [](auto& config) -> auto& { return config.dedup.text.must_match_words; }));
     k.push_back(integer_key(
         "dedup.cjk_ngram", "1..4", 1, 4,
         [](auto& config) -> auto& { return config.dedup.text.cjk_ngram; }));
@@ -449,34 +469,47 @@ const std::vector<Key>& keys() {
         "entry)",
         {{"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}},
         [](auto& config) -> auto& { return config.dedup.sketch.bits; }));
-    {
-      Key threshold;
-      threshold.path = "dedup.sketch.threshold";
-      threshold.doc = "0.05..1 (estimated shingle Jaccard of a duplicate)";
-      threshold.expected = "a number in 0.05..1 like 0.7";
-      threshold.set = [](Config& config, const std::optional<std::string>& text) {
+    // A Jaccard threshold of the sketch stage: a number in 0.05..1.
+    auto jaccard_key = [](std::string path, std::string doc, double dedup::SketchOptions::*member) {
+      Key key;
+      key.path = std::move(path);
+      key.doc = std::move(doc);
+      key.expected = "a number in 0.05..1 like 0.7";
+      key.set = [member](Config& config, const std::optional<std::string>& text) {
         if (!text || text->empty()) return false;
         char* end = nullptr;
         errno = 0;
         const double value = std::strtod(text->c_str(), &end);
         if (errno != 0 || end != text->c_str() + text->size() || !(value >= 0.05 && value <= 1.0))
           return false;
-        config.dedup.sketch.threshold = value;
+        config.dedup.sketch.*member = value;
         return true;
       };
-      threshold.show = [](const Config& config) -> std::optional<std::string> {
+      key.show = [member](const Config& config) -> std::optional<std::string> {
         char text[32];  // the shortest form that reads back as the same double
-        const auto end = std::to_chars(text, text + sizeof text, config.dedup.sketch.threshold).ptr;
+        const auto end = std::to_chars(text, text + sizeof text, config.dedup.sketch.*member).ptr;
         return std::string(text, end);
       };
-      k.push_back(std::move(threshold));
-    }
+      return key;
+    };
+    k.push_back(jaccard_key("dedup.sketch.threshold",
+                            "0.05..1 (estimated shingle Jaccard of a duplicate)",
+                            &dedup::SketchOptions::threshold));
     k.push_back(integer_key(
         "dedup.sketch.bands", "0..8 (LSH bands; 0 = SimHash candidates only)", 0, 8,
         [](auto& config) -> auto& { return config.dedup.sketch.bands; }));
     k.push_back(integer_key(
         "dedup.sketch.band_bins", "1..16; bands * band_bins <= 128 / bits", 1, 16,
         [](auto& config) -> auto& { return config.dedup.sketch.band_bins; }));
+    k.push_back(integer_key(
+        "dedup.sketch.recent",
+        "0..1000000: the newest short texts (<= 128 shingles) whose exact shingle sets are kept "
+        "and compared exactly; 0 = off",
+        0, 1'000'000, [](auto& config) -> auto& { return config.dedup.sketch.recent; }));
+    k.push_back(jaccard_key("dedup.sketch.exact_threshold",
+                            "0.05..1 (exact shingle Jaccard of a duplicate between recent short "
+                            "texts)",
+                            &dedup::SketchOptions::exact_threshold));
 
     k.push_back(duration_key("window.duration",
                              "1ms..365d with a unit: `500ms`, `90s`, `10m`, `24h`, `2d`, `1h30m` "

@@ -1,7 +1,10 @@
 #include "dedup/engine.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
+#include <span>
 
 namespace neardup::dedup {
 
@@ -22,6 +25,9 @@ Engine::Engine(const DedupOptions& options)
       fingerprinter_(options.text, options.sketch),
       window_(options.index, options.window) {
   if (options_.sketch.enabled) sketches_.emplace(options_.sketch, options_.window.max_entries);
+  if (options_.sketch.enabled && options_.sketch.recent > 0)
+    recent_.emplace(options_.sketch.recent,
+                    std::min(kRecentBands, kSketchBits / options_.sketch.bits / kRecentBandBins));
 }
 
 std::uint64_t Engine::oldest_live() const {
@@ -42,8 +48,10 @@ const SketchResult& Engine::keyed(const SketchResult& sketch, ScopeId scope,
 }
 
 std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
-                             const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates) {
+                             const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates,
+                             const ExactShingles* exact) {
   const std::uint64_t sequence = window_.insert(fp, time, ref, scope, duplicates);
+  if (recent_ && exact && !exact->empty()) recent_->insert(sequence, *exact);
   next_sequence_ = sequence + 1;
   inserted_ = true;
   if (sketches_) {
@@ -90,6 +98,7 @@ void Engine::prefetch(const Analysis& analysis) const {
   const TextSummary& summary = analysis.summary;
   if (summary.features == 0) return;
   prefetch_remember(summary.fingerprint, summary.sketch, analysis.scope);
+  if (recent_ && !summary.exact.empty()) recent_->prefetch(summary.exact);
 }
 
 void Engine::prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope) const {
@@ -103,6 +112,8 @@ void Engine::prefetch_cells(const Analysis& analysis) const {
   SketchResult buffer;
   if (sketches_ && summary.features != 0 && summary.sketch.shingles != 0)
     sketches_->prefetch_cells(keyed(summary.sketch, analysis.scope, buffer), oldest_live());
+  if (recent_ && summary.features != 0 && !summary.exact.empty())
+    recent_->prefetch_slots(summary.exact);
 }
 
 std::string_view invalid_reason(const Analysis& analysis) {
@@ -143,6 +154,21 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     // The probe makes every entry it accepts its best so far, so the last
     // accepted one is the match: its estimate is kept, not computed again.
     std::optional<double> simhash_similarity;
+    // Candidates whose estimate fell short: for a short text, the recent-text
+    // stage judges them again by their exact sets (near the boundary the
+    // 2-bit estimate scatters by +-0.06).
+    const bool exact_stage = recent_ && !summary.exact.empty();
+    std::array<std::uint64_t, 16> short_of{};
+    std::size_t short_count = 0;
+    // Only estimates within kExactRecheck of the threshold: at J >= 0.8 the
+    // estimate of 64 2-bit bins has a standard deviation of ~0.06, so one
+    // below 0.5 is a 5-sigma event, while the many unrelated neighbours of a
+    // short text that share a band sit far below.
+    constexpr double kExactRecheck = 0.2;
+    auto fell_short = [&](std::uint64_t sequence, double estimate) {
+      if (exact_stage && short_count < short_of.size() && estimate >= so.threshold - kExactRecheck)
+        short_of[short_count++] = sequence;
+    };
     verdict.match = window_.probe(summary.fingerprint, time, ref, scope, [&](const Match& m) {
       const auto theirs = sketches_->sketch(m.sequence, m.sequence);
       if (!theirs) {
@@ -150,7 +176,10 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
         return true;
       }
       const double j = estimate_jaccard(mine, *theirs, so.bits);
-      if (j < so.threshold) return false;
+      if (j < so.threshold) {
+        fell_short(m.sequence, j);
+        return false;
+      }
       simhash_similarity = j;
       return true;
     });
@@ -165,6 +194,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     auto visit = [&](std::uint64_t sequence, const Sketch& theirs) {
       if (verdict.match && sequence == verdict.match->sequence) return;  // verified above
       const double j = estimate_jaccard(mine, theirs, so.bits);
+      if (j < so.threshold) fell_short(sequence, j);
       if (j < so.threshold || j < best) return;
       const auto e = window_.entry(sequence);
       if (!e || e->of == ref || e->scope != scope) return;
@@ -179,16 +209,24 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     SketchResult buffer;
     if (!settled)
       sketches_->for_each_candidate(keyed(summary.sketch, scope, buffer), oldest, visit);
+    bool band_only = false;  // the match came through a band alone
     if (best_sequence) {
       const bool beats_simhash =
           !verdict.match || !simhash_similarity || best > *simhash_similarity;
       if (beats_simhash) {
-        if (!verdict.match) ++counts_.sketch_matches;
+        band_only = !verdict.match;
         verdict.match = window_.entry(*best_sequence);
         verdict.match->distance = best_distance;
         simhash_similarity = best;
       }
     }
+    if (exact_stage) {
+      const std::uint64_t before = verdict.match ? verdict.match->sequence : 0;
+      decide_exact(summary, ref, scope, std::span(short_of.data(), short_count), verdict.match,
+                   simhash_similarity);
+      band_only = band_only && verdict.match && verdict.match->sequence == before;
+    }
+    if (band_only) ++counts_.sketch_matches;
     verdict.similarity = simhash_similarity;
   }
   verdict.candidates = window_.candidates() - examined_before;
@@ -202,16 +240,59 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       // the original's ref and count, the duplicate's time, fingerprint and
       // sketch (a story that drifts stays matched by its latest wording).
       window_.retire(verdict.match->sequence);
-      insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count);
+      insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count,
+             &summary.exact);
       verdict.refreshed = true;
       ++counts_.refreshed;
     }
   } else {
-    insert(summary.fingerprint, time, ref, &summary.sketch, scope);
+    insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact);
     last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }
   return verdict;
+}
+
+void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                          std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
+                          std::optional<double>& similarity) {
+  const ExactShingles& mine = summary.exact;
+  const double threshold = options_.sketch.exact_threshold;
+  // The sketch's match, when it is a recent text too, is judged again exactly.
+  if (match) {
+    if (const ExactShingles* theirs = recent_->find(match->sequence)) {
+      const double j = exact_jaccard(mine, *theirs);
+      if (j < threshold || must_match_conflict(mine, *theirs)) {
+        match.reset();
+        similarity.reset();
+        ++counts_.exact_vetoes;
+      } else {
+        similarity = j;
+      }
+    }
+  }
+  double best = -1.0;
+  std::optional<std::uint64_t> best_sequence;
+  const std::uint64_t oldest = oldest_live();
+  auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs) {
+    if (sequence < oldest) return;
+    const double j = exact_jaccard(mine, theirs);
+    if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
+    const auto e = window_.entry(sequence);
+    if (!e || e->of == ref || e->scope != scope) return;
+    // of equal ones the oldest wins, as in the window
+    if (j == best && best_sequence && sequence > *best_sequence) return;
+    best = j;
+    best_sequence = sequence;
+  };
+  recent_->for_each_candidate(mine, threshold, consider);
+  for (const std::uint64_t sequence : fell_short)
+    if (const ExactShingles* theirs = recent_->find(sequence)) consider(sequence, *theirs);
+  if (!best_sequence || (match && similarity && *similarity >= best)) return;
+  if (!match) ++counts_.exact_matches;
+  match = window_.entry(*best_sequence);
+  match->distance = hamming_distance(summary.fingerprint, match->fingerprint);
+  similarity = best;
 }
 
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope) {
@@ -231,7 +312,8 @@ EngineStats Engine::stats() const {
 }
 
 std::size_t Engine::bytes() const {
-  return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0);
+  return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0) +
+         (recent_ ? recent_->bytes() : 0);
 }
 
 }  // namespace neardup::dedup

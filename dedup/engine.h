@@ -15,11 +15,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "dedup/fingerprinter.h"
 #include "dedup/options.h"
+#include "dedup/recent_texts.h"
 #include "dedup/sketch_index.h"
 #include "dedup/types.h"
 #include "dedup/window.h"
@@ -69,6 +71,8 @@ struct EngineStats {
   std::uint64_t invalid = 0;
   std::uint64_t sketch_matches = 0;  ///< duplicates found only through a sketch band
   std::uint64_t refreshed = 0;       ///< duplicates that took their original's place (refresh)
+  std::uint64_t exact_matches = 0;   ///< duplicates decided by an exact shingle set (recent texts)
+  std::uint64_t exact_vetoes = 0;    ///< sketch matches the exact sets turned down
   WindowStats window;
   SketchIndexStats sketch;  ///< zero when the sketch stage is off
 };
@@ -147,12 +151,22 @@ class Engine {
   /// Keeps an entry in the window and, with the sketch stage on, its sketch
   /// (nullptr, or one with no shingles: judged by SimHash alone, in no band).
   std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch,
-                       ScopeId scope, std::uint32_t duplicates = 0);
+                       ScopeId scope, std::uint32_t duplicates = 0,
+                       const ExactShingles* exact = nullptr);
+  /// The recent-text stage of decide() for a short text: finds its best match
+  /// by exact Jaccard among the recent texts (those sharing a recent-text band,
+  /// and the sketch candidates `fell_short` of the estimate) and re-judges
+  /// `match` (a sketch match, `similarity` its estimate) when that one is a
+  /// recent text too.
+  void decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                    std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
+                    std::optional<double>& similarity);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;
   Window window_;
   std::optional<SketchIndex> sketches_;  // set when options_.sketch.enabled
+  std::optional<RecentTexts> recent_;    // set when also options_.sketch.recent > 0
   std::uint64_t next_sequence_ = 0;      // one past the window's newest insert
   bool inserted_ = false;
   EngineStats counts_;

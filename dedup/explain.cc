@@ -1,5 +1,6 @@
 #include "dedup/explain.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +37,28 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
     return e;
   }
   const bool passes = *e.similarity >= so.threshold;
+  if (so.recent > 0 && !kept.exact.empty() && !incoming.exact.empty()) {
+    e.exact = exact_jaccard(kept.exact, incoming.exact);
+    const bool conflict = must_match_conflict(kept.exact, incoming.exact);
+    const int bands = std::min(kRecentBands, kSketchBits / so.bits / kRecentBandBins);
+    for (int band = 0; band < bands; ++band)
+      e.shared_recent_band |= kept.exact.band_key(band) == incoming.exact.band_key(band);
+    // Engine::decide_exact: every candidate of any path (SimHash, a sketch
+    // band, a recent-text band) is judged by the exact sets, whatever the estimate.
+    const bool sketch_match = passes && (e.within_distance || e.shared_bands != 0);
+    const bool exact_passes = *e.exact >= so.exact_threshold;
+    if (!e.within_distance && e.shared_bands == 0 && !e.shared_recent_band)
+      e.decision = PairDecision::not_a_candidate;
+    else if (!exact_passes)
+      e.decision = PairDecision::below_threshold;
+    else if (conflict)
+      e.decision = PairDecision::must_match_differs;
+    else if (sketch_match)
+      e.decision = e.within_distance ? PairDecision::simhash_verified : PairDecision::band_verified;
+    else
+      e.decision = PairDecision::exact_verified;
+    return e;
+  }
   if (e.within_distance)
     e.decision = passes ? PairDecision::simhash_verified : PairDecision::below_threshold;
   else if (e.shared_bands != 0)
@@ -55,6 +78,14 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
   const double threshold = options.sketch.threshold;
   const int bands = options.sketch.bands;
   char buffer[256];
+  // Between two recent short texts the exact Jaccard decides (and is the similarity).
+  auto exact_part = [&]() -> std::string {
+    if (!e.exact) return "";
+    char exact[96];
+    std::snprintf(exact, sizeof exact, "; both recent short texts: exact Jaccard %.3f >= %.2f",
+                  std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
+    return exact;
+  };
   auto band_list = [&] {
     std::string list;
     for (int band = 0; band < bands; ++band)
@@ -75,16 +106,37 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
           buffer, sizeof buffer,
           "a SimHash candidate (distance %d <= k=%d) and the sketch estimates %.3f >= %.2f",
           e.distance, k, *e.similarity, threshold);
-      return buffer;
+      return buffer + exact_part();
     case PairDecision::band_verified:
       std::snprintf(buffer, sizeof buffer,
                     "shares LSH band%s %s of %d (distance %d > k=%d) and the sketch estimates "
                     "%.3f >= %.2f",
                     std::popcount(e.shared_bands) > 1 ? "s" : "", band_list().c_str(), bands,
                     e.distance, k, *e.similarity, threshold);
+      return buffer + exact_part();
+    case PairDecision::exact_verified:
+      std::snprintf(buffer, sizeof buffer,
+                    "two recent short texts, a candidate (%s), exact Jaccard %.3f >= %.2f",
+                    e.shared_recent_band ? "a shared recent-text band"
+                    : e.within_distance  ? "within k bits, the estimate below the threshold"
+                                         : "a shared LSH band, the estimate below the threshold",
+                    std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
+      return buffer;
+    case PairDecision::must_match_differs:
+      std::snprintf(buffer, sizeof buffer,
+                    "exact Jaccard %.3f >= %.2f, but each has a must-match token (%s) the other "
+                    "lacks",
+                    std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold,
+                    options.text.must_match == MustMatch::numbers ? "numbers"
+                    : options.text.must_match == MustMatch::names ? "names"
+                                                                  : "numbers, names");
       return buffer;
     case PairDecision::below_threshold:
-      if (e.within_distance)
+      if (e.exact)
+        std::snprintf(buffer, sizeof buffer,
+                      "two recent short texts, but their exact Jaccard %.3f < %.2f",
+                      std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
+      else if (e.within_distance)
         std::snprintf(buffer, sizeof buffer,
                       "a SimHash candidate (distance %d <= k=%d), but the sketch estimates "
                       "%.3f < %.2f",

@@ -8,10 +8,16 @@
 //            pigeonhole index is exact, so every such entry is found);
 //   band     the two sketches share an LSH band key (sketch.bands bands of
 //            sketch.band_bins MinHash bins; dedup/sketch.h).
+//   recent   both texts are short and the kept one is among the recent texts
+//            (sketch.recent; dedup/recent_texts.h) and they share a band of
+//            the recent-text index.
 // With the sketch stage on, a candidate is a duplicate only when the sketches
 // estimate a shingle Jaccard >= sketch.threshold; a SimHash candidate without
-// a sketch (a text with no shingles) keeps the classic rule. A pair that is on
-// neither path is never compared by the window, whatever its similarity.
+// a sketch (a text with no shingles) keeps the classic rule. Between two
+// recent texts the exact Jaccard (>= sketch.exact_threshold) and
+// text.must_match decide instead. A pair that is on no path is never compared
+// by the window, whatever its similarity. explain_pair assumes the kept text
+// is still among the recent ones (the newest sketch.recent short texts).
 
 #include <cstdint>
 #include <optional>
@@ -23,12 +29,17 @@
 namespace neardup::dedup {
 
 enum class PairDecision {
-  invalid,           ///< one of the texts would be judged invalid (see invalid_reason)
-  simhash,           ///< duplicate: within max_distance bits, the classic rule (no sketches)
-  simhash_verified,  ///< duplicate: within max_distance bits and the sketch estimate >= threshold
-  band_verified,     ///< duplicate: a shared band and the sketch estimate >= threshold
-  below_threshold,   ///< different: a candidate, but the sketch estimate < threshold
-  not_a_candidate,   ///< different: more than max_distance bits apart and no shared band
+  invalid,             ///< one of the texts would be judged invalid (see invalid_reason)
+  simhash,             ///< duplicate: within max_distance bits, the classic rule (no sketches)
+  simhash_verified,    ///< duplicate: within max_distance bits and the sketch estimate >= threshold
+  band_verified,       ///< duplicate: a shared band and the sketch estimate >= threshold
+  exact_verified,      ///< duplicate: a shared recent-text band and the exact Jaccard >=
+                       ///< exact_threshold
+  below_threshold,     ///< different: a candidate, but the sketch estimate < threshold (or,
+                       ///< between recent texts, the exact Jaccard < exact_threshold)
+  must_match_differs,  ///< different: similar enough, but each has a must-match token the
+                       ///< other lacks (text.must_match)
+  not_a_candidate,     ///< different: more than max_distance bits apart and no shared band
 };
 
 struct PairExplanation {
@@ -38,9 +49,12 @@ struct PairExplanation {
   bool sketches = false;         ///< the sketch stage compares this pair (on, both have shingles)
   std::optional<double> similarity;  ///< the estimated Jaccard, when `sketches`
   std::uint32_t shared_bands = 0;    ///< bit j set: band j's keys are equal (when `sketches`)
+  /// Both are recent texts: their exact Jaccard, which the engine reports as the similarity.
+  std::optional<double> exact;
+  bool shared_recent_band = false;  ///< they share a band of the recent-text index
   bool duplicate() const {
     return decision == PairDecision::simhash || decision == PairDecision::simhash_verified ||
-           decision == PairDecision::band_verified;
+           decision == PairDecision::band_verified || decision == PairDecision::exact_verified;
   }
 };
 

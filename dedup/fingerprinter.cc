@@ -1,7 +1,11 @@
 #include "dedup/fingerprinter.h"
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -28,6 +32,64 @@ struct TfWeights {
 
 double damped_tf(std::uint32_t tf) { return 1.0 + std::log(static_cast<double>(tf)); }
 
+// The must-match tokens of a text (TextOptions::must_match) into `exact`: numbers are the
+// normalized tokens with a digit (a CJK run keeps its digits apart: "540人" is "540"); names are
+// the ASCII words of `raw` with a capital first letter and a lower-case letter after it ("Perth",
+// not "UTC" or "BREAKING"), case-folded.
+// Listed words (`words`, normalized) count when the normalized text has one as
+// a whole word, or, for a CJK word, anywhere inside a CJK run.
+void must_match_keys(MustMatch kind, const std::vector<std::string>& words, std::string_view raw,
+                     const NormalizedText& norm, ExactShingles& exact) {
+  std::array<std::uint32_t, 4 * kMaxMustMatch> keys{};
+  std::size_t n = 0;
+  auto add = [&](std::string_view token) {
+    if (n < keys.size()) keys[n++] = static_cast<std::uint32_t>(feature_hash(token));
+  };
+  for (const std::string& word : words) {
+    for (std::size_t i = 0; i < norm.token_count; ++i) {
+      const Token& t = norm.tokens[i];
+      const std::string_view token = norm.text.substr(t.offset, t.size);
+      if (t.kind == TokenKind::cjk ? token.find(word) != std::string_view::npos : token == word) {
+        add(word);
+        break;
+      }
+    }
+  }
+  if (kind == MustMatch::numbers || kind == MustMatch::numbers_and_names) {
+    for (std::size_t i = 0; i < norm.token_count; ++i) {
+      const Token& t = norm.tokens[i];
+      const std::string_view token = norm.text.substr(t.offset, t.size);
+      if (t.kind == TokenKind::word && token.find_first_of("0123456789") != std::string_view::npos)
+        add(token);
+    }
+  }
+  if (kind == MustMatch::names || kind == MustMatch::numbers_and_names) {
+    auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+    auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+    std::string folded;
+    for (std::size_t at = 0; at < raw.size();) {
+      const bool start = at == 0 || !(lower(raw[at - 1]) || upper(raw[at - 1]) ||
+                                      (raw[at - 1] >= '0' && raw[at - 1] <= '9'));
+      std::size_t end = at;
+      while (end < raw.size() && (lower(raw[end]) || upper(raw[end]))) ++end;
+      if (end == at) {
+        ++at;
+        continue;
+      }
+      if (start && end - at >= 2 && upper(raw[at]) && lower(raw[at + 1])) {
+        folded.assign(raw.substr(at, end - at));
+        for (char& c : folded) c = static_cast<char>(c | 0x20);
+        add(folded);
+      }
+      at = end;
+    }
+  }
+  std::sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n));
+  n = static_cast<std::size_t>(
+      std::unique(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n)) - keys.begin());
+  exact.set_keys(std::span<const std::uint32_t>(keys.data(), n));
+}
+
 }  // namespace
 
 struct Fingerprinter::Impl {
@@ -41,10 +103,16 @@ struct Fingerprinter::Impl {
   std::unique_ptr<StreamIdf> stream_idf;
   std::unique_ptr<FileIdf> file_idf;
   std::unique_ptr<Sketcher> sketcher;
+  std::string stripped;                       // the text without boilerplate (strip_boilerplate)
+  std::vector<std::string> must_match_words;  // normalized, from options.must_match_words
+
+  /// Reads options.must_match_words; throws std::runtime_error when it cannot.
+  void load_words(const std::string& path);
 
   Impl(const TextOptions& opts, const SketchOptions& sketch)
       : options(opts), normalizer(opts.normalize), extractor(opts.cjk_ngram, opts.word_shingle) {
     if (sketch.enabled) sketcher = std::make_unique<Sketcher>(sketch);
+    if (!options.must_match_words.empty()) load_words(options.must_match_words);
     if (options.weighting != Weighting::tf_idf) return;
     if (options.idf_source == IdfSource::stream) {
       stream_idf = std::make_unique<StreamIdf>();
@@ -76,6 +144,24 @@ struct Fingerprinter::Impl {
   }
 };
 
+void Fingerprinter::Impl::load_words(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error("cannot read must_match_words file '" + path +
+                             "': " + std::strerror(errno));
+  Normalizer word_normalizer(options.normalize);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with('#')) continue;  // a comment
+    const NormalizedText norm = word_normalizer.run(line);
+    if (norm.token_count == 1)
+      must_match_words.emplace_back(norm.text.substr(norm.tokens[0].offset, norm.tokens[0].size));
+  }
+  std::sort(must_match_words.begin(), must_match_words.end());
+  must_match_words.erase(std::unique(must_match_words.begin(), must_match_words.end()),
+                         must_match_words.end());
+}
+
 Fingerprinter::Fingerprinter(const TextOptions& options)
     : Fingerprinter(options, [] {
         SketchOptions off;
@@ -88,8 +174,10 @@ Fingerprinter::~Fingerprinter() = default;
 Fingerprinter::Fingerprinter(Fingerprinter&&) noexcept = default;
 Fingerprinter& Fingerprinter::operator=(Fingerprinter&&) noexcept = default;
 
-TextSummary Fingerprinter::analyze(std::string_view utf8) {
+TextSummary Fingerprinter::analyze(std::string_view text) {
   Impl& impl = *impl_;
+  const std::string_view utf8 =
+      impl.options.strip_boilerplate ? strip_boilerplate(text, impl.stripped) : text;
   const NormalizedText norm = impl.normalizer.run(utf8);
   impl.counter.clear();
   impl.extractor.extract(norm, impl.counter);
@@ -99,7 +187,13 @@ TextSummary Fingerprinter::analyze(std::string_view utf8) {
   summary.chars = norm.chars;
   summary.invalid_bytes = norm.invalid_bytes;
   if (summary.features == 0) return summary;
-  if (impl.sketcher) summary.sketch = impl.sketcher->run(norm);
+  if (impl.sketcher) {
+    summary.sketch = impl.sketcher->run(norm);
+    impl.sketcher->exact_of_last(summary.exact);
+    if (!summary.exact.empty() &&
+        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty()))
+      must_match_keys(impl.options.must_match, impl.must_match_words, utf8, norm, summary.exact);
+  }
 
   const auto hashes = impl.counter.hashes();
   const auto counts = impl.counter.counts();

@@ -19,6 +19,9 @@ struct TextSummary {
   std::uint32_t chars = 0;          ///< code points after normalization
   std::uint32_t invalid_bytes = 0;  ///< bytes of invalid UTF-8 that were replaced by U+FFFD
   SketchResult sketch;  ///< MinHash sketch and band keys (zero unless the sketch is enabled)
+  /// A short text's exact shingle set and must-match tokens (count 0 unless
+  /// sketch.recent > 0 and the text has at most kMaxExactShingles shingles).
+  ExactShingles exact;
 };
 
 /// Not thread-safe (the learned IDF sketch is updated by analyze): one per pipeline thread.

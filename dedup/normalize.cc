@@ -414,4 +414,110 @@ std::string normalize(std::string_view utf8, bool unicode) {
   return joined;
 }
 
+namespace {
+
+bool ascii_word_byte(unsigned char c) {
+  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_';
+}
+
+// Bytes that end a mention or a hashtag: ASCII space and punctuation (but '_',
+// '-' and '.' inside a name), and the full-width punctuation a Chinese post puts after one.
+std::size_t name_end(std::string_view text, std::size_t at) {
+  static constexpr std::string_view kStops[] = {"\xef\xbc\x9a", "\xef\xbc\x8c", "\xe3\x80\x82",
+                                                "\xef\xbc\x89", "\xe3\x80\x80", "\xef\xbc\x81",
+                                                "\xe3\x80\x91"};  // ： ， 。 ） space ！ 】
+  while (at < text.size()) {
+    const auto c = static_cast<unsigned char>(text[at]);
+    if (c < 0x80) {
+      if (!ascii_word_byte(c) && c != '-' &&
+          !(c == '.' && at + 1 < text.size() &&
+            ascii_word_byte(static_cast<unsigned char>(text[at + 1]))))
+        return at;
+      ++at;
+      continue;
+    }
+    for (const std::string_view stop : kStops)
+      if (text.substr(at, stop.size()) == stop) return at;
+    ++at;
+  }
+  return at;
+}
+
+bool starts_with_folded(std::string_view text, std::size_t at, std::string_view lower) {
+  if (text.size() - at < lower.size()) return false;
+  for (std::size_t i = 0; i < lower.size(); ++i)
+    if ((static_cast<unsigned char>(text[at + i]) | 0x20) != static_cast<unsigned char>(lower[i]))
+      return false;
+  return true;
+}
+
+// `out` ends with the word "via" or "rt" (any case) or 转发, then spaces: cut them.
+void drop_repost_word(std::string& out) {
+  std::size_t end = out.size();
+  while (end > 0 && out[end - 1] == ' ') --end;
+  for (const std::string_view word : {std::string_view("via"), std::string_view("rt"),
+                                      std::string_view("\xe8\xbd\xac\xe5\x8f\x91")}) {  // 转发
+    if (end < word.size()) continue;
+    const std::size_t start = end - word.size();
+    if (!starts_with_folded(out, start, word) && out.compare(start, word.size(), word) != 0)
+      continue;
+    if (start > 0 && ascii_word_byte(static_cast<unsigned char>(out[start - 1]))) continue;
+    out.resize(start);
+    return;
+  }
+}
+
+}  // namespace
+
+std::string_view strip_boilerplate(std::string_view text, std::string& buffer) {
+  buffer.clear();
+  bool removed = false;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto c = static_cast<unsigned char>(text[at]);
+    const bool word_start = at == 0 || !ascii_word_byte(static_cast<unsigned char>(text[at - 1]));
+    std::size_t end = at;
+    bool mention = false;
+    if (word_start &&
+        (starts_with_folded(text, at, "http://") || starts_with_folded(text, at, "https://") ||
+         starts_with_folded(text, at, "www."))) {
+      end = at;
+      while (end < text.size() && static_cast<unsigned char>(text[end]) > ' ' &&
+             static_cast<unsigned char>(text[end]) < 0x80)
+        ++end;
+    } else if (word_start && (c == '@' || text.substr(at, 3) == "\xef\xbc\xa0")) {  // @ or ＠
+      const std::size_t name = at + (c == '@' ? 1 : 3);
+      end = name_end(text, name);
+      mention = end > name;
+      if (!mention) end = at;
+    } else if (word_start && c == '#') {
+      // #话题#: a closing # before any space, within 64 bytes; else #tag
+      const std::size_t close = text.find('#', at + 1);
+      const std::size_t space = text.find_first_of(" \t\n\r", at + 1);
+      if (close != std::string_view::npos && close - at <= 64 && close > at + 1 &&
+          (space == std::string_view::npos || close < space)) {
+        end = close + 1;
+      } else {
+        end = at + 1;
+        while (end < text.size() && ascii_word_byte(static_cast<unsigned char>(text[end]))) ++end;
+        if (end == at + 1) end = at;
+      }
+    }
+    if (end == at) {
+      buffer.push_back(text[at++]);
+      continue;
+    }
+    if (mention) drop_repost_word(buffer);
+    buffer.push_back(' ');
+    removed = true;
+    at = end;
+  }
+  if (!removed) return text;
+  for (const char ch : buffer) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b >= 0x80 || (ascii_word_byte(b) && b != '_')) return buffer;
+  }
+  return text;
+}
+
 }  // namespace neardup::dedup

@@ -20,8 +20,27 @@ enum class IdfSource {
   file,    ///< loaded from `idf_file` (lines "term<TAB>idf")
 };
 
+/// What must be the same in two texts for them to be duplicates, besides
+/// their shingles (dedup.must_match): a template's slots. Checked between
+/// short texts that both sit in the recent-text cache (SketchOptions::recent).
+enum class MustMatch {
+  none,
+  numbers,            ///< tokens with a digit: counts, times, flight and host numbers
+  names,              ///< words written with a capital first letter and a lower-case one
+  numbers_and_names,  ///< both
+};
+
 struct TextOptions {
-  bool normalize = true;         ///< NFKC + case fold + punctuation/space folding
+  bool normalize = true;  ///< NFKC + case fold + punctuation/space folding
+  /// Remove URLs, @mentions, hashtags (#tag, #话题#) and a "via", "RT" or 转发
+  /// before a mention before anything else (dedup/normalize.h strip_boilerplate).
+  bool strip_boilerplate = false;
+  MustMatch must_match = MustMatch::none;
+  /// A file of words (one per line, any script; lines starting with # are
+  /// comments) that must match too: two
+  /// recent texts that each contain a listed word the other lacks are not
+  /// duplicates (the places or names a template varies). "" = none.
+  std::string must_match_words;
   std::size_t cjk_ngram = 2;     ///< character n-gram length for Han, kana and Hangul runs
   std::size_t word_shingle = 1;  ///< 1 = single words; n >= 2 adds n-word shingles
   Weighting weighting = Weighting::tf;
@@ -60,6 +79,15 @@ struct SketchOptions {
   double threshold = 0.7;  ///< estimated shingle Jaccard needed to call a duplicate
   int bands = 3;           ///< LSH bands (0 = SimHash candidates only), at most 8
   int band_bins = 4;       ///< MinHash bins hashed into one band key
+  /// Short kept texts (at most kMaxExactShingles distinct shingles) whose exact
+  /// shingle sets are kept, the newest `recent` of them (dedup/recent_texts.h):
+  /// between two of them the exact Jaccard decides instead of the estimate,
+  /// and their own band index (more, narrower bands) finds the pairs near the
+  /// threshold. 0 = off.
+  std::size_t recent = 8192;
+  /// Exact shingle Jaccard needed between two recent texts (the exact
+  /// counterpart of `threshold`).
+  double exact_threshold = 0.8;
 };
 
 struct DedupOptions {

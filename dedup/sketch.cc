@@ -185,6 +185,8 @@ void validate(const SketchOptions& options) {
         " (the bins of a " + std::to_string(options.bits) + "-bit sketch)");
   if (!(options.threshold > 0.0 && options.threshold <= 1.0))
     throw std::invalid_argument("sketch.threshold must be in (0, 1]");
+  if (!(options.exact_threshold > 0.0 && options.exact_threshold <= 1.0))
+    throw std::invalid_argument("sketch.exact_threshold must be in (0, 1]");
 }
 
 double estimate_jaccard(const Sketch& a, const Sketch& b, int bits) {
@@ -487,6 +489,7 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   const int shift = bin_shift_;
   std::uint32_t* minima = minima_.data();
   const std::span<const std::uint64_t> hashes = hash_shingles(text);
+  last_hashes_ = hashes;
   const auto shingles = static_cast<std::uint32_t>(hashes.size());
   auto keep = [shift](std::uint32_t* bins_of_way, std::uint64_t h) {
     const auto bin = static_cast<std::size_t>(h >> shift);
@@ -540,6 +543,99 @@ SketchResult Sketcher::run(const NormalizedText& text) {
     }
   result.band_keys = keys;
   return result;
+}
+
+void ExactShingles::assign(std::span<const std::uint32_t> hashes,
+                           const std::array<std::uint64_t, kRecentBands>& band_keys) {
+  data_.assign(kHashes + hashes.size(), 0);
+  data_[0] = static_cast<std::uint32_t>(hashes.size());
+  for (std::size_t b = 0; b < band_keys.size(); ++b) {
+    data_[kBandKeys + 2 * b] = static_cast<std::uint32_t>(band_keys[b] >> 32);
+    data_[kBandKeys + 2 * b + 1] = static_cast<std::uint32_t>(band_keys[b]);
+  }
+  std::copy(hashes.begin(), hashes.end(), data_.begin() + kHashes);
+}
+
+void ExactShingles::set_keys(std::span<const std::uint32_t> keys) {
+  if (empty()) return;
+  const std::size_t n = std::min(keys.size(), kMaxMustMatch);
+  data_[1] = static_cast<std::uint32_t>(n);
+  std::copy_n(keys.begin(), n, data_.begin() + kKeys);
+}
+
+void Sketcher::exact_of_last(ExactShingles& out) {
+  out.clear();
+  // Counted with repeats: a longer text is left out without sorting it.
+  if (options_.recent == 0 || last_hashes_.empty() || last_hashes_.size() > kMaxExactShingles)
+    return;
+  // The low 32 bits of each hash, sorted: a counting pass over the top 6 bits
+  // (the values are uniform, so a bucket holds ~n/64), then an insertion pass
+  // that only fixes order inside buckets; ~3x faster than std::sort at n = 40.
+  const std::size_t count = last_hashes_.size();
+  std::array<std::uint32_t, kMaxExactShingles> low;
+  std::array<std::uint32_t, kMaxExactShingles> bucketed;
+  std::array<std::uint8_t, 65> starts{};
+  for (std::size_t i = 0; i < count; ++i) {
+    low[i] = static_cast<std::uint32_t>(last_hashes_[i]);
+    ++starts[(low[i] >> 26) + 1];
+  }
+  for (std::size_t b = 1; b < starts.size(); ++b) starts[b] += starts[b - 1];
+  for (std::size_t i = 0; i < count; ++i) bucketed[starts[low[i] >> 26]++] = low[i];
+  for (std::size_t i = 1; i < count; ++i) {
+    const std::uint32_t v = bucketed[i];
+    std::size_t j = i;
+    for (; j > 0 && bucketed[j - 1] > v; --j) bucketed[j] = bucketed[j - 1];
+    bucketed[j] = v;
+  }
+  const auto n = static_cast<std::size_t>(
+      std::unique(bucketed.begin(), bucketed.begin() + static_cast<std::ptrdiff_t>(count)) -
+      bucketed.begin());
+  // kRecentBandBins minima per band, from the bins the main bands start with
+  // read backwards (the last bins), so the two indexes overlap little. The
+  // bands' hash chains are independent: they advance side by side.
+  const int bands = std::min(kRecentBands, bins_ / kRecentBandBins);
+  std::array<std::uint64_t, kRecentBands> keys{};
+  for (int band = 0; band < bands; ++band)
+    keys[static_cast<std::size_t>(band)] =
+        mix64(kShingleSeed ^ (0x5265636e74ULL + static_cast<std::uint64_t>(band)));
+  for (int r = 0; r < kRecentBandBins; ++r)
+    for (int band = 0; band < bands; ++band) {
+      auto& key = keys[static_cast<std::size_t>(band)];
+      key = mix64(key ^ minima_[static_cast<std::size_t>(bins_ - 1 - (band + r * bands))]);
+    }
+  out.assign(std::span<const std::uint32_t>(bucketed.data(), n), keys);
+}
+
+double exact_jaccard(const ExactShingles& a, const ExactShingles& b) {
+  const auto x = a.hashes(), y = b.hashes();
+  std::size_t i = 0, j = 0, common = 0;
+  while (i < x.size() && j < y.size()) {
+    common += x[i] == y[j];
+    const bool step_i = x[i] <= y[j], step_j = y[j] <= x[i];
+    i += step_i;
+    j += step_j;
+  }
+  const std::size_t together = x.size() + y.size() - common;
+  return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
+}
+
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+  const auto x = a.keys(), y = b.keys();
+  bool a_only = false, b_only = false;
+  std::size_t i = 0, j = 0;
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
+      a_only = true;
+      ++i;
+    } else if (i == x.size() || y[j] < x[i]) {
+      b_only = true;
+      ++j;
+    } else {
+      ++i;
+      ++j;
+    }
+  }
+  return a_only && b_only;
 }
 
 std::vector<std::uint64_t> Sketcher::shingle_hashes(const NormalizedText& text) {

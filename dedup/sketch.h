@@ -61,6 +61,60 @@ struct SketchResult {
   std::uint32_t shingles = 0;  ///< shingles hashed (with repeats); 0 for a text with no tokens
 };
 
+/// A short text's exact shingle set, for the recent-text cache
+/// (dedup/recent_texts.h), with the band keys of that cache's index and the
+/// text's must-match tokens (TextOptions::must_match), in one heap block.
+/// Empty, without an allocation, for a text that is not kept: more than
+/// kMaxExactShingles shingles, or SketchOptions::recent = 0. Made by
+/// Sketcher::exact_of_last.
+inline constexpr std::size_t kMaxExactShingles = 128;
+/// Band keys of the recent-text index: kRecentBandBins minima each (fewer bands
+/// when the sketch has fewer than kRecentBands * kRecentBandBins bins).
+inline constexpr int kRecentBands = 8;
+inline constexpr int kRecentBandBins = 3;
+/// Must-match tokens kept per text; more are ignored.
+inline constexpr std::size_t kMaxMustMatch = 8;
+class ExactShingles {
+ public:
+  bool empty() const { return data_.empty(); }
+  /// The distinct shingles (the low 32 bits of each shingle hash), sorted.
+  std::span<const std::uint32_t> hashes() const {
+    return empty() ? std::span<const std::uint32_t>{}
+                   : std::span<const std::uint32_t>(data_).subspan(kHashes, data_[0]);
+  }
+  /// The must-match token hashes, sorted and distinct.
+  std::span<const std::uint32_t> keys() const {
+    return empty() ? std::span<const std::uint32_t>{}
+                   : std::span<const std::uint32_t>(data_).subspan(kKeys, data_[1]);
+  }
+  std::uint64_t band_key(int band) const {
+    const auto at = kBandKeys + 2 * static_cast<std::size_t>(band);
+    return empty() ? 0 : (std::uint64_t{data_[at]} << 32) | data_[at + 1];
+  }
+  /// `hashes`: sorted, distinct, not empty.
+  void assign(std::span<const std::uint32_t> hashes,
+              const std::array<std::uint64_t, kRecentBands>& band_keys);
+  /// `keys`: sorted, distinct, at most kMaxMustMatch; for a non-empty set.
+  void set_keys(std::span<const std::uint32_t> keys);
+  void clear() { data_.clear(); }
+  /// Heap bytes held (reused by the next assign).
+  std::size_t capacity_bytes() const { return data_.capacity() * sizeof(std::uint32_t); }
+
+ private:
+  // [shingle count, key count, band keys (two words each), keys, hashes]
+  static constexpr std::size_t kBandKeys = 2;
+  static constexpr std::size_t kKeys = kBandKeys + 2 * kRecentBands;
+  static constexpr std::size_t kHashes = kKeys + kMaxMustMatch;
+  std::vector<std::uint32_t> data_;
+};
+
+/// The exact Jaccard similarity of two shingle sets (up to 32-bit hash collisions). O(count).
+double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
+/// Whether each text has a must-match token the other lacks (a template filled
+/// in twice). One text's tokens all among the other's is no conflict: a repost
+/// may add a signature or lose a word. O(keys).
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b);
+
 namespace detail {
 /// A bin no shingle fell in.
 inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
@@ -96,6 +150,10 @@ class Sketcher {
 
   /// O(bytes + bins). Identical normalized tokens give identical results.
   SketchResult run(const NormalizedText& text);
+  /// The exact shingle set and recent-index band keys of the text of the last
+  /// run() into `out` (empty when it has more than kMaxExactShingles
+  /// shingles, or none, or recent is 0), no must-match tokens. O(shingles log shingles).
+  void exact_of_last(ExactShingles& out);
 
   /// For tests and tools: the hash of each distinct shingle run() would use.
   std::vector<std::uint64_t> shingle_hashes(const NormalizedText& text);
@@ -112,6 +170,7 @@ class Sketcher {
   std::vector<std::uint64_t> hashes_;  // shingle hashes of one ASCII text
   std::array<std::uint32_t, kSketchBits> minima_{};
   std::array<std::uint32_t, 4 * kSketchBits> ways_{};  // run()'s four sets of bins
+  std::span<const std::uint64_t> last_hashes_;         // the last run()'s shingle hashes
 };
 
 }  // namespace neardup::dedup

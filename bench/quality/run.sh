@@ -2,7 +2,8 @@
 # The whole quality evaluation in one command:
 #   bench/quality/run.sh [--small] [--neardup PATH] [--require-targets] [--out DIR]
 # Builds the streams if absent, labels them (exact Jaccard ground truth), scans
-# them with the default config and the classic baseline, and writes the table
+# them with the default config, the classic baseline and the strict config
+# (bench/quality/strict.yaml: reposts and templated stories), and writes the table
 # to bench/quality/out/report.md (--small: out/small/report.md) (also printed, with a QUALITY_JSON line).
 # Exit: 0, or 3 with --require-targets when the default config misses a target.
 set -euo pipefail
@@ -28,10 +29,11 @@ done
 
 out="${out:-$here/out${small:+/small}}"
 mkdir -p "$out/streams" "$out/labels"
-if [[ ! -s "$out/streams/mixed.jsonl" || ! -s "$out/streams/very_short.jsonl" ]]; then
+if [[ ! -s "$out/streams/mixed.jsonl" || ! -s "$out/streams/very_short.jsonl" ||
+      ! -s "$out/streams/templated.jsonl" ]]; then
   python3 "$here/make_streams.py" $small --out "$out/streams"
 fi
-for stream in long_en short_en short_zh mixed very_short; do
+for stream in long_en short_en short_zh mixed very_short hard_short boilerplate templated; do
   if [[ ! -s "$out/labels/$stream.jsonl" || "$out/streams/$stream.jsonl" -nt "$out/labels/$stream.jsonl" ]]; then
     python3 "$here/ground_truth.py" "$out/streams/$stream.jsonl" -o "$out/labels/$stream.jsonl"
   fi

@@ -944,3 +944,39 @@ TEST(ConfigFiles, ShippedExamplesAreValid) {
 
 }  // namespace
 }  // namespace neardup::config
+
+namespace neardup::config {
+namespace {
+
+TEST(Config, ShortTextSettingsParseAndDefaultOff) {
+  const Config defaults = parse_config("", "t.yaml");
+  EXPECT_FALSE(defaults.dedup.text.strip_boilerplate);
+  EXPECT_EQ(defaults.dedup.text.must_match, dedup::MustMatch::none);
+  EXPECT_EQ(defaults.dedup.sketch.recent, 8192u);
+  EXPECT_EQ(defaults.dedup.sketch.exact_threshold, 0.8);
+  const Config config = parse_config(
+      "dedup:\n  strip_boilerplate: true\n  must_match: numbers_and_names\n"
+      "  must_match_words: /etc/neardup/places.txt\n"
+      "  sketch:\n    recent: 0\n    exact_threshold: 0.75\n",
+      "t.yaml");
+  EXPECT_TRUE(config.dedup.text.strip_boilerplate);
+  EXPECT_EQ(config.dedup.text.must_match, dedup::MustMatch::numbers_and_names);
+  EXPECT_EQ(config.dedup.text.must_match_words, "/etc/neardup/places.txt");
+  EXPECT_EQ(config.dedup.sketch.recent, 0u);
+  EXPECT_EQ(config.dedup.sketch.exact_threshold, 0.75);
+  EXPECT_EQ(to_yaml(parse_config(to_yaml(config), "round.yaml")), to_yaml(config));
+}
+
+TEST(ConfigErrors, MustMatchNamesItsChoices) {
+  try {
+    parse_config("dedup:\n  must_match: places\n", "t.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("dedup.must_match"), std::string::npos) << what;
+    EXPECT_NE(what.find("numbers_and_names"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace neardup::config

@@ -98,6 +98,14 @@ std::vector<std::pair<std::string, std::string>> sample_pairs() {
   }
   pairs.emplace_back("only words here", "!!! ???");  // the second has no features
   pairs.emplace_back("same text twice", "same text twice");
+  // One template filled in twice (J 0.87), and a repost of it.
+  pairs.emplace_back("Perth: the city council approves the new flood barrier for the harbour",
+                     "Dakar: the city council approves the new flood barrier for the harbour");
+  pairs.emplace_back("Alert: disk usage on db-12.prod.example.net is high, check the cleanup job",
+                     "Alert: disk usage on db-13.prod.example.net is high, check the cleanup job");
+  pairs.emplace_back("Perth: the city council approves the new flood barrier for the harbour",
+                     "via @CityWire: Perth: the city council approves the new flood barrier for "
+                     "the harbour #news");
   return pairs;
 }
 
@@ -112,7 +120,13 @@ DedupOptions small_window(DedupOptions o) {
 TEST(ExplainPair, AgreesWithTheEngineOnEveryPairOfASample) {
   DedupOptions classic;
   classic.sketch.enabled = false;
-  for (const DedupOptions& options : {small_window(DedupOptions{}), small_window(classic)}) {
+  DedupOptions no_recent;  // the sketch paths alone
+  no_recent.sketch.recent = 0;
+  DedupOptions strict;  // templated texts: numbers and names must match
+  strict.text.must_match = MustMatch::numbers_and_names;
+  strict.text.strip_boilerplate = true;
+  for (const DedupOptions& options : {small_window(DedupOptions{}), small_window(no_recent),
+                                      small_window(strict), small_window(classic)}) {
     std::map<PairDecision, int> seen;
     for (const auto& [a, b] : sample_pairs()) {
       Engine engine(options);
@@ -134,13 +148,19 @@ TEST(ExplainPair, AgreesWithTheEngineOnEveryPairOfASample) {
                 why.decision == PairDecision::band_verified ? 1u : 0u);
       if (why.duplicate() && why.similarity) {
         ASSERT_TRUE(verdict.similarity);
-        EXPECT_DOUBLE_EQ(*verdict.similarity, *why.similarity);
+        EXPECT_DOUBLE_EQ(*verdict.similarity, why.exact ? *why.exact : *why.similarity);
       }
     }
     if (options.sketch.enabled) {
       // the sample reaches every path, including a similar pair that is never compared
       EXPECT_GT(seen[PairDecision::simhash_verified], 0);
       EXPECT_GT(seen[PairDecision::band_verified], 0);
+      if (options.sketch.recent > 0) {
+        EXPECT_GT(seen[PairDecision::exact_verified], 0);
+      }
+      if (options.text.must_match != MustMatch::none) {
+        EXPECT_GT(seen[PairDecision::must_match_differs], 0);
+      }
       EXPECT_GT(seen[PairDecision::below_threshold], 0);
       EXPECT_GT(seen[PairDecision::not_a_candidate], 0);
       EXPECT_GT(seen[PairDecision::invalid], 0);

@@ -202,3 +202,51 @@ TEST(Normalize, PaddingAfterTheTextIsReadable) {
 
 }  // namespace
 }  // namespace neardup::dedup
+
+namespace neardup::dedup {
+namespace {
+
+std::string stripped(std::string_view text) {
+  std::string buffer;
+  return std::string(strip_boilerplate(text, buffer));
+}
+
+TEST(StripBoilerplate, RemovesAnAppendedUrlFromAChinesePost) {
+  EXPECT_EQ(normalize(stripped("床前明月光，疑是地上霜 http://t.cn/A6xYz9")),
+            normalize("床前明月光，疑是地上霜"));
+  EXPECT_EQ(stripped("see www.example.com/a?b=1 now"), "see   now");
+}
+
+TEST(StripBoilerplate, RemovesHashtagsBothKinds) {
+  EXPECT_EQ(normalize(stripped("春眠不觉晓 #唐诗# #早安#")), normalize("春眠不觉晓"));
+  EXPECT_EQ(normalize(stripped("Good morning #MondayMotivation #fun")), normalize("Good morning"));
+  EXPECT_EQ(stripped("I code in C# daily"), "I code in C# daily") << "# after a letter is no tag";
+}
+
+TEST(StripBoilerplate, RemovesAViaPrefixAndMentions) {
+  EXPECT_EQ(normalize(stripped("via @newsdesk: Storm closes the north bridge")),
+            normalize("Storm closes the north bridge"));
+  EXPECT_EQ(normalize(stripped("RT @jdoe42: Storm closes the north bridge")),
+            normalize("Storm closes the north bridge"));
+  EXPECT_EQ(normalize(stripped("转发 @人民日报：今日有雨")), normalize("今日有雨"));
+  EXPECT_EQ(normalize(stripped("今日有雨 //@每日一句:")), normalize("今日有雨"));
+  EXPECT_EQ(normalize(stripped("Storm closes the bridge (via @CityWire)")),
+            normalize("Storm closes the bridge"));
+}
+
+TEST(StripBoilerplate, KeepsEmailAddressesAndWordsThatOnlyLookLikeVia) {
+  EXPECT_EQ(stripped("write to ops@example.com"), "write to ops@example.com");
+  EXPECT_EQ(normalize(stripped("trivia @quizbot")), "trivia");
+  EXPECT_EQ(stripped("a lone @ and a lone ＠ stay"), "a lone @ and a lone ＠ stay");
+  EXPECT_EQ(normalize(stripped("＠小明同学 你好")), normalize("你好"));
+}
+
+TEST(StripBoilerplate, TextThatIsOnlyBoilerplateIsKept) {
+  EXPECT_EQ(stripped("https://t.co/abc #news @bob"), "https://t.co/abc #news @bob");
+  const std::string_view plain = "nothing to strip here";
+  std::string buffer;
+  EXPECT_EQ(strip_boilerplate(plain, buffer).data(), plain.data()) << "returns the text itself";
+}
+
+}  // namespace
+}  // namespace neardup::dedup

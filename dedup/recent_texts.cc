@@ -1,0 +1,65 @@
+#include "dedup/recent_texts.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace neardup::dedup {
+
+RecentTexts::RecentTexts(std::size_t capacity, int bands)
+    : slots_(std::bit_ceil(std::max<std::size_t>(capacity, 1))),
+      mask_(slots_.size() - 1),
+      buckets_(std::bit_ceil(2 * slots_.size())),
+      shift_(64 - std::countr_zero(buckets_)),
+      bands_(std::clamp(bands, 0, kRecentBands)) {
+  heads_.assign(static_cast<std::size_t>(bands_) * buckets_, 0);
+}
+
+void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
+  const std::uint64_t number = ++inserted_;
+  Slot& s = slots_[(number - 1) & mask_];
+  s.sequence = sequence;
+  s.shingles = static_cast<std::uint32_t>(text.hashes().size());
+  s.text = text;
+  for (int band = 0; band < bands_; ++band) {
+    const std::uint64_t key = text.band_key(band);
+    std::uint64_t& head = heads_[bucket(band, key)];
+    s.next[static_cast<std::size_t>(band)] = head;
+    s.tag[static_cast<std::size_t>(band)] = static_cast<std::uint32_t>(key);
+    head = number;
+  }
+}
+
+void RecentTexts::prefetch(const ExactShingles& text) const {
+  for (int band = 0; band < bands_; ++band)
+    __builtin_prefetch(&heads_[bucket(band, text.band_key(band))]);
+}
+
+void RecentTexts::prefetch_slots(const ExactShingles& text) const {
+  for (int band = 0; band < bands_; ++band) {
+    const std::uint64_t n = heads_[bucket(band, text.band_key(band))];
+    if (live(n)) __builtin_prefetch(&slot(n));
+  }
+}
+
+const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
+  // Live slots hold increasing sequences in insertion order.
+  const std::uint64_t live_count = std::min<std::uint64_t>(inserted_, slots_.size());
+  std::uint64_t lo = inserted_ - live_count + 1, hi = inserted_ + 1;  // insert numbers [lo, hi)
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (slot(mid).sequence < sequence)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo > inserted_ || slot(lo).sequence != sequence) return nullptr;
+  return &slot(lo).text;
+}
+
+std::size_t RecentTexts::bytes() const {
+  std::size_t sets = 0;
+  for (const Slot& s : slots_) sets += s.text.capacity_bytes();
+  return slots_.size() * sizeof(Slot) + sets + heads_.size() * sizeof(std::uint64_t);
+}
+
+}  // namespace neardup::dedup

@@ -1,0 +1,120 @@
+#pragma once
+// The recent-text cache: the exact shingle sets of the newest short kept
+// texts, with an LSH band index of their own.
+//
+// Why: a short text has few shingles, so one or two edited characters move
+// its Jaccard a long way, and the pairs that matter sit near the 0.8
+// boundary. There the sketch's bands (3 of 4 bins: a pair at J = 0.8 shares
+// one with probability 0.79) miss a fifth of the pairs, and its 2-bit
+// estimate (64 bins) scatters by +-0.06. For the newest `capacity` short texts
+// (at most kMaxExactShingles distinct shingles) this keeps the shingle set
+// itself (32-bit hashes), indexed by kRecentBands bands of kRecentBandBins
+// minima each (a pair at J = 0.8 shares one with probability 0.997), so the
+// Engine finds the boundary pairs and decides them by the exact Jaccard.
+//
+// A ring of `capacity` slots in insertion order; per band a table of bucket
+// heads, each a chain through the slots from newest to oldest. A slot that
+// the ring has reused ends every chain through it (everything older is gone
+// as well), so eviction costs nothing. Keyed by the window's sequence of the
+// entry; the caller checks that the entry is still in the window.
+//
+// Memory: per slot 128 bytes and its set (4 bytes per shingle plus 104, kept
+// as the largest the slot has held), plus 8 bytes per bucket head (2 *
+// capacity buckets per band, rounded up to a power of two): at most 7.1 MB at
+// the default 8192 texts (1 MB of slots, 1 MB of heads, 5 MB of sets of 128
+// shingles; 3.1 MB for texts of 40), whatever the window's size. Not
+// thread-safe: one per Engine.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "dedup/sketch.h"
+
+namespace neardup::dedup {
+
+class RecentTexts {
+ public:
+  /// `bands`: how many of a text's band keys are set (kRecentBands, or fewer for
+  /// sketches with fewer bins). Keeps `capacity` (>= 1) texts, rounded up to a
+  /// power of two.
+  RecentTexts(std::size_t capacity, int bands);
+
+  /// Keeps `text` (not empty) for the window entry `sequence`; sequences
+  /// must increase from one insert to the next. Evicts the oldest when full. O(bands).
+  void insert(std::uint64_t sequence, const ExactShingles& text);
+
+  /// Calls visit(sequence, const ExactShingles&) for every kept text that
+  /// shares a band key with `text`, newest first per band (a text met in two
+  /// bands is visited once), except those whose size rules out a Jaccard of
+  /// `min_jaccard` (the smaller set under min_jaccard times the larger),
+  /// which are skipped without reading their sets. O(bands + candidates).
+  template <typename Visit>
+  void for_each_candidate(const ExactShingles& text, double min_jaccard, Visit&& visit) const;
+
+  /// Starts loading the bucket heads for_each_candidate(text) reads first
+  /// (a cache miss each); call it a record or two ahead. No state change. O(bands).
+  void prefetch(const ExactShingles& text) const;
+  /// The second step, a record ahead: starts loading the newest slot of each
+  /// of those buckets (reads the heads prefetch() loaded). O(bands).
+  void prefetch_slots(const ExactShingles& text) const;
+
+  /// The kept text of window entry `sequence`, or nullptr. O(log capacity).
+  const ExactShingles* find(std::uint64_t sequence) const;
+
+  /// Bytes held: the slots, their sets and the bucket heads.
+  std::size_t bytes() const;
+
+ private:
+  struct Slot {
+    std::uint64_t sequence = 0;
+    std::array<std::uint64_t, kRecentBands> next{};  // insert number + 1 of the next older
+                                                     // text in the bucket, 0: none
+    std::array<std::uint32_t, kRecentBands> tag{};   // the band key's low bits
+    std::uint32_t shingles = 0;                      // text.hashes().size(), beside the tags
+    ExactShingles text;
+  };
+  std::size_t bucket(int band, std::uint64_t key) const {
+    return static_cast<std::size_t>(band) * buckets_ + static_cast<std::size_t>(key >> shift_);
+  }
+  bool live(std::uint64_t number) const {
+    return number != 0 && number + slots_.size() > inserted_;
+  }
+  const Slot& slot(std::uint64_t number) const { return slots_[(number - 1) & mask_]; }
+
+  std::vector<Slot> slots_;           // a power of two of them
+  std::uint64_t mask_;                // slots_.size() - 1
+  std::vector<std::uint64_t> heads_;  // bands * buckets_: insert number + 1, 0: empty
+  std::size_t buckets_;
+  int shift_;
+  int bands_;
+  std::uint64_t inserted_ = 0;  // texts inserted so far
+};
+
+template <typename Visit>
+void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jaccard,
+                                     Visit&& visit) const {
+  // A text sharing several bands is met once per band: remember the few seen.
+  std::uint64_t seen[64];
+  std::size_t seen_count = 0;
+  const auto mine = static_cast<double>(text.hashes().size());
+  for (int band = 0; band < bands_; ++band) {
+    const std::uint64_t key = text.band_key(band);
+    const auto tag = static_cast<std::uint32_t>(key);
+    for (std::uint64_t n = heads_[bucket(band, key)]; live(n);) {
+      const Slot& s = slot(n);
+      n = s.next[static_cast<std::size_t>(band)];
+      if (s.tag[static_cast<std::size_t>(band)] != tag) continue;
+      const auto theirs = static_cast<double>(s.shingles);
+      if (std::min(mine, theirs) < min_jaccard * std::max(mine, theirs)) continue;
+      bool again = false;
+      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == s.sequence;
+      if (again) continue;
+      if (seen_count < 64) seen[seen_count++] = s.sequence;
+      visit(s.sequence, s.text);
+    }
+  }
+}
+
+}  // namespace neardup::dedup

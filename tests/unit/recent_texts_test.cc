@@ -1,0 +1,260 @@
+#include "dedup/recent_texts.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dedup/engine.h"
+#include "dedup/normalize.h"
+
+namespace neardup::dedup {
+namespace {
+
+ExactShingles exact_of(std::string_view text, int bits = 2) {
+  SketchOptions options;
+  options.bits = bits;
+  Normalizer normalizer;
+  Sketcher sketcher(options);
+  sketcher.run(normalizer.run(text));
+  ExactShingles out;
+  sketcher.exact_of_last(out);
+  return out;
+}
+
+// Jaccard figures below: bench/quality/ground_truth.py's shingles() and jaccard().
+TEST(ExactShingles, JaccardIsTheGroundTruthsOne) {
+  EXPECT_DOUBLE_EQ(
+      exact_jaccard(exact_of("the quick brown fox jumps"), exact_of("the quick brown fox jumped")),
+      20.0 / 23.0);
+  EXPECT_DOUBLE_EQ(
+      exact_jaccard(exact_of("床前明月光疑是地上霜"), exact_of("床前明月光疑似地上霜")),
+      7.0 / 11.0);
+  EXPECT_DOUBLE_EQ(exact_jaccard(exact_of("Storm closes the north bridge tonight"),
+                                 exact_of("storm closes the north bridge tonite!")),
+                   30.0 / 35.0);
+  EXPECT_EQ(exact_of("the quick brown fox jumps").hashes().size(), 21u);
+}
+
+TEST(ExactShingles, HashesAreSortedAndDistinct) {
+  for (const std::string_view text :
+       {"ha ha ha ha ha ha ha ha ha ha ha ha", "the quick brown fox jumps over the lazy dog",
+        "床前明月光，疑是地上霜。举头望明月，低头思故乡。床前明月光", "x"}) {
+    const ExactShingles e = exact_of(text);
+    const auto h = e.hashes();
+    ASSERT_FALSE(h.empty()) << text;
+    EXPECT_TRUE(std::adjacent_find(h.begin(), h.end(), std::greater_equal<>()) == h.end())
+        << text << ": not strictly increasing";
+  }
+  EXPECT_EQ(exact_of("ha ha ha ha ha ha ha ha ha ha ha ha").hashes().size(), 3u)
+      << "'ha ha', 'a ha ', ' ha h' repeat";
+}
+
+TEST(ExactShingles, ALongTextHasNone) {
+  std::string words;
+  for (int i = 0; i < 40; ++i) words += "word" + std::to_string(i) + " ";
+  EXPECT_TRUE(exact_of(words).empty()) << "more than kMaxExactShingles shingles";
+  SketchOptions off;
+  off.recent = 0;
+  Normalizer normalizer;
+  Sketcher sketcher(off);
+  sketcher.run(normalizer.run("short text"));
+  ExactShingles out = exact_of("another short text");
+  ASSERT_FALSE(out.empty());
+  sketcher.exact_of_last(out);
+  EXPECT_TRUE(out.empty()) << "recent = 0 keeps no sets";
+}
+
+ExactShingles with_keys(std::initializer_list<std::uint32_t> keys) {
+  ExactShingles e = exact_of("any short text");
+  const std::vector<std::uint32_t> sorted(keys);
+  e.set_keys(sorted);
+  return e;
+}
+
+TEST(ExactShingles, MustMatchConflictNeedsATokenOnEachSide) {
+  EXPECT_TRUE(must_match_conflict(with_keys({1, 5}), with_keys({1, 6})));
+  EXPECT_FALSE(must_match_conflict(with_keys({1, 5}), with_keys({1, 5, 9}))) << "one side adds";
+  EXPECT_FALSE(must_match_conflict(with_keys({}), with_keys({3})));
+  EXPECT_FALSE(must_match_conflict(with_keys({2, 4}), with_keys({2, 4})));
+  EXPECT_TRUE(must_match_conflict(with_keys({7}), with_keys({3})));
+}
+
+TEST(RecentTexts, FindsAKeptTextBySequenceUntilItIsEvicted) {
+  RecentTexts recent(4, kRecentBands);
+  for (std::uint64_t s = 10; s < 16; ++s)
+    recent.insert(s * 2, exact_of("text " + std::to_string(s)));
+  EXPECT_EQ(recent.find(20), nullptr) << "evicted: capacity 4";
+  EXPECT_EQ(recent.find(22), nullptr);
+  ASSERT_NE(recent.find(24), nullptr);
+  ASSERT_NE(recent.find(30), nullptr);
+  const auto kept = recent.find(30)->hashes();
+  const ExactShingles expected = exact_of("text 15");
+  EXPECT_TRUE(
+      std::equal(kept.begin(), kept.end(), expected.hashes().begin(), expected.hashes().end()));
+  EXPECT_EQ(recent.find(25), nullptr) << "never kept";
+  EXPECT_EQ(recent.find(32), nullptr);
+}
+
+TEST(RecentTexts, CandidatesShareABandAndAreVisitedOnce) {
+  RecentTexts recent(8, kRecentBands);
+  recent.insert(1, exact_of("Storm closes the north bridge tonight"));
+  recent.insert(2, exact_of("A completely different message about lunch"));
+  recent.insert(3, exact_of("Storm closes the north bridge tonight"));
+  std::multiset<std::uint64_t> seen;
+  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
+                            [&](std::uint64_t s, const ExactShingles&) { seen.insert(s); });
+  EXPECT_EQ(seen, (std::multiset<std::uint64_t>{1, 3}));
+}
+
+TEST(RecentTexts, EvictedTextsAreNoCandidates) {
+  RecentTexts recent(2, kRecentBands);
+  recent.insert(1, exact_of("Storm closes the north bridge tonight"));
+  recent.insert(2, exact_of("one"));
+  recent.insert(3, exact_of("two"));
+  int visits = 0;
+  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
+                            [&](std::uint64_t, const ExactShingles&) { ++visits; });
+  EXPECT_EQ(visits, 0);
+}
+
+struct Feed {
+  Engine engine;
+  std::uint64_t next_ref = 1;
+  std::int64_t now = 1'700'000'000'000;
+  explicit Feed(const DedupOptions& options) : engine(options) {}
+  Verdict operator()(std::string_view text) {
+    now += 1000;
+    return engine.process(text, EventTime{now}, RecordRef{next_ref++});
+  }
+};
+
+TEST(EngineRecentTexts, ExactJaccardDecidesBetweenShortTexts) {
+  Feed feed{DedupOptions{}};
+  feed("Storm closes the north bridge tonight");
+  const Verdict repost = feed("storm closes the north bridge tonite!");  // J = 30/35
+  ASSERT_EQ(repost.kind, VerdictKind::duplicate);
+  EXPECT_DOUBLE_EQ(*repost.similarity, 30.0 / 35.0) << "the exact figure, not an estimate";
+  EXPECT_EQ(feed("床前明月光疑似地上霜").kind, VerdictKind::unique);
+  EXPECT_EQ(feed("床前明月光疑是地上霜").kind, VerdictKind::unique) << "J = 7/11 < 0.8";
+}
+
+TEST(EngineRecentTexts, ExactThresholdIsTheBoundary) {
+  DedupOptions options;
+  options.sketch.exact_threshold = 0.87;  // 20/23 = 0.8696 just below
+  Feed feed{options};
+  feed("the quick brown fox jumps");
+  EXPECT_EQ(feed("the quick brown fox jumped").kind, VerdictKind::unique);
+  options.sketch.exact_threshold = 0.869;
+  Feed lower{options};
+  lower("the quick brown fox jumps");
+  EXPECT_EQ(lower("the quick brown fox jumped").kind, VerdictKind::duplicate);
+}
+
+TEST(EngineRecentTexts, MustMatchTellsTemplatedStoriesApartAndKeepsReposts) {
+  DedupOptions options;
+  options.text.strip_boilerplate = true;
+  options.text.must_match = MustMatch::numbers_and_names;
+  Feed feed{options};
+  const std::string_view story =
+      "Perth: the city council approves the new flood barrier for the harbour";
+  feed(story);
+  EXPECT_EQ(feed("Dakar: the city council approves the new flood barrier for the harbour").kind,
+            VerdictKind::unique)
+      << "J = 0.866, but another place";
+  EXPECT_EQ(
+      feed("Alert: disk usage on db-12.prod.example.net is high, check the cleanup job now").kind,
+      VerdictKind::unique);
+  EXPECT_EQ(
+      feed("Alert: disk usage on db-13.prod.example.net is high, check the cleanup job now").kind,
+      VerdictKind::unique)
+      << "J = 0.870, but another host number";
+  EXPECT_EQ(
+      feed("via @CityWire: Perth: the city council approves the new flood barrier for the harbour "
+           "https://t.co/xyz #news")
+          .kind,
+      VerdictKind::duplicate);
+  EXPECT_EQ(feed("perth: the city council approves the new flood barrier for the harbour!!").kind,
+            VerdictKind::duplicate)
+      << "a name lost to lower case is no conflict";
+
+  DedupOptions plain;
+  Feed without{plain};
+  without(story);
+  EXPECT_EQ(without("Dakar: the city council approves the new flood barrier for the harbour").kind,
+            VerdictKind::duplicate)
+      << "without must_match the shingles alone decide";
+}
+
+TEST(EngineRecentTexts, StrippedUrlLeavesAChinesePostADuplicate) {
+  DedupOptions options;
+  options.text.strip_boilerplate = true;
+  Feed feed{options};
+  feed("床前明月光，疑是地上霜。举头望明月");
+  EXPECT_EQ(feed("床前明月光，疑是地上霜。举头望明月 http://t.cn/A6xYz9k").kind,
+            VerdictKind::duplicate);
+  Feed plain{DedupOptions{}};
+  plain("床前明月光，疑是地上霜。举头望明月");
+  EXPECT_EQ(plain("床前明月光，疑是地上霜。举头望明月 http://t.cn/A6xYz9k").kind,
+            VerdictKind::unique)
+      << "the URL's ASCII makes it a 5-gram text: J is low";
+}
+
+}  // namespace
+}  // namespace neardup::dedup
+
+namespace neardup::dedup {
+namespace {
+
+TEST(EngineRecentTexts, ListedWordsMustMatchInAnyScript) {
+  const std::string path = ::testing::TempDir() + "/must_match_words.txt";
+  {
+    std::ofstream out(path);
+    out << "# places\n成都\n青岛\nPerth\n";
+  }
+  DedupOptions options;
+  options.text.must_match_words = path;
+  Feed feed{options};
+  feed("成都警方通报：608名嫌疑人已被抓获，案件正在审理");
+  EXPECT_EQ(feed("青岛警方通报：608名嫌疑人已被抓获，案件正在审理").kind, VerdictKind::unique)
+      << "another listed place";
+  EXPECT_EQ(feed("【转发】成都警方通报：608名嫌疑人已被抓获，案件正在审理").kind,
+            VerdictKind::duplicate);
+
+  DedupOptions missing;
+  missing.text.must_match_words = path + ".absent";
+  EXPECT_THROW(Engine{missing}, std::runtime_error);
+}
+
+}  // namespace
+}  // namespace neardup::dedup
+
+namespace neardup::dedup {
+namespace {
+
+// J = 40/50 (ground_truth.py); the 2-bit sketch estimates 0.667, and the two
+// share sketch bands but no recent-text band: the exact stage still judges them.
+TEST(EngineRecentTexts, ASketchCandidateBelowTheEstimateIsJudgedExactly) {
+  constexpr std::string_view kept = "Accra: the police department suspends the tram line";
+  constexpr std::string_view incoming = "Hanoi: the police department suspends the tram line";
+  Feed feed{DedupOptions{}};
+  feed(kept);
+  const Verdict v = feed(incoming);
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_DOUBLE_EQ(*v.similarity, 0.8);
+  EXPECT_EQ(feed.engine.stats().exact_matches, 1u);
+
+  DedupOptions sketch_only;
+  sketch_only.sketch.recent = 0;
+  Feed without{sketch_only};
+  without(kept);
+  EXPECT_EQ(without(incoming).kind, VerdictKind::unique) << "the estimate alone is below 0.7";
+}
+
+}  // namespace
+}  // namespace neardup::dedup
