@@ -97,9 +97,17 @@ int run_compare(std::span<const std::string> raw_args) {
   const auto& sketch = config.dedup.sketch;
   if (why.sketches) {
     std::string similarity;
-    stream::append_similarity(similarity, *why.similarity);  // as scan prints it
-    std::printf("similarity %s (estimated shingle Jaccard; the threshold is %.2f)\n",
-                similarity.c_str(), sketch.threshold);
+    if (why.exact) {  // two recent short texts: the exact figure decides, and scan prints it
+      stream::append_similarity(similarity, *why.exact);
+      std::printf(
+          "similarity %s (exact shingle Jaccard of two recent short texts; the threshold "
+          "is %.2f)\n",
+          similarity.c_str(), sketch.exact_threshold);
+    } else {
+      stream::append_similarity(similarity, *why.similarity);  // as scan prints it
+      std::printf("similarity %s (estimated shingle Jaccard; the threshold is %.2f)\n",
+                  similarity.c_str(), sketch.threshold);
+    }
     std::string shared;
     for (int band = 0; band < sketch.bands; ++band)
       if ((why.shared_bands >> band) & 1)

@@ -41,43 +41,60 @@ for i in range(48):
             else: del c[j]
         b = "".join(c)
     pairs.append((a, b))
-failures, paths, statuses = [], set(), {}
-for n, (a, b) in enumerate(pairs):
-    out = subprocess.run([neardup, "compare", a, b], capture_output=True, text=True)
-    if out.returncode not in (0, 1):
-        failures.append(f"pair {n}: compare exited {out.returncode}: {out.stderr.strip()}")
-        continue
-    fields = dict(re.match(r"(\w+)\s+(.*)", line).groups() for line in out.stdout.splitlines())
-    verdict = fields["verdict"]
-    stream = f"{tmp}/pair.jsonl"
-    with open(stream, "w", encoding="utf-8") as f:
-        f.write(json.dumps({"id": "a", "text": a}, ensure_ascii=False) + "\n")
-        f.write(json.dumps({"id": "b", "text": b}, ensure_ascii=False) + "\n")
-    scan = [json.loads(l) for l in subprocess.run([neardup, "scan", stream], capture_output=True,
-                                                   text=True, check=True).stdout.splitlines()]
-    dup = verdict.startswith("near-duplicate:")
-    if dup != (scan[1]["verdict"] == "duplicate"):
-        failures.append(f"pair {n}: compare says {verdict!r}, scan says {scan[1]}")
-    statuses[out.returncode] = statuses.get(out.returncode, 0) + 1
-    if out.returncode != (0 if scan[1]["verdict"] == "duplicate" else 1):
-        failures.append(f"pair {n}: compare exited {out.returncode}, scan says {scan[1]['verdict']}")
-    if dup and fields["similarity"].split()[0] != f'{scan[1]["similarity"]:.3f}':
-        failures.append(f"pair {n}: similarity {fields['similarity']!r}, scan {scan[1]['similarity']}")
-    distance = int(fields["distance"].split()[0])
-    shared = fields["bands"] != "none of 3 shared"
-    if "a SimHash candidate" in verdict:
-        paths.add("simhash"); ok = distance <= 3
-    elif "shares LSH band" in verdict or "a candidate through LSH band" in verdict:
-        paths.add("band"); ok = distance > 3 and shared
-    elif "never compared" in verdict:
-        paths.add("none"); ok = distance > 3 and not shared
-    else:
-        ok = False
-    if not ok:
-        failures.append(f"pair {n}: the path named does not fit: {out.stdout}")
-for path in ("simhash", "band", "none"):
-    if path not in paths:
-        failures.append(f"the sample never reached the {path} path")
+failures, statuses = [], {}
+# Twice: with the product's defaults (two recent short texts: the exact Jaccard
+# decides) and with the recent-text stage off (the sketch's estimate decides).
+def sample(env, required):
+    paths = set()
+    for n, (a, b) in enumerate(pairs):
+        out = subprocess.run([neardup, "compare", a, b], capture_output=True, text=True, env=env)
+        if out.returncode not in (0, 1):
+            failures.append(f"pair {n}: compare exited {out.returncode}: {out.stderr.strip()}")
+            continue
+        fields = dict(re.match(r"(\w+)\s+(.*)", line).groups() for line in out.stdout.splitlines())
+        verdict = fields["verdict"]
+        stream = f"{tmp}/pair.jsonl"
+        with open(stream, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"id": "a", "text": a}, ensure_ascii=False) + "\n")
+            f.write(json.dumps({"id": "b", "text": b}, ensure_ascii=False) + "\n")
+        scan = [json.loads(l) for l in subprocess.run([neardup, "scan", stream], capture_output=True,
+                                                       text=True, check=True, env=env).stdout.splitlines()]
+        dup = verdict.startswith("near-duplicate:")
+        if dup != (scan[1]["verdict"] == "duplicate"):
+            failures.append(f"pair {n}: compare says {verdict!r}, scan says {scan[1]}")
+        statuses[out.returncode] = statuses.get(out.returncode, 0) + 1
+        if out.returncode != (0 if scan[1]["verdict"] == "duplicate" else 1):
+            failures.append(f"pair {n}: compare exited {out.returncode}, scan says {scan[1]['verdict']}")
+        if dup and fields["similarity"].split()[0] != f'{scan[1]["similarity"]:.3f}':
+            failures.append(f"pair {n}: similarity {fields['similarity']!r}, scan {scan[1]['similarity']}")
+        distance = int(fields["distance"].split()[0])
+        shared = fields["bands"] != "none of 3 shared"
+        # Between two recent short texts the exact Jaccard decides, whichever
+        # path found the pair: the path it names must still fit.
+        if "a SimHash candidate" in verdict or "(within k bits" in verdict:
+            paths.add("simhash"); ok = distance <= 3
+        elif ("shares LSH band" in verdict or "a candidate through LSH band" in verdict
+              or "(a shared LSH band" in verdict):
+            paths.add("band"); ok = distance > 3 and shared
+        elif "(a shared recent-text band" in verdict:
+            paths.add("recent"); ok = True
+        elif "but their exact Jaccard" in verdict:
+            paths.add("exact"); ok = True
+        elif "never compared" in verdict:
+            paths.add("none"); ok = distance > 3 and not shared
+        else:
+            ok = False
+        if not ok:
+            failures.append(f"pair {n}: the path named does not fit: {out.stdout}")
+    for path in required:
+        if path not in paths:
+            failures.append(f"the sample never reached the {path} path ({label(env)})")
+    return paths
+import os
+def label(env):
+    return "dedup.sketch.recent 0" if "NEARDUP_DEDUP_SKETCH_RECENT" in env else "defaults"
+paths = sample(dict(os.environ), ("band", "exact", "recent", "none"))
+paths |= sample(dict(os.environ, NEARDUP_DEDUP_SKETCH_RECENT="0"), ("simhash", "band", "none"))
 for status in (0, 1):
     if status not in statuses:
         failures.append(f"no pair of the sample exited {status}")
