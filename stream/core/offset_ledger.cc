@@ -30,14 +30,15 @@ bool OffsetLedger::assigned(SourceIndex source) const {
   return source.value < partitions_.size() && partitions_[source.value].assigned;
 }
 
-OffsetLedger::Added OffsetLedger::add(SourceIndex source, std::int64_t offset,
+OffsetLedger::Added OffsetLedger::add(SourceIndex source, Offset input_offset,
                                       std::int64_t timestamp_ms) {
+  const std::int64_t offset = input_offset.value;
   Partition& p = at(source);
   Added added;
   added.ticket = Ticket{source, p.next_seq++};
   if (p.last_read >= 0 && offset <= p.last_read) {
     added.jumped_back = true;
-    added.previous_offset = p.last_read;
+    added.previous_offset = Offset(p.last_read);
     ++jumps_back_;
   }
   p.last_read = offset;
@@ -53,9 +54,9 @@ OffsetLedger::Entry* OffsetLedger::find(Ticket ticket) {
   return i < p.entries.size() ? &p.entries[i] : nullptr;
 }
 
-std::optional<std::int64_t> OffsetLedger::offset_of(Ticket ticket) const {
+std::optional<Offset> OffsetLedger::offset_of(Ticket ticket) const {
   const Entry* e = const_cast<OffsetLedger*>(this)->find(ticket);
-  return e ? std::optional<std::int64_t>(e->offset) : std::nullopt;
+  return e ? std::optional<Offset>(Offset(e->offset)) : std::nullopt;
 }
 
 void OffsetLedger::expect(Ticket ticket) {
@@ -86,7 +87,7 @@ std::vector<OffsetLedger::Commit> OffsetLedger::take_commits(const std::vector<S
     if (!p.assigned) return;
     pop_finished(p);
     if (p.done_next >= 0 && p.done_next != p.committed) {
-      out.push_back(Commit{source, p.done_next});
+      out.push_back(Commit{source, Offset(p.done_next)});
       p.committed = p.done_next;
     }
   };
@@ -102,8 +103,8 @@ void OffsetLedger::commit_failed(SourceIndex source) {
   if (source.value < partitions_.size()) partitions_[source.value].committed = -1;
 }
 
-std::int64_t OffsetLedger::committed_offset(SourceIndex source) const {
-  return source.value < partitions_.size() ? partitions_[source.value].committed : -1;
+Offset OffsetLedger::committed_offset(SourceIndex source) const {
+  return Offset(source.value < partitions_.size() ? partitions_[source.value].committed : -1);
 }
 
 std::size_t OffsetLedger::pending(SourceIndex source) const {

@@ -37,6 +37,15 @@ struct SourceIndex {
   friend constexpr auto operator<=>(SourceIndex, SourceIndex) = default;
 };
 
+/// An offset of an input partition (Kafka's). A type of its own, so that it
+/// cannot be passed where a timestamp, a sequence number or a count belongs.
+struct Offset {
+  std::int64_t value = -1;  ///< -1: none
+  constexpr Offset() = default;
+  constexpr explicit Offset(std::int64_t v) : value(v) {}
+  friend constexpr auto operator<=>(Offset, Offset) = default;
+};
+
 /// One input message in the ledger: its partition (source index) and its
 /// sequence number there. Fits an opaque pointer (Ticket::pack).
 struct Ticket {
@@ -64,12 +73,12 @@ class OffsetLedger {
     /// The offset is not above the previous one read from this partition in
     /// this assignment: the partition's offsets went back. previous_offset says from where.
     bool jumped_back = false;
-    std::int64_t previous_offset = -1;
+    Offset previous_offset;
   };
   /// A partition whose committable offset changed since its last commit.
   struct Commit {
     SourceIndex source;
-    std::int64_t offset = 0;  ///< the next offset to read (Kafka's committed offset)
+    Offset offset;  ///< the next offset to read (Kafka's committed offset)
   };
 
   /// The partition is (re)assigned: it starts with no entries and nothing to commit.
@@ -82,7 +91,7 @@ class OffsetLedger {
   /// An input message read from an assigned partition, with no outputs yet.
   /// `timestamp_ms` (the input's timestamp, <= 0 if unknown) comes back from
   /// acknowledge() for the end-to-end latency. O(1).
-  Added add(SourceIndex source, std::int64_t offset, std::int64_t timestamp_ms);
+  Added add(SourceIndex source, Offset offset, std::int64_t timestamp_ms);
   /// One more output of the entry is in flight. O(1).
   void expect(Ticket ticket);
   /// One output of the entry is acknowledged (or was never produced). Returns
@@ -99,10 +108,10 @@ class OffsetLedger {
   void commit_failed(SourceIndex source);
 
   /// The input offset of an entry still in the ledger, or nullopt (finished or revoked). O(1).
-  std::optional<std::int64_t> offset_of(Ticket ticket) const;
+  std::optional<Offset> offset_of(Ticket ticket) const;
 
-  /// The offset committed last for `source` in this assignment, or -1.
-  std::int64_t committed_offset(SourceIndex source) const;
+  /// The offset committed last for `source` in this assignment (none: -1).
+  Offset committed_offset(SourceIndex source) const;
   /// Entries of `source` not yet finished (in flight or behind one that is).
   std::size_t pending(SourceIndex source) const;
   /// Inputs whose outputs were all acknowledged and that left the ledger in order.

@@ -73,7 +73,7 @@ std::int32_t OutputRouter::output_partition(const Source& src, const std::string
 void OutputRouter::route(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
                          std::string_view error, const Source* of) {
   if (!refused_.empty()) {
-    auto it = refused_.find({ticket.source, in.offset()});
+    auto it = refused_.find({ticket.source, Offset(in.offset())});
     if (it != refused_.end()) {
       // Judged again after its transaction aborted: straight to the dead letters.
       const Refusal refusal = it->second;
@@ -239,7 +239,7 @@ bool OutputRouter::on_delivery_error(kafka::Message report, Ticket ticket) {
   const bool was_dead_letter = topic == cfg_.kafka.dead_letter_topic;
   if (was_dead_letter && !report.has_payload() && !report.has_key())
     return false;  // a bare dead letter refused: nothing smaller to send
-  const std::optional<std::int64_t> offset = ledger_.offset_of(ticket);
+  const std::optional<Offset> offset = ledger_.offset_of(ticket);
   if (!offset) return true;  // its partition was revoked: the next owner reads the input again
   if (exactly_once_) {
     Refusal& r = refused_[{ticket.source, *offset}];
@@ -255,7 +255,7 @@ bool OutputRouter::on_delivery_error(kafka::Message report, Ticket ticket) {
   }
   // The broker's limit is below the producer's: half of ours, then bare.
   Letter letter =
-      letter_for(report, ticket, *offset,
+      letter_for(report, ticket, offset->value,
                  (was_dead_letter ? std::string("dead letter") : "output to '" + topic + "'") +
                      " rejected by the broker: " + kafka::describe(report.error()),
                  max_record_bytes_ / 2, false);

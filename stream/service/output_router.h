@@ -118,7 +118,7 @@ class OutputRouter {
     std::string reason;
     bool dead_letter_refused = false;
   };
-  std::map<std::pair<SourceIndex, std::int64_t>, Refusal>
+  std::map<std::pair<SourceIndex, Offset>, Refusal>
       refused_;  // exactly-once: by (source, input offset)
 };
 

@@ -148,11 +148,11 @@ std::optional<Ticket> Service::Impl::arrive(kafka::Message in, SourceIndex index
   if (!src.assigned) return std::nullopt;  // fetched before a revoke; it will be read again
   if (src.first_read < 0) src.first_read = in.offset();
   ++stats.consumed;
-  const OffsetLedger::Added added = ledger.add(index, in.offset(), in.timestamp());
+  const OffsetLedger::Added added = ledger.add(index, Offset(in.offset()), in.timestamp());
   if (added.jumped_back) {
     log(config::LogLevel::warn,
         "input " + src.topic + " partition " + std::to_string(src.partition) +
-            ": offsets went back from " + std::to_string(added.previous_offset) + " to " +
+            ": offsets went back from " + std::to_string(added.previous_offset.value) + " to " +
             std::to_string(in.offset()) +
             " (topic recreated, log truncated or offsets reset); judging on and "
             "committing the new offsets");
@@ -216,7 +216,7 @@ void Service::Impl::fill_lag() {
     const std::int64_t lo = w.low, hi = w.high;
     if (w.error == kafka::errc::no_error && hi >= 0) {
       // A committed offset below the log start (trimmed by retention) resumes at the start.
-      const std::int64_t committed = ledger.committed_offset(index);
+      const std::int64_t committed = ledger.committed_offset(index).value;
       const std::int64_t pos =
           std::max(lo, src.position >= 0 ? src.position : (committed >= 0 ? committed : lo));
       stats.consumer_lag[{src.topic, src.partition}] = std::max<std::int64_t>(0, hi - pos);

@@ -136,7 +136,7 @@ bool Service::Impl::commit(bool sync, const kafka::TopicPartitions* subset) {
   kafka::TopicPartitions list(static_cast<int>(commits.size()));
   for (const auto& c : commits) {
     const Source& src = sources[c.source];
-    list.add(src.topic, src.partition, c.offset);
+    list.add(src.topic, src.partition, c.offset.value);
   }
   const kafka::ErrorCode err = consumer->commit(list, !sync);
   if (err && err != kafka::errc::no_offset) {

@@ -15,7 +15,7 @@ using Commits = std::vector<OffsetLedger::Commit>;
 
 std::map<std::uint32_t, std::int64_t> as_map(const Commits& commits) {
   std::map<std::uint32_t, std::int64_t> out;
-  for (const auto& c : commits) out[c.source.value] = c.offset;
+  for (const auto& c : commits) out[c.source.value] = c.offset.value;
   return out;
 }
 
@@ -24,7 +24,7 @@ TEST(OffsetLedger, CommitsOnlyTheAcknowledgedPrefix) {
   ledger.assign(SourceIndex(0));
   std::vector<Ticket> t;
   for (std::int64_t offset = 10; offset < 14; ++offset) {
-    t.push_back(ledger.add(SourceIndex(0), offset, 0).ticket);
+    t.push_back(ledger.add(SourceIndex(0), Offset(offset), 0).ticket);
     ledger.expect(t.back());
   }
   EXPECT_TRUE(ledger.take_commits().empty());
@@ -43,14 +43,14 @@ TEST(OffsetLedger, CommitsOnlyTheAcknowledgedPrefix) {
 TEST(OffsetLedger, AnInputWithoutOutputsFinishesAtOnce) {
   OffsetLedger ledger;
   ledger.assign(SourceIndex(3));
-  ledger.add(SourceIndex(3), 0, 0);  // e.g. a dropped duplicate
+  ledger.add(SourceIndex(3), Offset(0), 0);  // e.g. a dropped duplicate
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{3, 1}}));
 }
 
 TEST(OffsetLedger, WaitsForEveryOutputOfAnInput) {
   OffsetLedger ledger;
   ledger.assign(SourceIndex(0));
-  const Ticket t = ledger.add(SourceIndex(0), 5, 1234).ticket;
+  const Ticket t = ledger.add(SourceIndex(0), Offset(5), 1234).ticket;
   ledger.expect(t);  // the output record
   ledger.expect(t);  // its changelog entry
   EXPECT_EQ(ledger.acknowledge(t), std::nullopt);
@@ -64,26 +64,28 @@ TEST(OffsetLedger, WaitsForEveryOutputOfAnInput) {
 TEST(OffsetLedger, OffsetsThatGoBackAreReportedAndCommitsContinue) {
   OffsetLedger ledger;
   ledger.assign(SourceIndex(0));
-  for (std::int64_t offset = 2440; offset < 2448; ++offset) ledger.add(SourceIndex(0), offset, 0);
+  for (std::int64_t offset = 2440; offset < 2448; ++offset)
+    ledger.add(SourceIndex(0), Offset(offset), 0);
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 2448}}));
   // The topic was recreated: offsets restart at 0.
-  const OffsetLedger::Added first = ledger.add(SourceIndex(0), 0, 0);
+  const OffsetLedger::Added first = ledger.add(SourceIndex(0), Offset(0), 0);
   EXPECT_TRUE(first.jumped_back);
-  EXPECT_EQ(first.previous_offset, 2447);
-  const OffsetLedger::Added second = ledger.add(SourceIndex(0), 1, 0);
+  EXPECT_EQ(first.previous_offset, Offset(2447));
+  const OffsetLedger::Added second = ledger.add(SourceIndex(0), Offset(1), 0);
   EXPECT_FALSE(second.jumped_back);
   EXPECT_EQ(ledger.jumps_back(), 1u);
   // The lower offset is committed (the old code compared with the higher one and stopped).
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 2}}));
-  EXPECT_EQ(ledger.committed_offset(SourceIndex(0)), 2);
+  EXPECT_EQ(ledger.committed_offset(SourceIndex(0)), Offset(2));
 }
 
 TEST(OffsetLedger, RepeatedOffsetsAfterAJumpAreDistinctEntries) {
   OffsetLedger ledger;
   ledger.assign(SourceIndex(0));
-  const Ticket old5 = ledger.add(SourceIndex(0), 5, 0).ticket;
+  const Ticket old5 = ledger.add(SourceIndex(0), Offset(5), 0).ticket;
   ledger.expect(old5);
-  const Ticket new5 = ledger.add(SourceIndex(0), 5, 0).ticket;  // same offset, another message
+  const Ticket new5 =
+      ledger.add(SourceIndex(0), Offset(5), 0).ticket;  // same offset, another message
   ledger.expect(new5);
   ledger.acknowledge(new5);
   EXPECT_TRUE(ledger.take_commits().empty());  // the first 5 is still in flight
@@ -94,12 +96,12 @@ TEST(OffsetLedger, RepeatedOffsetsAfterAJumpAreDistinctEntries) {
 TEST(OffsetLedger, LateAcknowledgementsOfARevokedAssignmentAreIgnored) {
   OffsetLedger ledger;
   ledger.assign(SourceIndex(0));
-  const Ticket before = ledger.add(SourceIndex(0), 7, 0).ticket;
+  const Ticket before = ledger.add(SourceIndex(0), Offset(7), 0).ticket;
   ledger.expect(before);
   ledger.revoke(SourceIndex(0));
   EXPECT_TRUE(ledger.take_commits().empty());  // not assigned
   ledger.assign(SourceIndex(0));
-  const Ticket after = ledger.add(SourceIndex(0), 7, 0).ticket;  // read again
+  const Ticket after = ledger.add(SourceIndex(0), Offset(7), 0).ticket;  // read again
   ledger.expect(after);
   ledger.acknowledge(before);  // the old output's report arrives now
   EXPECT_TRUE(ledger.take_commits().empty());
@@ -112,8 +114,8 @@ TEST(OffsetLedger, AFailedCommitIsOfferedAgain) {
   OffsetLedger ledger;
   ledger.assign(SourceIndex(1));
   ledger.assign(SourceIndex(2));
-  ledger.add(SourceIndex(1), 0, 0);
-  ledger.add(SourceIndex(2), 0, 0);
+  ledger.add(SourceIndex(1), Offset(0), 0);
+  ledger.add(SourceIndex(2), Offset(0), 0);
   const std::vector<SourceIndex> only{SourceIndex(2)};
   EXPECT_EQ(as_map(ledger.take_commits(&only)), (std::map<std::uint32_t, std::int64_t>{{2, 1}}));
   ledger.commit_failed(SourceIndex(2));
@@ -181,7 +183,7 @@ TEST(OffsetLedger, MatchesASimpleModelUnderRandomOperations) {
         const bool back = m.last_read > 0 && rng() % 25 == 0;
         if (back)
           offset = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m.last_read + 1));
-        const OffsetLedger::Added added = ledger.add(source, offset, 1000 + step);
+        const OffsetLedger::Added added = ledger.add(source, Offset(offset), 1000 + step);
         EXPECT_EQ(added.jumped_back, m.last_read >= 0 && offset <= m.last_read)
             << "seed " << seed << " step " << step;
         if (added.jumped_back) ++jumps;
