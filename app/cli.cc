@@ -130,7 +130,7 @@ std::vector<std::string> client_property_errors(const config::Config& config,
   stream::kafka::Properties consumer = stream::consumer_properties(brokers, config.kafka);
   stream::kafka::Properties producer = stream::default_producer_properties(brokers);
   for (const auto& [name, value] : config.kafka.producer) producer[name] = value;
-  // What stream/service.cc adds under exactly-once (keep the two alike):
+  // What stream/service/service.cc adds under exactly-once (keep the two alike):
   // librdkafka refuses a message.timeout.ms above transaction.timeout.ms.
   if (config.kafka.delivery == config::Delivery::exactly_once) {
     producer["transactional.id"] =
@@ -155,8 +155,9 @@ std::vector<std::string> client_property_errors(const config::Config& config,
         return property.first == "bootstrap.servers" || property.first == "debug" ||
                property.first.ends_with(".location");
       });
-      properties.insert_or_assign("log_level",
-                                  std::string("0"));  // (GCC 12 -Wrestrict: see stream/judge.cc)
+      properties.insert_or_assign(
+          "log_level",
+          std::string("0"));  // (GCC 12 -Wrestrict: see stream/judge/judge.cc)
       create(properties);
     } catch (const stream::kafka::KafkaError& e) {
       errors.push_back(origin + ": " + key + ": " + e.what());

@@ -1,5 +1,5 @@
-// The judge's protocol work per message, without Kafka (stream/judge_record.h,
-// stream/changelog.h): an instance encoding a request, the judge decoding it,
+// The judge's protocol work per message, without Kafka (stream/records/judge_record.h,
+// stream/records/changelog_record.h): an instance encoding a request, the judge decoding it,
 // encoding one verdict per entry and a changelog entry per kept message, and
 // the instance decoding the verdicts. What the judge thread spends besides the
 // decisions themselves (docs/CONTRIBUTING.md "The service against isolation").
@@ -53,7 +53,7 @@ std::string encode_request(stream::JudgeRequestWriter& writer,
 
 /// The judge's side of one request: decode it, then per entry a verdict
 /// (every fifth a duplicate) and, for a kept one, a changelog entry, as
-/// stream/judge.cc does around each decision. Items: messages.
+/// stream/judge/judge.cc does around each decision. Items: messages.
 void BM_JudgeSideOfARequest(benchmark::State& state) {
   const dedup::SketchOptions sketch;
   const auto in = analyses(sketch);

@@ -114,7 +114,7 @@ void BM_WindowQueryRadius3(benchmark::State& state) {
 }
 BENCHMARK(BM_WindowQueryRadius3)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
 
-// A window rebuilt from its changelog (stream/window_restore.cc): N entries
+// A window rebuilt from its changelog (stream/changelog/window_restore.cc): N entries
 // inserted into an empty window of the default max_entries (10M). mode 0: it
 // grows as it goes (by half, each step moving every entry and cell); 1: sized
 // at once with Window::reserve; 2: reserve and each insert's buckets

@@ -55,7 +55,7 @@ struct IndexOptions {
 
 struct WindowOptions {
   std::chrono::milliseconds duration = std::chrono::hours(24);  ///< event-time horizon
-  /// How far past the wall clock a message's timestamp may be (stream/event_time.h):
+  /// How far past the wall clock a message's timestamp may be (stream/pipeline/event_time.h):
   /// a later one counts as the wall clock plus this (window.max_future).
   std::chrono::milliseconds max_future = std::chrono::minutes(1);
   std::size_t max_entries = 10'000'000;  ///< memory bound

@@ -1,4 +1,4 @@
-// neardup_judge_bench: what consistent scale-out (stream/judge.h) costs, on the
+// neardup_judge_bench: what consistent scale-out (stream/judge/judge.h) costs, on the
 // embedded broker in this one process.
 //
 // 1. The ceiling: one Judge reads a judge topic filled beforehand with the

@@ -175,7 +175,7 @@ std::map<std::string, double> cpu_by_name(const std::map<long, ThreadCpu>& befor
   return by_name;
 }
 
-/// The service's own worker threads: the dedup worker (stream/dedup_worker.cc)
+/// The service's own worker threads: the dedup worker (stream/pipeline/dedup_worker.cc)
 /// names its thread "neardup-analyze"; the bench names its threads pipeline
 /// (Service::run) and bench-*, librdkafka names its rdk:*.
 bool is_dedup_worker(const std::string& name) { return name.rfind("neardup-", 0) == 0; }
@@ -196,7 +196,7 @@ struct Result {
 
 /// The dedup worker's work without the service around it: decode, analysis and
 /// the window decision of every message of `feed`, in order, on this thread,
-/// two messages ahead as stream/dedup_worker.cc does. CPU microseconds per message.
+/// two messages ahead as stream/pipeline/dedup_worker.cc does. CPU microseconds per message.
 double isolated_cpu_us(const std::vector<std::string>& feed, const config::Config& config) {
   stream::Analyzer analyzer(config);
   stream::Classifier classifier(config);
@@ -224,7 +224,7 @@ double isolated_cpu_us(const std::vector<std::string>& feed, const config::Confi
 /// The same work split as the service splits it with the group judge: every
 /// message analyzed first (the analysis threads), then the decisions back to
 /// back, `ahead` decisions prefetched ahead (cells `cells_ahead`), as
-/// stream/judge.cc does with a request's entries. CPU microseconds per message
+/// stream/judge/judge.cc does with a request's entries. CPU microseconds per message
 /// of each half, on this thread, with no broker and no service.
 struct Split {
   double analysis_us = 0, decisions_us = 0;
@@ -832,7 +832,8 @@ int main(int argc, char** argv) {
         broker.create_topic(run_name(side, r) + suffix, partitions);
     for (int r = 0; r < (std::string(side) == "metrics" ? 1 : repeat); ++r)
       for (const char* suffix : {"-judge", "-verdicts"})
-        broker.create_topic(run_name(side, r) + suffix, 1);  // the group judge's (stream/judge.h)
+        broker.create_topic(run_name(side, r) + suffix,
+                            1);  // the group judge's (stream/judge/judge.h)
   }
   auto feed = make_feed(messages);
   std::size_t bytes = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // Appends the window changelog: every kept message's fingerprint entry, in
-// batch records (stream/changelog.h) of at most kBatchMaxEntries entries or
+// batch records (stream/records/changelog_record.h) of at most kBatchMaxEntries entries or
 // kBatchMaxBytes, sent at the end of every poll loop iteration or earlier when
 // full. Each entry is one more outstanding output of its input message in the
 // OffsetLedger, acknowledged when the batch record that carries it is.

@@ -59,7 +59,7 @@ struct ServiceSnapshot {
   metrics::Histogram candidates_per_probe =
       metrics::ServiceStats::with_buckets(0).candidates_per_probe;
   dedup::EngineStats engine;
-  // Consistent scale-out (kafka.judge_topic; stream/judge.h):
+  // Consistent scale-out (kafka.judge_topic; stream/judge/judge.h):
   bool judged_by_group = false;             ///< kafka.judge_topic is set
   std::uint64_t judge_requests = 0;         ///< request records sent to the judge
   std::uint64_t judge_request_entries = 0;  ///< messages in them

@@ -15,7 +15,7 @@
 //
 // The mock creates a topic that a client asks about (Metadata) before it
 // exists, with 4 partitions; it has no setting for that. A judge or verdict
-// topic must have one (stream/judge.h), and a `neardup run` of a group whose
+// topic must have one (stream/judge/judge.h), and a `neardup run` of a group whose
 // topics were not created first would leave them behind with 4. So the
 // forwarder also reads the topic names of Metadata requests, and a missing
 // topic named like a group's judge or verdict topic (`<group>-judge`,

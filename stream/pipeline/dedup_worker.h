@@ -36,7 +36,7 @@ struct Outcome {
   dedup::SketchResult
       kept_sketch;  ///< a unique message's sketch (for the changelog); shingles 0 if none
   std::uint64_t spent_ns = 0;  ///< decoding, analysis and the window decision
-  /// Analysis only (the judge decides, stream/judge.h): the verdict waits for
+  /// Analysis only (the judge decides, stream/judge/judge.h): the verdict waits for
   /// the judge; false when the message is invalid already (verdict says why).
   bool to_judge = false;
 };
@@ -72,7 +72,7 @@ struct Slot {
 class DedupWorker {
  public:
   /// `decides` false: the worker only decodes and analyzes (Outcome::to_judge),
-  /// the window decisions are the judge's (stream/judge.h).
+  /// the window decisions are the judge's (stream/judge/judge.h).
   /// With `decides` false, `config.workers` threads analyze each slot (each a
   /// share of its messages, 0 = the cores available), unless a learned IDF
   /// needs the one history order.

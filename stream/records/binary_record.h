@@ -1,6 +1,6 @@
 #pragma once
-// The binary record layout shared by the judge's records (stream/judge_record.h)
-// and the window changelog's batches (stream/changelog.h): little-endian
+// The binary record layout shared by the judge's records (stream/records/judge_record.h)
+// and the window changelog's batches (stream/records/changelog_record.h): little-endian
 // fields, a 4-byte magic that names format and version, then
 //   instance:u64 batch:u64 topics:u16 {len:u16 bytes}* entries:u32
 // and the entries, whose topic fields index that topic table.

@@ -91,7 +91,7 @@ struct ServiceOptions {
   bool commit_offsets_after_transaction = true;
   /// Tests only (service_test_hooks.h); null in every deployment.
   std::shared_ptr<const ServiceTestHooks> test_hooks;
-  /// Fed by the service's producer and consumer (stream/broker_health.h); not
+  /// Fed by the service's producer and consumer (stream/kafka/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
   /// The page's data (metrics/recent_pairs.h): each kept message's text and

@@ -92,7 +92,7 @@ struct Service::Impl {
   bool input_held = false;    // input partitions paused (hold_back_input)
   bool reapply_hold = false;  // an eager assignment since: nothing is paused
   /// Messages stamped later than the wall clock plus window.max_future
-  /// (stream/event_time.h), judged at that time instead; the first few are logged.
+  /// (stream/pipeline/event_time.h), judged at that time instead; the first few are logged.
   std::uint64_t future_timestamps = 0;
 
   // How long a revoke waits for the output of the partitions it takes away: a

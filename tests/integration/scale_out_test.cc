@@ -1,4 +1,4 @@
-// Consistent scale-out (stream/judge.h): several instances of one group catch
+// Consistent scale-out (stream/judge/judge.h): several instances of one group catch
 // the same near-duplicates as one instance, whatever the gap between original
 // and copy and whichever instances read them, and a crash of the judging
 // instance loses nothing and judges nothing differently.

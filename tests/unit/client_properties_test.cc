@@ -1,4 +1,4 @@
-// The librdkafka properties neardup's clients start from (stream/client_properties.h).
+// The librdkafka properties neardup's clients start from (stream/kafka/client_properties.h).
 #include "stream/kafka/client_properties.h"
 
 #include <gtest/gtest.h>

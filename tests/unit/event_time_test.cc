@@ -1,4 +1,4 @@
-// The event time a message is judged at (stream/event_time.h).
+// The event time a message is judged at (stream/pipeline/event_time.h).
 #include "stream/pipeline/event_time.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The judge topic's and the verdict topic's records (stream/judge_record.h):
+// The judge topic's and the verdict topic's records (stream/records/judge_record.h):
 // what goes in comes out, and anything malformed is refused without throwing.
 #include "stream/records/judge_record.h"
 
