@@ -127,21 +127,14 @@ std::vector<std::string> client_property_errors(const config::Config& config,
                                                 const std::string& origin) {
   // The embedded broker's address is known once it runs; any address reads the same.
   const std::string brokers = config.kafka.brokers.value_or("127.0.0.1:9092");
-  stream::kafka::Properties consumer = stream::consumer_properties(brokers, config.kafka);
-  stream::kafka::Properties producer = stream::default_producer_properties(brokers);
-  for (const auto& [name, value] : config.kafka.producer) producer[name] = value;
-  // What stream/service/service.cc adds under exactly-once (keep the two alike):
-  // librdkafka refuses a message.timeout.ms above transaction.timeout.ms.
-  if (config.kafka.delivery == config::Delivery::exactly_once) {
-    producer["transactional.id"] =
-        config.kafka.transactional_id.empty() ? "neardup-check" : config.kafka.transactional_id;
-    if (!config.kafka.producer.contains("transaction.timeout.ms"))
-      producer["transaction.timeout.ms"] = "30000";
-    if (!config.kafka.producer.contains("message.timeout.ms"))
-      producer["message.timeout.ms"] = producer["transaction.timeout.ms"];
-    if (!config.kafka.consumer.contains("isolation.level"))
-      consumer["isolation.level"] = "read_committed";
-  }
+  // What `neardup run` gives its clients (librdkafka refuses, e.g., a
+  // message.timeout.ms above the transaction.timeout.ms exactly-once sets).
+  const bool exactly_once = config.kafka.delivery == config::Delivery::exactly_once;
+  stream::ServiceClientProperties clients = stream::service_client_properties(
+      brokers, config.kafka, exactly_once,
+      config.kafka.transactional_id.empty() ? "neardup-check" : config.kafka.transactional_id);
+  stream::kafka::Properties consumer = std::move(clients.consumer);
+  stream::kafka::Properties producer = std::move(clients.producer);
   std::vector<std::string> errors;
   // Every property set (make_conf), then the client created from them, which
   // is where librdkafka checks properties against each other (acks with

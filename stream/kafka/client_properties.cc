@@ -61,4 +61,27 @@ std::map<std::string, std::string> consumer_properties(const std::string& broker
   return props;
 }
 
+ServiceClientProperties service_client_properties(const std::string& brokers,
+                                                  const config::KafkaOptions& kafka,
+                                                  bool exactly_once,
+                                                  const std::string& transactional_id) {
+  ServiceClientProperties out;
+  out.consumer = consumer_properties(brokers, kafka);
+  out.producer = default_producer_properties(brokers);
+  for (const auto& [name, value] : kafka.producer) out.producer[name] = value;
+  if (!exactly_once) return out;
+  out.producer["transactional.id"] = transactional_id;
+  // A crashed instance's open transaction holds read_committed consumers
+  // back until it times out (or the instance restarts with its id).
+  if (!kafka.producer.contains("transaction.timeout.ms"))
+    out.producer["transaction.timeout.ms"] = "30000";
+  // (librdkafka requires message.timeout.ms <= transaction.timeout.ms)
+  if (!kafka.producer.contains("message.timeout.ms"))
+    out.producer["message.timeout.ms"] = out.producer["transaction.timeout.ms"];
+  // Inputs and the changelog: only what committed.
+  if (!kafka.consumer.contains("isolation.level"))
+    out.consumer["isolation.level"] = "read_committed";
+  return out;
+}
+
 }  // namespace neardup::stream

@@ -21,4 +21,19 @@ inline constexpr long long kDefaultMaxPollIntervalMs = 60000;
 std::map<std::string, std::string> consumer_properties(const std::string& brokers,
                                                        const config::KafkaOptions& kafka);
 
+/// The input consumer's and the producer's properties of `neardup run`: the
+/// defaults, the user's maps over them, and under exactly-once what
+/// transactions need unless the user set it (transactional.id
+/// `transactional_id`, transaction.timeout.ms 30 s, message.timeout.ms no
+/// longer than it, isolation.level read_committed). `neardup config check`
+/// probes the same.
+struct ServiceClientProperties {
+  std::map<std::string, std::string> consumer;
+  std::map<std::string, std::string> producer;
+};
+ServiceClientProperties service_client_properties(const std::string& brokers,
+                                                  const config::KafkaOptions& kafka,
+                                                  bool exactly_once,
+                                                  const std::string& transactional_id);
+
 }  // namespace neardup::stream

@@ -27,27 +27,16 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
   // Every duplicate's SimHash distance, 0..64 bits (one the sketch stage found may exceed k).
   stats.match_distance.assign(65, 0);
-  auto producer_props = default_producer_properties(options.brokers);
-  for (const auto& [k, v] : cfg.kafka.producer) producer_props[k] = v;
-  auto consumer_props = stream::consumer_properties(options.brokers, cfg.kafka);
   exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
   if (exactly_once) {
     transactional_id = cfg.kafka.transactional_id.empty()
                            ? default_transactional_id(cfg.kafka.group_id)
                            : cfg.kafka.transactional_id;
-    producer_props["transactional.id"] = transactional_id;
-    // A crashed instance's open transaction holds read_committed consumers
-    // back until it times out (or the instance restarts with its id).
-    if (!cfg.kafka.producer.count("transaction.timeout.ms"))
-      producer_props["transaction.timeout.ms"] = "30000";
-    // (librdkafka requires message.timeout.ms <= transaction.timeout.ms)
-    if (!cfg.kafka.producer.count("message.timeout.ms")) {
-      producer_props["message.timeout.ms"] = producer_props["transaction.timeout.ms"];
-    }
-    // Inputs and the changelog: only what committed.
-    if (!cfg.kafka.consumer.count("isolation.level"))
-      consumer_props["isolation.level"] = "read_committed";
   }
+  ServiceClientProperties clients =
+      service_client_properties(options.brokers, cfg.kafka, exactly_once, transactional_id);
+  auto& producer_props = clients.producer;
+  auto& consumer_props = clients.consumer;
   consumer_properties = consumer_props;
   instance_id = base::random_id();
   if (options.test_hooks) crash_at = options.test_hooks->crash_at;

@@ -33,5 +33,29 @@ TEST(ConsumerProperties, TheOperatorsRebalanceTimeoutWins) {
   EXPECT_EQ(consumer_properties("127.0.0.1:9092", kafka).at("max.poll.interval.ms"), "300000");
 }
 
+TEST(ServiceClientProperties, ExactlyOnceAddsWhatTransactionsNeedUnlessTheUserSetIt) {
+  config::KafkaOptions kafka;
+  kafka.producer["linger.ms"] = "7";
+  const auto alo = service_client_properties("127.0.0.1:9092", kafka, false, "unused");
+  EXPECT_EQ(alo.producer.at("linger.ms"), "7");
+  EXPECT_EQ(alo.producer.count("transactional.id"), 0U);
+  EXPECT_EQ(alo.consumer.count("isolation.level"), 0U);
+
+  const auto eos = service_client_properties("127.0.0.1:9092", kafka, true, "tx-1");
+  EXPECT_EQ(eos.producer.at("transactional.id"), "tx-1");
+  EXPECT_EQ(eos.producer.at("transaction.timeout.ms"), "30000");
+  EXPECT_EQ(eos.producer.at("message.timeout.ms"), "30000");
+  EXPECT_EQ(eos.producer.at("linger.ms"), "7");
+  EXPECT_EQ(eos.consumer.at("isolation.level"), "read_committed");
+  EXPECT_NO_THROW(kafka::make_conf(eos.producer));
+
+  kafka.producer["transaction.timeout.ms"] = "20000";
+  kafka.consumer["isolation.level"] = "read_uncommitted";
+  const auto mine = service_client_properties("127.0.0.1:9092", kafka, true, "tx-1");
+  EXPECT_EQ(mine.producer.at("transaction.timeout.ms"), "20000");
+  EXPECT_EQ(mine.producer.at("message.timeout.ms"), "20000");
+  EXPECT_EQ(mine.consumer.at("isolation.level"), "read_uncommitted");
+}
+
 }  // namespace
 }  // namespace neardup::stream
