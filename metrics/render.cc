@@ -124,6 +124,15 @@ class SnapshotCollectable final : public prometheus::Collectable {
           number(static_cast<double>(value), MetricType::Counter, {{"result", result}}));
     }
     out.push_back(std::move(changelog));
+    out.push_back(scalar("neardup_changelog_foreign_schema_total",
+                         "Window changelog entries written with another fingerprint schema "
+                         "(dedup options that change what a fingerprint or sketch means), not "
+                         "used.",
+                         MetricType::Counter, static_cast<double>(s.changelog_foreign_schema)));
+    out.push_back(scalar("neardup_judge_foreign_schema_total",
+                         "Judge request entries of another fingerprint schema than the judge's, "
+                         "answered invalid (this process's judge).",
+                         MetricType::Counter, static_cast<double>(s.judge_foreign_schema)));
     out.push_back(scalar("neardup_window_rebuild_seconds",
                          "Seconds the start-up rebuild of the window from the changelog took.",
                          MetricType::Gauge, s.window_rebuild_seconds));
