@@ -1,7 +1,7 @@
 #pragma once
 // The window's state from the changelog: rebuilding it at start (every
 // partition read to its high watermark, replayed in event-time order, only what
-// the window would still hold) and the sketch compatibility check shared with
+// the window would still hold) and the fingerprint schema check shared with
 // following other instances' records afterwards.
 //
 // Pipeline thread only, before the dedup worker gets its first slot (the
