@@ -228,7 +228,7 @@ void DedupWorker::prepare(Slot& slot) {
     Outcome& out = slot.outcomes[i];
     out.error = {};
     out.verdict = classifier_.decide(slot.prepared[i], job.time,
-                                    pack_ref(job.source, slot.messages[i]->offset), &out.error);
+                                     pack_ref(job.source, slot.messages[i]->offset), &out.error);
     out.kept_sketch.shingles = 0;
     if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();
     out.spent_ns += static_cast<std::uint64_t>((Clock::now() - started).count());

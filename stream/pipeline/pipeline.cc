@@ -40,7 +40,7 @@ void Analyzer::prepare(std::string_view raw, Prepared& out, std::string_view key
 Classifier::Classifier(const config::Config& config) : engine_(config.dedup) {}
 
 dedup::Verdict Classifier::decide(const Prepared& prepared, dedup::EventTime time,
-                                 dedup::RecordRef ref, std::string_view* error) {
+                                  dedup::RecordRef ref, std::string_view* error) {
   dedup::Verdict verdict;
   if (!prepared.ok) {
     verdict.kind = dedup::VerdictKind::invalid;

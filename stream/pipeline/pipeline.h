@@ -62,7 +62,7 @@ class Classifier {
   /// The decision for a record prepared by an Analyzer (of the same config).
   /// The returned error views `prepared` or a static string. O(tables + candidates).
   dedup::Verdict decide(const Prepared& prepared, dedup::EventTime time, dedup::RecordRef ref,
-                       std::string_view* error);
+                        std::string_view* error);
 
   /// Starts loading what decide(prepared) will read first (dedup::Engine::prefetch):
   /// call it one record (or, with prefetch_cells(), two records) before decide().

@@ -689,7 +689,7 @@ ScanStats scan_on_threads(const config::Config& config, std::FILE* in, std::FILE
       Chunk::Judged& judged = chunk->judged[i];
       judged.error = {};
       judged.verdict = classifier.decide(prepared[i], dedup::EventTime{0},
-                                        dedup::RecordRef{++number}, &judged.error);
+                                         dedup::RecordRef{++number}, &judged.error);
     }
     pipeline.judged(chunk);
   }
