@@ -2,9 +2,12 @@
 // (its records are binary since format version 3: docs/KAFKA.md).
 #include <chrono>
 #include <iostream>
+#include <map>
+#include <utility>
 
 #include "app/cli.h"
 #include "config/config.h"
+#include "dedup/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/core/process.h"
 #include "stream/kafka/client_properties.h"
@@ -19,10 +22,12 @@ constexpr const char* kHelp =
     "Reads every partition of the window changelog (kafka.changelog_topic) from its\n"
     "beginning to its end as of the start and prints each entry on stdout as one\n"
     "JSON object: the members of a version 1 record (\"fp\", \"t\", \"topic\",\n"
-    "\"partition\", \"offset\", \"scope\" when not 0, \"instance\", \"sketch\" when\n"
-    "present; docs/KAFKA.md \"The window changelog\"). Records it cannot read are\n"
-    "reported on stderr and counted; they do not stop it. Joins no consumer group\n"
-    "and commits nothing.\n"
+    "\"partition\", \"offset\", \"scope\" when not 0, \"instance\", \"schema\" (the\n"
+    "writer's fingerprint schema id, absent for entries written before schemas\n"
+    "existed), \"sketch\" when present; docs/KAFKA.md \"The window changelog\").\n"
+    "At the end, stderr names each fingerprint schema read, with its options and\n"
+    "its entry count. Records it cannot read are reported on stderr and counted;\n"
+    "they do not stop it. Joins no consumer group and commits nothing.\n"
     "\n"
     "  --config FILE        YAML configuration (kafka.brokers, kafka.changelog_topic,\n"
     "                       kafka.consumer properties such as security settings)\n"
@@ -49,9 +54,13 @@ int run_changelog(std::span<const std::string> raw) {
                                  cfg.kafka.changelog_topic,
                                  std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
   std::uint64_t entries = 0, unreadable = 0;
+  // schema id -> (its description, entries); 0: written before schemas existed
+  std::map<std::uint32_t, std::pair<std::string, std::uint64_t>> schemas;
   auto visit = [&](const stream::ChangelogRecord& r) {
     std::cout << stream::encode_changelog_value(r) << '\n';
     ++entries;
+    auto& seen = schemas[r.schema];
+    if (seen.second++ == 0 && r.schema_description) seen.first = *r.schema_description;
   };
   auto corrupt = [&](std::int32_t partition, std::int64_t offset, const std::string& reason) {
     ++unreadable;
@@ -60,6 +69,15 @@ int run_changelog(std::span<const std::string> raw) {
   };
   const bool complete = reader.read_to_end(visit, corrupt, timeout);
   std::cout.flush();
+  for (const auto& [id, seen] : schemas) {
+    std::cerr << "neardup changelog: "
+              << (id == 0 ? std::string("no schema (written before schemas existed)")
+                          : "fingerprint schema " + dedup::schema_hex(id) + " (" + seen.first + ")")
+              << ": " << seen.second << " entries\n";
+  }
+  if (schemas.size() > 1)
+    std::cerr << "neardup changelog: more than one fingerprint schema: a reader uses only "
+                 "the entries of its own (docs/KAFKA.md)\n";
   std::cerr << "neardup changelog: " << entries << " entries, " << unreadable
             << " unreadable records" << (complete ? "" : " (timed out before the end)") << '\n';
   return complete ? 0 : 1;

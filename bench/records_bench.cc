@@ -57,7 +57,7 @@ std::string encode_request(stream::JudgeRequestWriter& writer,
 void BM_JudgeSideOfARequest(benchmark::State& state) {
   const dedup::SketchOptions sketch;
   const auto in = analyses(sketch);
-  stream::JudgeRequestWriter request_writer(sketch);
+  stream::JudgeRequestWriter request_writer(dedup::fingerprint_schema({}));
   const std::string request_value = encode_request(request_writer, in, 1);
   stream::JudgeRequest request;
   stream::JudgeVerdictWriter verdict_writer;
@@ -103,7 +103,7 @@ BENCHMARK(BM_JudgeSideOfARequest)->Unit(benchmark::kMicrosecond);
 void BM_InstanceSideOfARequest(benchmark::State& state) {
   const dedup::SketchOptions sketch;
   const auto in = analyses(sketch);
-  stream::JudgeRequestWriter request_writer(sketch);
+  stream::JudgeRequestWriter request_writer(dedup::fingerprint_schema({}));
   stream::JudgeVerdictWriter verdict_writer;
   verdict_writer.start(7, 1);
   for (std::size_t i = 0; i < in.size(); ++i) {

@@ -124,6 +124,11 @@ class SnapshotCollectable final : public prometheus::Collectable {
           number(static_cast<double>(value), MetricType::Counter, {{"result", result}}));
     }
     out.push_back(std::move(changelog));
+    out.push_back(scalar("neardup_changelog_foreign_schema_total",
+                         "Window changelog entries written with another fingerprint schema "
+                         "(dedup options that change what a fingerprint or sketch means), not "
+                         "used.",
+                         MetricType::Counter, static_cast<double>(s.changelog_foreign_schema)));
     out.push_back(scalar("neardup_window_rebuild_seconds",
                          "Seconds the start-up rebuild of the window from the changelog took.",
                          MetricType::Gauge, s.window_rebuild_seconds));
@@ -174,6 +179,10 @@ class SnapshotCollectable final : public prometheus::Collectable {
       out.push_back(scalar("neardup_judge_resends_total",
                            "Requests sent to the judge again, unanswered for 15 s.",
                            MetricType::Counter, static_cast<double>(s.judge_resends)));
+      out.push_back(scalar("neardup_judge_foreign_schema_total",
+                           "Judge request entries of another fingerprint schema than the judge's, "
+                           "answered invalid (this process's judge).",
+                           MetricType::Counter, static_cast<double>(s.judge_foreign_schema)));
       out.push_back(histogram("neardup_judge_round_trip_seconds",
                               "From a request to the judge produced to its verdicts read.",
                               s.judge_round_trip_seconds));

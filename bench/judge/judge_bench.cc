@@ -98,7 +98,7 @@ void ceiling(stream::EmbeddedBroker& broker, const std::vector<std::string>& fee
   create_topics(broker, cfg, 1);
   stream::Analyzer analyzer(cfg);
   stream::Prepared prepared;
-  stream::JudgeRequestWriter writer(cfg.dedup.sketch);
+  stream::JudgeRequestWriter writer(dedup::fingerprint_schema(cfg.dedup));
   std::size_t bytes = 0, records = 0;
   {
     const auto producer_owner = feeder(broker);

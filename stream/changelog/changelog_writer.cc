@@ -26,7 +26,10 @@ ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::
 
 ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& producer,
                                  OffsetLedger& ledger, std::uint64_t instance)
-    : cfg_(config), producer_(producer), ledger_(ledger), batch_(instance) {}
+    : cfg_(config),
+      producer_(producer),
+      ledger_(ledger),
+      batch_(instance, dedup::fingerprint_schema(config.dedup)) {}
 
 void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset,
                              dedup::EventTime time, dedup::Fingerprint fingerprint,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "stream/core/process.h"
@@ -9,77 +10,73 @@
 
 namespace neardup::stream {
 
-const dedup::SketchResult& SketchCompatibility::usable(const ChangelogRecord& r) {
+SchemaCompatibility::SchemaCompatibility(dedup::FingerprintSchema local, std::string prefix)
+    : local_(std::move(local)), prefix_(std::move(prefix)) {}
+
+bool SchemaCompatibility::accepts(const ChangelogRecord& r) {
+  if (r.schema == 0 || r.schema == local_.id) return true;
+  ++foreign_;
+  if (std::find(logged_.begin(), logged_.end(), r.schema) == logged_.end()) {
+    logged_.push_back(r.schema);
+    const std::string theirs = r.schema_description ? *r.schema_description : std::string();
+    const std::string differences = dedup::schema_differences(theirs, local_.description);
+    log(config::LogLevel::warn,
+        prefix_ + "window changelog: entries of fingerprint schema " + dedup::schema_hex(r.schema) +
+            " are not used: this instance's schema is " + local_.hex() + " (" +
+            (differences.empty() ? "their options: " + theirs : "options differ: " + differences) +
+            "); their fingerprints and sketches mean something else here. Every such entry is "
+            "counted in neardup_changelog_foreign_schema_total");
+  }
+  return false;
+}
+
+const dedup::SketchResult& SchemaCompatibility::usable(const ChangelogRecord& r) {
   static const dedup::SketchResult kNone{};
-  if (!r.has_sketch || !options_.enabled) return kNone;
-  if (r.bits != options_.bits || r.band_bins != options_.band_bins || r.bands != options_.bands ||
+  const dedup::SketchOptions& options = local_.sketch;
+  if (!r.has_sketch || !options.enabled) return kNone;
+  if (r.bits != options.bits || r.band_bins != options.band_bins || r.bands != options.bands ||
       r.scheme != dedup::kSketchScheme) {
     if (!mismatch_logged_) {
       mismatch_logged_ = true;
       log(config::LogLevel::warn,
-          "window changelog: records made with other dedup.sketch options (bits/bands/"
-          "band_bins) or by a build with another sketch scheme are remembered by their "
-          "fingerprint only");
+          prefix_ +
+              "window changelog: records made with other dedup.sketch options (bits/bands/"
+              "band_bins) or by a build with another sketch scheme are remembered by their "
+              "fingerprint only");
     }
     return kNone;
   }
   return r.sketch;
 }
 
-std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
-                                          const config::Config& cfg, Sources& sources,
-                                          SketchCompatibility& sketches,
-                                          const RestoreHooks& hooks) {
-  // Compact entries (40 bytes), sorted and moved as the vector grows; the
-  // sketches (88 bytes) stay where they were appended. With the window sized
-  // at once and loaded ahead below, a takeover of 300,000 entries went from
-  // 0.96-0.98 to 0.56-0.62 s (neardup_judge_bench --only takeover).
-  struct Replayed {
-    dedup::EventTime time;
-    dedup::RecordRef ref;
-    dedup::Fingerprint fingerprint;
-    dedup::ScopeId scope;
-    std::size_t sketch = 0;  ///< 1 + its index in `sketch_store`, 0 for none
-  };
-  using Clock = std::chrono::steady_clock;
-  std::vector<Replayed> entries;
-  std::vector<dedup::SketchResult> sketch_store;
-  auto last_progress = Clock::now(), last_log = Clock::now();
+WindowReplay::WindowReplay(const config::Config& config, Sources& sources,
+                           SchemaCompatibility& schemas)
+    : cfg_(config), sources_(sources), schemas_(schemas), now_(wall_ms()) {}
+
+void WindowReplay::add(const ChangelogRecord& r) {
+  if (!schemas_.accepts(r)) return;
+  const dedup::SketchResult& sketch = schemas_.usable(r);
+  std::size_t sketch_ref = 0;
+  if (sketch.shingles != 0) {
+    sketch_store_.push_back(sketch);
+    sketch_ref = sketch_store_.size();
+  }
   // Entries stamped far ahead of this clock (written before window.max_future
   // existed) count as this clock plus max_future: one of them would
   // otherwise leave only itself in the rebuilt window.
-  const std::int64_t now = wall_ms();
-  std::uint64_t future = 0;
-  const bool complete = reader.catch_up(
-      [&](const ChangelogRecord& r) {
-        const dedup::SketchResult& sketch = sketches.usable(r);
-        std::size_t sketch_ref = 0;
-        if (sketch.shingles != 0) {
-          sketch_store.push_back(sketch);
-          sketch_ref = sketch_store.size();
-        }
-        const dedup::EventTime time = event_time_of(r.time.ms, now, cfg.dedup.window.max_future);
-        future += time < r.time ? 1 : 0;
-        entries.push_back(Replayed{time, pack_ref(sources.intern(r.topic, r.partition), r.offset),
-                                   r.fingerprint, r.scope, sketch_ref});
-        if ((entries.size() & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
-          last_progress = Clock::now();
-          if (hooks.progress) hooks.progress();
-          if (last_progress - last_log >= std::chrono::seconds(10)) {
-            last_log = last_progress;
-            log(config::LogLevel::info,
-                "rebuilding the window: " + std::to_string(reader.records_read()) +
-                    " changelog records read");
-          }
-        }
-      },
-      hooks.corrupt, hooks.stopped);
-  if (!complete) return std::nullopt;
-  if (future != 0) {
+  const dedup::EventTime time = event_time_of(r.time.ms, now_, cfg_.dedup.window.max_future);
+  future_ += time < r.time ? 1 : 0;
+  entries_.push_back(Replayed{time, pack_ref(sources_.intern(r.topic, r.partition), r.offset),
+                              r.fingerprint, r.scope, sketch_ref});
+}
+
+std::size_t WindowReplay::finish(dedup::Engine& engine) {
+  if (future_ != 0) {
     log(config::LogLevel::warn,
-        std::to_string(future) + " changelog entr" + (future == 1 ? "y is" : "ies are") +
+        std::to_string(future_) + " changelog entr" + (future_ == 1 ? "y is" : "ies are") +
             " stamped later than the clock plus window.max_future; rebuilt at that time");
   }
+  std::vector<Replayed>& entries = entries_;
   // Event-time order; the same message written twice (reprocessed after a
   // crash) is remembered once.
   std::stable_sort(entries.begin(), entries.end(), [](const Replayed& a, const Replayed& b) {
@@ -94,9 +91,9 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   std::size_t first = 0;
   if (!entries.empty()) {
     // Only what the window would still hold: the newest max_entries, within the duration.
-    const std::int64_t horizon = entries.back().time.ms - cfg.dedup.window.duration.count();
-    if (entries.size() > cfg.dedup.window.max_entries)
-      first = entries.size() - cfg.dedup.window.max_entries;
+    const std::int64_t horizon = entries.back().time.ms - cfg_.dedup.window.duration.count();
+    if (entries.size() > cfg_.dedup.window.max_entries)
+      first = entries.size() - cfg_.dedup.window.max_entries;
     while (first < entries.size() && entries[first].time.ms < horizon) ++first;
   }
   // Growing step by step would move every entry and cell so far at each step:
@@ -104,7 +101,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   engine.reserve(entries.size() - first);
   static const dedup::SketchResult kNone{};
   auto sketch_of = [&](const Replayed& e) -> const dedup::SketchResult& {
-    return e.sketch == 0 ? kNone : sketch_store[e.sketch - 1];
+    return e.sketch == 0 ? kNone : sketch_store_[e.sketch - 1];
   };
   constexpr std::size_t kAhead = 8;
   auto prefetch = [&](std::size_t i) {
@@ -117,7 +114,37 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     const Replayed& e = entries[i];
     engine.remember(e.fingerprint, e.time, e.ref, sketch_of(e), e.scope);
   }
-  return entries.size() - first;
+  const std::size_t remembered = entries.size() - first;
+  entries_ = {};
+  sketch_store_ = {};
+  future_ = 0;
+  return remembered;
+}
+
+std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
+                                          const config::Config& cfg, Sources& sources,
+                                          SchemaCompatibility& schemas, const RestoreHooks& hooks) {
+  using Clock = std::chrono::steady_clock;
+  WindowReplay replay(cfg, sources, schemas);
+  auto last_progress = Clock::now(), last_log = Clock::now();
+  std::uint64_t visited = 0;
+  const bool complete = reader.catch_up(
+      [&](const ChangelogRecord& r) {
+        replay.add(r);
+        if ((++visited & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
+          last_progress = Clock::now();
+          if (hooks.progress) hooks.progress();
+          if (last_progress - last_log >= std::chrono::seconds(10)) {
+            last_log = last_progress;
+            log(config::LogLevel::info,
+                "rebuilding the window: " + std::to_string(reader.records_read()) +
+                    " changelog records read");
+          }
+        }
+      },
+      hooks.corrupt, hooks.stopped);
+  if (!complete) return std::nullopt;
+  return replay.finish(engine);
 }
 
 ChangelogFollower::ChangelogFollower(const config::Config& config,
@@ -128,7 +155,7 @@ ChangelogFollower::ChangelogFollower(const config::Config& config,
       stats_(stats),
       instance_(instance),
       reader_(consumer_properties, config.kafka.changelog_topic, std::chrono::seconds(10)),
-      sketches_(config.dedup.sketch) {}
+      schemas_(dedup::fingerprint_schema(config.dedup)) {}
 
 bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
   const auto started = std::chrono::steady_clock::now();
@@ -137,7 +164,8 @@ bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
                                   std::to_string(reader_.partitions()) + " partition(s))");
   hooks.corrupt = corrupt_handler();
   const std::optional<std::size_t> replayed =
-      restore_window(reader_, engine, cfg_, sources_, sketches_, hooks);
+      restore_window(reader_, engine, cfg_, sources_, schemas_, hooks);
+  stats_.changelog_foreign_schema = schemas_.foreign();
   if (!replayed) return false;
   reader_.skip_instance(instance_);  // following: this process's own batches need no parsing
   stats_.changelog_replayed = *replayed;
@@ -149,6 +177,10 @@ bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
                      " entries in " + seconds + " s";
   if (stats_.changelog_corrupt)
     line += " (" + std::to_string(stats_.changelog_corrupt) + " unreadable record(s) skipped)";
+  if (stats_.changelog_foreign_schema)
+    line += " (" + std::to_string(stats_.changelog_foreign_schema) +
+            " entries of another fingerprint schema not used)";
+  line += "; fingerprint schema " + schemas_.local().hex();
   log(config::LogLevel::info, line);
   return true;
 }
@@ -173,11 +205,15 @@ void ChangelogFollower::read_to_end(std::vector<Remembered>& out) {
 void ChangelogFollower::remember(const ChangelogRecord& r, std::int64_t now,
                                  std::vector<Remembered>& out) {
   if (r.instance == instance_) return;
+  if (!schemas_.accepts(r)) {
+    stats_.changelog_foreign_schema = schemas_.foreign();
+    return;
+  }
   // (clamped: an instance of an earlier version may have written it)
   const dedup::EventTime time = event_time_of(r.time.ms, now, cfg_.dedup.window.max_future);
   out.push_back(Remembered{r.fingerprint, time,
                            pack_ref(sources_.intern(r.topic, r.partition), r.offset),
-                           sketches_.usable(r), r.scope});
+                           schemas_.usable(r), r.scope});
   ++stats_.changelog_followed;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The window's state from the changelog: rebuilding it at start (every
 // partition read to its high watermark, replayed in event-time order, only what
-// the window would still hold) and the sketch compatibility check shared with
+// the window would still hold) and the fingerprint schema check shared with
 // following other instances' records afterwards.
 //
 // Pipeline thread only, before the dedup worker gets its first slot (the
@@ -13,9 +13,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "dedup/engine.h"
+#include "dedup/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/core/service_stats.h"
 #include "stream/core/sources.h"
@@ -24,18 +26,30 @@
 
 namespace neardup::stream {
 
-/// Which changelog sketches this engine can use: only those made with the same
-/// dedup.sketch options and sketch scheme (dedup::kSketchScheme: a build with
-/// another definition of the sketch); others are remembered by their
-/// fingerprint alone (said once in the log).
-class SketchCompatibility {
+/// Which changelog entries this engine can use. An entry of another
+/// fingerprint schema (dedup/schema.h: its fingerprint or sketch means
+/// something else) is not used at all: the first of each such schema is said
+/// in the log, naming both ids and the options that differ, and every one is
+/// counted. An entry written before schemas existed (schema 0) is used by its
+/// fingerprint, and by its sketch only when made with the same sketch options
+/// and scheme (said once in the log otherwise). Not thread-safe.
+class SchemaCompatibility {
  public:
-  explicit SketchCompatibility(const dedup::SketchOptions& options) : options_(options) {}
+  /// `prefix` starts its log lines ("" or "judge: ").
+  SchemaCompatibility(dedup::FingerprintSchema local, std::string prefix = "");
+  /// False for an entry of another schema (counted in foreign()).
+  bool accepts(const ChangelogRecord& record);
   /// The record's sketch if usable, else an empty one (shingles 0).
   const dedup::SketchResult& usable(const ChangelogRecord& record);
+  /// Entries refused by accepts() so far.
+  std::uint64_t foreign() const { return foreign_; }
+  const dedup::FingerprintSchema& local() const { return local_; }
 
  private:
-  const dedup::SketchOptions& options_;
+  dedup::FingerprintSchema local_;
+  std::string prefix_;
+  std::vector<std::uint32_t> logged_;  // foreign schema ids said in the log
+  std::uint64_t foreign_ = 0;
   bool mismatch_logged_ = false;
 };
 
@@ -53,14 +67,50 @@ void warn_unreadable_record(std::string_view prefix, const std::string& topic,
                             std::int32_t partition, std::int64_t offset, const std::string& reason,
                             std::uint64_t& logged);
 
+/// The window's rebuild from changelog entries, without Kafka: add() every
+/// entry read (in any order), then finish() remembers in the engine what the
+/// window would still hold (the newest window.max_entries within
+/// window.duration), in event time order; the same message written twice
+/// (reprocessed after a crash) once; nothing `schemas` refuses. Not thread-safe.
+class WindowReplay {
+ public:
+  WindowReplay(const config::Config& config, Sources& sources, SchemaCompatibility& schemas);
+  /// O(1) amortized; about 40 bytes per entry kept until finish(), 88 more with a sketch.
+  void add(const ChangelogRecord& record);
+  /// Remembers what was added and returns how many entries; empty afterwards.
+  /// O(n log n) for n entries added.
+  std::size_t finish(dedup::Engine& engine);
+
+ private:
+  // Compact entries (40 bytes), sorted and moved as the vector grows; the
+  // sketches (88 bytes) stay where they were appended. With the window sized
+  // at once and loaded ahead, a takeover of 300,000 entries went from
+  // 0.96-0.98 to 0.56-0.62 s (neardup_judge_bench --only takeover).
+  struct Replayed {
+    dedup::EventTime time;
+    dedup::RecordRef ref;
+    dedup::Fingerprint fingerprint;
+    dedup::ScopeId scope;
+    std::size_t sketch = 0;  ///< 1 + its index in `sketch_store_`, 0 for none
+  };
+  const config::Config& cfg_;
+  Sources& sources_;
+  SchemaCompatibility& schemas_;
+  const std::int64_t now_;  // entries stamped later than this plus max_future count as that
+  std::uint64_t future_ = 0;
+  std::vector<Replayed> entries_;
+  std::vector<dedup::SketchResult> sketch_store_;
+};
+
 /// Reads the whole changelog and remembers in `engine` what the window would
 /// still hold (the newest window.max_entries within window.duration), in event
-/// time order; the same message written twice (reprocessed after a crash) once.
+/// time order; the same message written twice (reprocessed after a crash) once;
+/// nothing `schemas` refuses.
 /// Returns the entries remembered, or nullopt if stopped first. Throws
 /// kafka::KafkaError (fatal errors).
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
                                           const config::Config& config, Sources& sources,
-                                          SketchCompatibility& sketches, const RestoreHooks& hooks);
+                                          SchemaCompatibility& schemas, const RestoreHooks& hooks);
 
 /// The changelog's read side for one service: the rebuild at start, then
 /// other instances' records as they come (this process's own are skipped:
@@ -93,7 +143,7 @@ class ChangelogFollower {
   ServiceSnapshot& stats_;
   const std::uint64_t instance_;
   ChangelogReader reader_;
-  SketchCompatibility sketches_;
+  SchemaCompatibility schemas_;
   std::uint64_t corrupt_logged_ = 0;
 };
 

@@ -90,6 +90,8 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.changelog_replayed = s.changelog_replayed;
   m.changelog_followed = s.changelog_followed;
   m.changelog_corrupt = s.changelog_corrupt;
+  m.changelog_foreign_schema = s.changelog_foreign_schema;
+  m.judge_foreign_schema = s.judge_foreign_schema;
   m.window_rebuild_seconds = s.changelog_rebuild_seconds;
   m.judged_by_group = s.judged_by_group;
   m.judge_active = s.judge_active;

@@ -50,7 +50,11 @@ struct ServiceSnapshot {
   std::uint64_t changelog_replayed = 0;  ///< entries remembered by the rebuild at start
   std::uint64_t changelog_followed = 0;  ///< other instances' records remembered while running
   std::uint64_t changelog_corrupt = 0;   ///< changelog records skipped as unreadable
-  std::uint64_t changelog_written = 0;   ///< changelog records acknowledged (not in `produced`)
+  /// Changelog entries of another fingerprint schema, not used (dedup/schema.h).
+  std::uint64_t changelog_foreign_schema = 0;
+  /// Request entries the judge answered invalid: of another fingerprint schema.
+  std::uint64_t judge_foreign_schema = 0;
+  std::uint64_t changelog_written = 0;  ///< changelog records acknowledged (not in `produced`)
   double changelog_rebuild_seconds = 0;
   std::vector<std::uint64_t> match_distance;  ///< duplicates per SimHash distance 0..64
   LatencyHistogram end_to_end;                ///< message timestamp -> output acknowledged

@@ -12,6 +12,7 @@
 
 #include "base/random_id.h"
 #include "dedup/engine.h"
+#include "dedup/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/changelog/changelog_writer.h"
 #include "stream/changelog/window_restore.h"
@@ -47,7 +48,8 @@ struct Judge::State {
   std::optional<SourceIndex> last_source;     // source_of()'s memo
   std::string last_source_topic;
   std::int32_t last_source_partition = 0;
-  SketchCompatibility sketches;
+  dedup::FingerprintSchema schema;  // this judge's (dedup/schema.h)
+  SchemaCompatibility schemas;
   ChangelogBatch changelog;
   JudgeVerdictWriter verdicts;
   JudgeRequest request;
@@ -62,11 +64,16 @@ struct Judge::State {
       0;  // unreadable changelog records (warn_unreadable_record)
   bool scope_mismatch_logged = false;
   bool sketch_mismatch_logged = false;
-  std::exception_ptr pending_exception;   // thrown inside a rebalance, raised after the poll
-  std::uint64_t unconfirmed_entries = 0;  // changelog entries since the last commit
+  std::vector<std::uint32_t> foreign_logged;  // request schemas said in the log
+  std::exception_ptr pending_exception;       // thrown inside a rebalance, raised after the poll
+  std::uint64_t unconfirmed_entries = 0;      // changelog entries since the last commit
 
   State(Judge& j, const config::Config& config)
-      : judge(j), cfg(config), sketches(config.dedup.sketch), changelog(base::random_id()) {}
+      : judge(j),
+        cfg(config),
+        schema(dedup::fingerprint_schema(config.dedup)),
+        schemas(schema, "judge: "),
+        changelog(base::random_id(), schema) {}
 
   void add_stats(const std::function<void(JudgeStats&)>& change) {
     base::MutexLock lock(judge.mutex_);
@@ -115,7 +122,8 @@ struct Judge::State {
                                corrupt_changelog_logged);
         add_stats([](JudgeStats& s) { ++s.changelog_corrupt; });
       };
-      const auto n = restore_window(reader, *engine, cfg, sources, sketches, hooks);
+      const auto n = restore_window(reader, *engine, cfg, sources, schemas, hooks);
+      add_stats([&](JudgeStats& s) { s.changelog_foreign_schema = schemas.foreign(); });
       if (!n) return;  // stopping
       restored = *n;
     }
@@ -181,6 +189,10 @@ struct Judge::State {
             "judge: request at offset " + std::to_string(m.offset()) + " skipped: " + error);
       }
       add_stats([](JudgeStats& s) { ++s.corrupt; });
+      return;
+    }
+    if (request.schema != 0 && request.schema != schema.id) {
+      refuse_foreign_schema();
       return;
     }
     const dedup::SketchOptions& mine = cfg.dedup.sketch;
@@ -254,6 +266,51 @@ struct Judge::State {
         remember(e, v.fingerprint);
     }
     const auto spent = static_cast<std::uint64_t>((Clock::now() - started).count());
+    send_verdicts();
+    const std::size_t n = request.entries.size();
+    add_stats([&](JudgeStats& s) {
+      s.decisions += n;
+      ++s.requests;
+      s.decide_ns += spent;
+    });
+  }
+
+  /// Answers every entry of a request of another fingerprint schema as
+  /// invalid (its fingerprints and sketches would be compared with the
+  /// window's under another meaning); says so once per schema.
+  void refuse_foreign_schema() {
+    if (std::find(foreign_logged.begin(), foreign_logged.end(), request.schema) ==
+        foreign_logged.end()) {
+      foreign_logged.push_back(request.schema);
+      const std::string differences =
+          dedup::schema_differences(request.schema_description, schema.description);
+      log(config::LogLevel::warn,
+          "judge: instance " + dedup::Fingerprint{request.instance}.hex() +
+              " sends fingerprint schema " + dedup::schema_hex(request.schema) +
+              ", this judge's is " + schema.hex() + " (" +
+              (differences.empty() ? "their options: " + request.schema_description
+                                   : "options differ: " + differences) +
+              "): its messages are answered invalid (dead letters) until every instance of "
+              "the group runs the same dedup options");
+    }
+    verdicts.start(request.instance, request.batch);
+    for (const JudgeRequestEntry& e : request.entries) {
+      JudgeVerdictEntry out;
+      out.kind = dedup::VerdictKind::invalid;
+      out.fingerprint = e.analysis.summary.fingerprint;
+      out.features = e.analysis.summary.features;
+      out.foreign_schema = true;
+      verdicts.add(out);
+    }
+    send_verdicts();
+    const std::size_t n = request.entries.size();
+    add_stats([&](JudgeStats& s) {
+      s.foreign_schema += n;
+      ++s.requests;
+    });
+  }
+
+  void send_verdicts() {
     kafka::Producer::Record rec;
     rec.topic = cfg.kafka.verdict_topic;
     rec.partition = 0;
@@ -266,12 +323,6 @@ struct Judge::State {
                            "': " + kafka::describe(err),
                        err, kafka::Severity::fatal);
     }
-    const std::size_t n = request.entries.size();
-    add_stats([&](JudgeStats& s) {
-      s.decisions += n;
-      ++s.requests;
-      s.decide_ns += spent;
-    });
   }
 
   /// sources.intern(), remembering the last answer: a request's entries come

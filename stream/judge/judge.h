@@ -66,7 +66,11 @@ struct JudgeStats {
   std::uint64_t takeover_ns = 0;
   std::uint64_t written = 0;  ///< changelog entries acknowledged (at-least-once) or committed
   std::uint64_t changelog_corrupt = 0;  ///< changelog records skipped as unreadable at takeovers
-  std::uint64_t decide_ns = 0;          ///< time spent deciding (engine only)
+  /// Changelog entries of another fingerprint schema, not used at takeovers.
+  std::uint64_t changelog_foreign_schema = 0;
+  /// Request entries of another fingerprint schema, answered invalid.
+  std::uint64_t foreign_schema = 0;
+  std::uint64_t decide_ns = 0;  ///< time spent deciding (engine only)
   bool active = false;
   dedup::EngineStats engine;  ///< the window's, while active
 };

@@ -22,6 +22,23 @@ void put(std::string& out, T value) {
   out.append(bytes, sizeof(T));
 }
 
+/// LEB128: 7 bits a byte, low first, the high bit set on every byte but the last.
+inline void put_varint(std::string& out, std::uint64_t value) {
+  while (value >= 0x80) {
+    out += static_cast<char>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  out += static_cast<char>(value);
+}
+
+/// Zigzag: small negative and positive numbers both take few varint bytes.
+inline std::uint64_t zigzag(std::int64_t value) {
+  return (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63);
+}
+inline std::int64_t unzigzag(std::uint64_t value) {
+  return static_cast<std::int64_t>(value >> 1) ^ -static_cast<std::int64_t>(value & 1);
+}
+
 /// Bounds-checked reading; `ok` turns false at the first read past the end.
 class Reader {
  public:
@@ -47,6 +64,19 @@ class Reader {
     std::string_view out = data_.substr(pos_, n);
     pos_ += n;
     return out;
+  }
+  /// A put_varint value; at most 10 bytes (else `ok` turns false).
+  std::uint64_t varint() {
+    std::uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) break;
+      const auto byte = static_cast<std::uint8_t>(data_[pos_++]);
+      value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return value;
+    }
+    ok = false;
+    pos_ = data_.size();
+    return 0;
   }
   bool at_end() const { return pos_ == data_.size(); }
   bool ok = true;

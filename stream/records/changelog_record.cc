@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "base/json.h"
 #include "stream/records/binary_record.h"
@@ -16,9 +17,12 @@ namespace {
 
 constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 48) - 1;  // what a RecordRef can carry
 constexpr std::size_t kMaxTopicName = 249;                        // Kafka's own limit
-constexpr std::string_view kBatchMagic = "NDC3";                  // format version 3
-constexpr std::uint8_t kHasSketch = 1, kHasScope = 2;             // entry flags (version 3)
-constexpr std::size_t kMinBinaryEntry = 31;                       // flags..offset, no options
+constexpr std::string_view kBatchMagic = "NDC4";                  // format version 4
+constexpr std::string_view kBatchMagic3 = "NDC3";                 // format version 3
+constexpr std::uint8_t kHasSketch = 1, kHasScope = 2;             // entry flags (versions 3, 4)
+constexpr std::uint8_t kOwnSketchOptions = 4;                     // entry flag (version 4)
+constexpr std::size_t kMinBinaryEntry3 = 31;                      // flags..offset, no options
+constexpr std::size_t kMinBinaryEntry4 = 13;                      // flags..offset, no options
 
 void append_hex64(std::string& out, std::uint64_t value) {
   dedup::Fingerprint{value}.append_hex(out);
@@ -71,6 +75,11 @@ void append_entry_members(std::string& out, const ChangelogRecord& r) {
   out += ",\"instance\":\"";
   append_hex64(out, r.instance);
   out += '"';
+  if (r.schema != 0) {
+    out += ",\"schema\":\"";
+    out += dedup::schema_hex(r.schema);
+    out += '"';
+  }
   if (r.has_sketch) {
     out += ",\"sketch\":{\"bits\":";
     out += std::to_string(r.bits);
@@ -187,8 +196,22 @@ const char* parse_instance(simdjson::dom::object obj, std::uint64_t& instance) {
   return nullptr;
 }
 
-/// A version 3 batch (binary): appends every entry to `out`, or nothing and the reason.
-const char* decode_binary_batch(std::string_view value, std::vector<ChangelogRecord>& out) {
+/// Why a decoded entry cannot be used, or nullptr.
+const char* check_entry(const ChangelogRecord& e, std::size_t topic, std::size_t topics) {
+  if (topic >= topics) return "an entry names no topic of the record";
+  if (e.partition < 0) return "an entry's partition is negative";
+  if (e.offset < 0 || e.offset > kMaxOffset) return "an entry's offset is out of range";
+  if (e.has_sketch && (e.bits != 1 && e.bits != 2 && e.bits != 4 && e.bits != 8))
+    return "a sketch's bits is not 1, 2, 4 or 8";
+  if (e.has_sketch && (e.band_bins < 1 || e.band_bins > dedup::kSketchBits))
+    return "a sketch's band_bins is out of range";
+  if (e.has_sketch && e.scheme < 1) return "a sketch's scheme is out of range";
+  if (e.bands > dedup::kMaxSketchBands) return "a sketch has more than 8 band keys";
+  return nullptr;
+}
+
+/// A version 4 batch (binary): appends every entry to `out`, or nothing and the reason.
+const char* decode_batch4(std::string_view value, std::vector<ChangelogRecord>& out) {
   binary::Reader r(value);
   std::uint64_t instance = 0, batch = 0;
   std::vector<std::string> topics;
@@ -198,7 +221,89 @@ const char* decode_binary_batch(std::string_view value, std::vector<ChangelogRec
                            &error))
     return "truncated header";
   if (n == 0) return "no entries";
-  if (n > value.size() / kMinBinaryEntry + 1) return "entry count larger than the record";
+  if (n > value.size() / kMinBinaryEntry4 + 1) return "entry count larger than the record";
+  for (const std::string& topic : topics)
+    if (topic.empty() || topic.size() > kMaxTopicName) return "a topic is not a topic name";
+  const auto schema = r.get<std::uint32_t>();
+  const auto description_len = r.get<std::uint8_t>();
+  auto description = std::make_shared<const std::string>(r.bytes(description_len));
+  const int bits = r.get<std::uint8_t>(), band_bins = r.get<std::uint8_t>(),
+            scheme = r.get<std::uint8_t>(), bands = r.get<std::uint8_t>();
+  if (!r.ok) return "truncated header";
+  if (schema == 0) return "the schema id is 0";
+  const std::size_t first = out.size();
+  const char* reason = nullptr;
+  std::int64_t time = 0, offset = 0;
+  for (std::uint32_t i = 0; i < n && !reason; ++i) {
+    ChangelogRecord e;
+    const auto flags = r.get<std::uint8_t>();
+    e.fingerprint.bits = r.get<std::uint64_t>();
+    time += binary::unzigzag(r.varint());
+    e.time.ms = time;
+    const std::uint64_t topic = r.varint();
+    const std::uint64_t partition = r.varint();
+    e.partition = partition > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())
+                      ? -1
+                      : static_cast<std::int32_t>(partition);
+    offset += binary::unzigzag(r.varint());
+    e.offset = offset;
+    if (flags & kHasScope) {
+      const std::uint64_t scope = r.varint();
+      if (scope > std::numeric_limits<std::uint32_t>::max()) r.ok = false;
+      e.scope.value = static_cast<std::uint32_t>(scope);
+    }
+    if (flags & kHasSketch) {
+      if (flags & kOwnSketchOptions) {
+        e.bits = r.get<std::uint8_t>();
+        e.band_bins = r.get<std::uint8_t>();
+        e.scheme = r.get<std::uint8_t>();
+        e.bands = r.get<std::uint8_t>();
+      } else {
+        e.bits = bits;
+        e.band_bins = band_bins;
+        e.scheme = scheme;
+        e.bands = bands;
+      }
+      e.sketch.sketch.words = {r.get<std::uint64_t>(), r.get<std::uint64_t>()};
+      if (e.bands > dedup::kMaxSketchBands) {
+        reason = "a sketch has more than 8 band keys";
+        break;
+      }
+      for (int b = 0; b < e.bands; ++b)
+        e.sketch.band_keys[static_cast<std::size_t>(b)] = r.get<std::uint64_t>();
+      e.has_sketch = true;
+      e.sketch.shingles = 1;
+    }
+    if (!r.ok) {
+      reason = "truncated entry";
+    } else if ((flags & ~(kHasSketch | kHasScope | kOwnSketchOptions)) != 0) {
+      reason = "an entry has unknown flags";
+    } else if ((reason = check_entry(e, topic, topics.size()))) {
+    } else {
+      e.topic = topics[topic];
+      e.instance = instance;
+      e.schema = schema;
+      e.schema_description = description;
+      out.push_back(std::move(e));
+    }
+  }
+  if (!reason && !r.at_end()) reason = "bytes after the last entry";
+  if (reason) out.resize(first);
+  return reason;
+}
+
+/// A version 3 batch (binary): appends every entry to `out`, or nothing and the reason.
+const char* decode_batch3(std::string_view value, std::vector<ChangelogRecord>& out) {
+  binary::Reader r(value);
+  std::uint64_t instance = 0, batch = 0;
+  std::vector<std::string> topics;
+  std::uint32_t n = 0;
+  std::string error;
+  if (!binary::read_header(r, kBatchMagic3, "not a changelog batch", instance, batch, topics, n,
+                           &error))
+    return "truncated header";
+  if (n == 0) return "no entries";
+  if (n > value.size() / kMinBinaryEntry3 + 1) return "entry count larger than the record";
   for (const std::string& topic : topics)
     if (topic.empty() || topic.size() > kMaxTopicName) return "a topic is not a topic name";
   const std::size_t first = out.size();
@@ -290,7 +395,11 @@ bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
     return false;
   };
   if (value.substr(0, kBatchMagic.size()) == kBatchMagic) {
-    if (const char* reason = decode_binary_batch(value, out)) return fail(reason);
+    if (const char* reason = decode_batch4(value, out)) return fail(reason);
+    return true;
+  }
+  if (value.substr(0, kBatchMagic3.size()) == kBatchMagic3) {
+    if (const char* reason = decode_batch3(value, out)) return fail(reason);
     return true;
   }
   thread_local simdjson::dom::parser parser;
@@ -336,27 +445,51 @@ std::string ChangelogBatch::value_prefix(std::uint64_t instance) {
   return out;
 }
 
+ChangelogBatch::ChangelogBatch(std::uint64_t instance, dedup::FingerprintSchema schema)
+    : instance_(instance), schema_(std::move(schema)) {
+  if (schema_.description.size() > 255) schema_.description.resize(255);
+  const dedup::SketchOptions& o = schema_.sketch;
+  binary::put(params_, schema_.id);
+  binary::put(params_, static_cast<std::uint8_t>(schema_.description.size()));
+  params_ += schema_.description;
+  binary::put(params_, static_cast<std::uint8_t>(o.enabled ? o.bits : 0));
+  binary::put(params_, static_cast<std::uint8_t>(o.enabled ? o.band_bins : 0));
+  binary::put(params_, static_cast<std::uint8_t>(dedup::kSketchScheme));
+  binary::put(params_, static_cast<std::uint8_t>(o.enabled ? o.bands : 0));
+}
+
 void ChangelogBatch::add(const ChangelogRecord& record) {
   if (entries_ == 0) {
     body_.clear();
     topics_.clear();
     newest_ = record.time;
+    last_time_ = last_offset_ = 0;
   }
   const bool sketch = record.has_sketch;
   const int bands = sketch ? std::clamp(record.bands, 0, dedup::kMaxSketchBands) : 0;
-  binary::put<std::uint8_t>(body_, static_cast<std::uint8_t>((sketch ? kHasSketch : 0) |
-                                                             (record.scope.value ? kHasScope : 0)));
+  const dedup::SketchOptions& o = schema_.sketch;
+  const bool own_options =
+      sketch && !(o.enabled && record.bits == o.bits && record.band_bins == o.band_bins &&
+                  bands == o.bands && record.scheme == dedup::kSketchScheme);
+  binary::put<std::uint8_t>(
+      body_,
+      static_cast<std::uint8_t>((sketch ? kHasSketch : 0) | (record.scope.value ? kHasScope : 0) |
+                                (own_options ? kOwnSketchOptions : 0)));
   binary::put(body_, record.fingerprint.bits);
-  binary::put(body_, record.time.ms);
-  binary::put(body_, binary::intern(topics_, record.topic));
-  binary::put(body_, record.partition);
-  binary::put(body_, record.offset);
-  if (record.scope.value) binary::put(body_, record.scope.value);
+  binary::put_varint(body_, binary::zigzag(record.time.ms - last_time_));
+  binary::put_varint(body_, binary::intern(topics_, record.topic));
+  binary::put_varint(body_, static_cast<std::uint32_t>(record.partition));
+  binary::put_varint(body_, binary::zigzag(record.offset - last_offset_));
+  last_time_ = record.time.ms;
+  last_offset_ = record.offset;
+  if (record.scope.value) binary::put_varint(body_, record.scope.value);
   if (sketch) {
-    binary::put(body_, static_cast<std::uint8_t>(record.bits));
-    binary::put(body_, static_cast<std::uint8_t>(record.band_bins));
-    binary::put(body_, static_cast<std::uint8_t>(record.scheme));
-    binary::put(body_, static_cast<std::uint8_t>(bands));
+    if (own_options) {
+      binary::put(body_, static_cast<std::uint8_t>(record.bits));
+      binary::put(body_, static_cast<std::uint8_t>(record.band_bins));
+      binary::put(body_, static_cast<std::uint8_t>(record.scheme));
+      binary::put(body_, static_cast<std::uint8_t>(bands));
+    }
     binary::put(body_, record.sketch.sketch.words[0]);
     binary::put(body_, record.sketch.sketch.words[1]);
     for (int b = 0; b < bands; ++b)
@@ -371,7 +504,8 @@ ChangelogBatch::Encoded ChangelogBatch::take() {
   if (entries_ == 0) return out;
   const std::uint64_t sequence = sequence_++;
   binary::assemble(value_, kBatchMagic, instance_, sequence, topics_,
-                   static_cast<std::uint32_t>(entries_), body_);
+                   static_cast<std::uint32_t>(entries_), params_);
+  value_ += body_;
   key_.clear();
   append_hex64(key_, instance_);
   key_ += '-';

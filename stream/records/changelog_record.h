@@ -4,17 +4,32 @@
 // instance, or another instance of the same group, can rebuild the window
 // exactly as if it had processed those messages itself.
 //
-// Format version 3 (written; documented in docs/KAFKA.md): one Kafka record
-// carries the entries of many kept messages (a batch), because the cost of the
-// changelog is per Kafka record, and binary (stream/records/binary_record.h),
-// because the judge writes one entry per kept message, and JSON's larger
-// entries and their copies would cost it about a quarter of its time.
+// Format version 4 (written; documented byte by byte in docs/KAFKA.md): one
+// Kafka record carries the entries of many kept messages (a batch), because
+// the cost of the changelog is per Kafka record, and binary
+// (stream/records/binary_record.h), because the judge writes one entry per
+// kept message. What every entry of a batch shares (the writer's fingerprint
+// schema, dedup/schema.h, and sketch options) is said once in the header; an
+// entry's time and offset are deltas from the previous entry's, as varints:
+// a typical entry with the default sketch (3 bands) takes 54 bytes.
 //   key    "<instance, 16 hex>-<batch sequence, 16 hex>" (unique per batch)
+//   value  "NDC4" instance:u64 batch:u64 topics:u16 {len:u16 bytes}* entries:u32
+//          schema:u32 description_len:u8 description (dedup::FingerprintSchema)
+//          bits:u8 band_bins:u8 scheme:u8 bands:u8 (the batch's sketch options)
+//          {entry}*
+//          entry: flags:u8 (1: sketch, 2: scope, 4: sketch options of its own)
+//                 fingerprint:u64 time:zigzag varint (event time, ms, minus the
+//                 previous entry's; the first: minus 0) topic:varint partition:varint
+//                 offset:zigzag varint (minus the previous entry's; the first: minus 0)
+//                 [scope:varint] [bits:u8 band_bins:u8 scheme:u8 bands:u8 (flag 4)]
+//                 [minhash:2*u64 {band key:u64}*bands (flag 1)]
+//          varint: LEB128, 7 bits a byte, low first; zigzag: (v << 1) ^ (v >> 63)
+//   timestamp  the newest event time among the entries
+// Format version 3 (read; written before version 4): no schema, every entry whole,
 //   value  "NDC3" instance:u64 batch:u64 topics:u16 {len:u16 bytes}* entries:u32 {entry}*
 //          entry: flags:u8 (1: sketch, 2: scope) fingerprint:u64 time:i64 (event time, ms)
 //                 topic:u16 partition:i32 offset:i64 [scope:u32]
 //                 [bits:u8 band_bins:u8 scheme:u8 bands:u8 minhash:2*u64 {band key:u64}*bands]
-//   timestamp  the newest event time among the entries
 // Format version 2 (read; written before version 3): the same batch as JSON,
 //   value  {"v":2,"instance":"<16 hex>","entries":[<entry>,...]}  (1..N entries)
 //          entry: {"fp":"<16 hex>","t":<event time, ms>,"topic":"<source topic>",
@@ -45,12 +60,14 @@
 #include <string_view>
 #include <vector>
 
+#include "dedup/schema.h"
 #include "dedup/sketch.h"
 #include "dedup/types.h"
 
 namespace neardup::stream {
 
-inline constexpr int kChangelogVersion = 3;   ///< what ChangelogBatch writes (binary)
+inline constexpr int kChangelogVersion = 4;   ///< what ChangelogBatch writes (binary)
+inline constexpr int kChangelogVersion3 = 3;  ///< binary batches without a schema; still read
 inline constexpr int kChangelogVersion2 = 2;  ///< JSON batches; still read
 inline constexpr int kChangelogVersion1 = 1;  ///< one JSON record per entry; still read
 
@@ -69,6 +86,10 @@ struct ChangelogRecord {
   int bands = 0;                      ///< band keys carried (the writer's sketch.bands)
   dedup::SketchResult sketch;  ///< shingles is 1 when has_sketch (the engine indexes it), else 0
   dedup::ScopeId scope;        ///< dedup.scope of the message; "scope" is written only when not 0
+  /// The writer's fingerprint schema id (dedup/schema.h); 0 in formats before version 4.
+  std::uint32_t schema = 0;
+  /// Its description, shared by the entries of one batch (null when schema is 0).
+  std::shared_ptr<const std::string> schema_description;
 };
 
 /// The record key: the fingerprint's 16 hex digits.
@@ -89,13 +110,17 @@ std::optional<ChangelogRecord> decode_changelog_value(std::string_view value, st
 bool decode_changelog(std::string_view value, std::vector<ChangelogRecord>& out,
                       std::string* error);
 
-/// Builds one version 3 record (a batch) entry by entry, encoding as it goes.
+/// Builds one version 4 record (a batch) entry by entry, encoding as it goes.
 /// Not thread-safe. O(entry size) per add().
 class ChangelogBatch {
  public:
-  explicit ChangelogBatch(std::uint64_t instance) : instance_(instance) {}
+  /// `schema`: the writer's (its sketch options are the batch's; an entry with
+  /// other ones carries its own).
+  explicit ChangelogBatch(std::uint64_t instance,
+                          dedup::FingerprintSchema schema = dedup::fingerprint_schema({}));
 
-  /// Appends one kept message's entry (record.instance is ignored: the batch's is written).
+  /// Appends one kept message's entry (record.instance and record.schema are
+  /// ignored: the batch's are written).
   void add(const ChangelogRecord& record);
   std::size_t entries() const { return entries_; }
   std::size_t bytes() const { return body_.size(); }  ///< the entries' (the header adds the topics)
@@ -118,7 +143,10 @@ class ChangelogBatch {
 
  private:
   std::uint64_t instance_;
+  dedup::FingerprintSchema schema_;
+  std::string params_;  // schema and sketch options, as the header carries them
   std::uint64_t sequence_ = 0;
+  std::int64_t last_time_ = 0, last_offset_ = 0;  // the previous entry's (deltas)
   std::size_t entries_ = 0;
   dedup::EventTime newest_{0};
   std::vector<std::string> topics_;

@@ -14,7 +14,8 @@ using binary::Reader;
 
 constexpr const char* kNotThis = "not a neardup judge record of this version";
 
-constexpr std::string_view kRequestMagic = "NDQ2";
+constexpr std::string_view kRequestMagic = "NDQ3";
+constexpr std::string_view kRequestMagic2 = "NDQ2";  // without the schema
 constexpr std::string_view kVerdictMagic = "NDV2";
 
 }  // namespace
@@ -67,6 +68,9 @@ std::string_view JudgeRequestWriter::finish() {
   put(options, static_cast<std::uint8_t>(bits_));
   put(options, static_cast<std::uint8_t>(band_bins_));
   put(options, static_cast<std::uint8_t>(bands_));
+  put(options, schema_);
+  put(options, static_cast<std::uint8_t>(description_.size()));
+  options += description_;
   assemble(value_, kRequestMagic, instance_, batch_, topics_, entries_, options);
   value_ += body_;
   return value_;
@@ -77,11 +81,23 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
-  if (!binary::read_header(r, kRequestMagic, kNotThis, out.instance, out.batch, topics, n, error))
+  const bool with_schema = value.substr(0, kRequestMagic.size()) == kRequestMagic;
+  if (!binary::read_header(r, with_schema ? kRequestMagic : kRequestMagic2, kNotThis, out.instance,
+                           out.batch, topics, n, error))
     return false;
   out.bits = r.get<std::uint8_t>();
   out.band_bins = r.get<std::uint8_t>();
   out.bands = r.get<std::uint8_t>();
+  out.schema = 0;
+  out.schema_description.clear();
+  if (with_schema) {
+    out.schema = r.get<std::uint32_t>();
+    out.schema_description = r.bytes(r.get<std::uint8_t>());
+    if (r.ok && out.schema == 0) {
+      *error = "the schema id is 0";
+      return false;
+    }
+  }
   if (!r.ok || out.bands > dedup::kMaxSketchBands) {
     *error = "truncated header or more bands than a sketch has";
     return false;
@@ -143,7 +159,8 @@ void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) {
   put(body_, e.fingerprint.bits);
   put(body_, e.features);
   put(body_, e.candidates);
-  const std::uint8_t flags = static_cast<std::uint8_t>((e.of ? 1 : 0) | (e.similarity ? 2 : 0));
+  const std::uint8_t flags = static_cast<std::uint8_t>((e.of ? 1 : 0) | (e.similarity ? 2 : 0) |
+                                                       (e.foreign_schema ? 4 : 0));
   put(body_, flags);
   if (e.of) {
     put(body_, topic_index(e.of->topic));
@@ -182,7 +199,8 @@ bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::stri
     e.features = r.get<std::uint32_t>();
     e.candidates = r.get<std::uint32_t>();
     const auto flags = r.get<std::uint8_t>();
-    if (flags > 3) r.ok = false;
+    if (flags > 7) r.ok = false;
+    e.foreign_schema = (flags & 4) != 0;
     e.of.reset();
     e.similarity.reset();
     e.count = 0;

@@ -12,9 +12,13 @@
 //
 // Binary, little-endian, versioned by a 4-byte magic; a reader refuses
 // anything that is not exactly this shape (never throws on any bytes).
-//   request  "NDQ2" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
-//            entries:u32 bits:u8 band_bins:u8 bands:u8 {entry}*
-//            (bits, band_bins, bands: the sender's sketch options; bands 0 = sketch off)
+//   request  "NDQ3" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
+//            entries:u32 bits:u8 band_bins:u8 bands:u8
+//            schema:u32 description_len:u8 description {entry}*
+//            (bits, band_bins, bands: the sender's sketch options; bands 0 = sketch off;
+//             schema: the sender's fingerprint schema, dedup/schema.h)
+//            "NDQ2" (read, from instances of earlier versions): the same without
+//            schema and description (its schema reads as 0: unknown)
 //     entry  topic:u16 partition:i32 offset:i64 time:i64 scope:u32 fingerprint:u64
 //            features:u32 chars:u32 invalid_bytes:u32 text_bytes:u32
 //            shingles:u32 [minhash:2*u64 {band key:u64}*bands]  (when shingles > 0)
@@ -24,6 +28,7 @@
 //            [topic:u16 partition:i32 offset:i64 time:i64 fingerprint:u64 distance:u8
 //             count:u32]                                                           (flags&1)
 //            [similarity:f64]                                                      (flags&2)
+//            flags&4: invalid because the request's fingerprint schema is not the judge's
 // The verdict record's key is the instance id as 8 bytes (big-endian), so an
 // instance skips other instances' verdicts without decoding them.
 
@@ -35,6 +40,7 @@
 
 #include "dedup/engine.h"
 #include "dedup/options.h"
+#include "dedup/schema.h"
 
 namespace neardup::stream {
 
@@ -65,6 +71,8 @@ struct JudgeVerdictEntry {
   int distance = 0;
   std::uint32_t count = 0;  ///< duplicates: dedup::Verdict::count
   std::optional<double> similarity;
+  /// invalid: the request was of another fingerprint schema than the judge's
+  bool foreign_schema = false;
 };
 
 /// The 8-byte key of `instance`'s verdict records.
@@ -73,11 +81,14 @@ std::string verdict_key(std::uint64_t instance);
 /// Builds one request record. Not thread-safe. O(entry size) per add().
 class JudgeRequestWriter {
  public:
-  /// The sketch options of the analyses (the judge checks them against its own).
-  explicit JudgeRequestWriter(const dedup::SketchOptions& sketch)
-      : bits_(sketch.enabled ? sketch.bits : 0),
-        band_bins_(sketch.enabled ? sketch.band_bins : 0),
-        bands_(sketch.enabled ? sketch.bands : 0) {}
+  /// The fingerprint schema of the analyses and its sketch options (the judge
+  /// checks them against its own).
+  explicit JudgeRequestWriter(const dedup::FingerprintSchema& schema)
+      : bits_(schema.sketch.enabled ? schema.sketch.bits : 0),
+        band_bins_(schema.sketch.enabled ? schema.sketch.band_bins : 0),
+        bands_(schema.sketch.enabled ? schema.sketch.bands : 0),
+        schema_(schema.id),
+        description_(schema.description.substr(0, 255)) {}
   void start(std::uint64_t instance, std::uint64_t batch);
   void add(std::string_view topic, std::int32_t partition, std::int64_t offset,
            dedup::EventTime time, const dedup::Analysis& analysis);
@@ -90,6 +101,8 @@ class JudgeRequestWriter {
   std::vector<std::string> topics_;
   std::string body_, value_;
   int bits_, band_bins_, bands_;
+  std::uint32_t schema_;
+  std::string description_;
   std::uint64_t instance_ = 0, batch_ = 0;
   std::uint32_t entries_ = 0;
 };
@@ -114,6 +127,8 @@ struct JudgeRequest {
   std::uint64_t instance = 0;
   std::uint64_t batch = 0;
   int bits = 0, band_bins = 0, bands = 0;  ///< the sender's sketch options (bands 0: off)
+  std::uint32_t schema = 0;                ///< the sender's fingerprint schema; 0: unknown (NDQ2)
+  std::string schema_description;
   std::vector<JudgeRequestEntry> entries;
 };
 

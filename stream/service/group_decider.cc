@@ -100,6 +100,9 @@ class GroupDecider final : public Decider {
   std::optional<JudgeOptions> judge_options;        // until start() starts the judge
   std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
   std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
+  // The dead letters' reason for a message the judge refused as of another
+  // fingerprint schema (outcomes view it: it lives as long as the decider).
+  std::string foreign_schema_reason;
   JudgeRequestWriter requests;
   std::string verdict_key_of_mine;  // verdict_key(instance_id)
   bool held = false;                // behind(): too many messages wait for verdicts
@@ -112,7 +115,14 @@ class GroupDecider final : public Decider {
 };
 
 GroupDecider::GroupDecider(Service::Impl& service, const kafka::Properties& producer_properties)
-    : s_(service), requests(service.cfg.dedup.sketch) {
+    : s_(service),
+      foreign_schema_reason(
+          "the group judge runs another fingerprint schema than this "
+          "instance's " +
+          dedup::fingerprint_schema(service.cfg.dedup).hex() +
+          " (dedup options differ; the judge's log names them): every "
+          "instance of a group needs the same dedup options"),
+      requests(dedup::fingerprint_schema(service.cfg.dedup)) {
   const config::Config& cfg = s_.cfg;
   if (s_.exactly_once) {
     auto request_props = producer_properties;
@@ -171,6 +181,8 @@ void GroupDecider::publish(ServiceSnapshot& stats, dedup::EngineStats& engine) {
   stats.changelog_written = j.written;  // (the judge writes this group's changelog)
   stats.changelog_replayed = j.restored;
   stats.changelog_corrupt = j.changelog_corrupt;
+  stats.changelog_foreign_schema = j.changelog_foreign_schema;
+  stats.judge_foreign_schema = j.foreign_schema;
   engine = j.engine;  // the group's window, when this process judges (else empty)
 }
 
@@ -368,7 +380,8 @@ void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
         v.match = match;
       }
       if (v.kind == dedup::VerdictKind::invalid)
-        outcome.error = dedup::invalid_reason(batch.prepared[i].analysis);
+        outcome.error = answer->foreign_schema ? std::string_view(foreign_schema_reason)
+                                               : dedup::invalid_reason(batch.prepared[i].analysis);
     }
     s_.sources[batch.sources[i]].position = m.offset() + 1;
     s_.route_verdict(m, batch.sources[i], ticket, &batch.prepared[i], &outcome);

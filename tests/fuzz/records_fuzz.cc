@@ -75,7 +75,7 @@ void changelog(std::string_view value) {
 // A request and a verdict record with one entry each, decoded into the reused
 // outputs before every fuzzed value.
 std::string some_request() {
-  stream::JudgeRequestWriter writer(dedup::SketchOptions{});
+  stream::JudgeRequestWriter writer(dedup::fingerprint_schema({}));
   writer.start(7, 9);
   dedup::Analysis analysis;
   analysis.summary.fingerprint.bits = 0x1234;

@@ -5,13 +5,16 @@
 // The changelog against the embedded broker: tests/integration/changelog_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "dedup/engine.h"
+#include "dedup/schema.h"
 #include "stream/changelog/window_restore.h"
+#include "stream/records/binary_record.h"
 #include "stream/records/changelog_record.h"
 
 namespace neardup::stream {
@@ -98,7 +101,7 @@ TEST(ChangelogFormat, ABatchIsBinaryAndRoundTripsScopesTopicsAndEveryBand) {
     ChangelogRecord r = sample_record(0xf000 + static_cast<std::uint64_t>(i), 1000 + i, i != 3);
     r.topic = i % 2 ? "news.raw-1" : "posts";  // two topics in one batch
     r.scope.value = i == 4 ? 0 : 0x80000000u + static_cast<std::uint32_t>(i);
-    if (i == 5) {
+    if (i == 5) {  // sketch options other than the batch's: carried by the entry
       r.bands = dedup::kMaxSketchBands;
       for (int b = 0; b < r.bands; ++b)
         r.sketch.band_keys[static_cast<std::size_t>(b)] = ~static_cast<std::uint64_t>(b);
@@ -106,15 +109,132 @@ TEST(ChangelogFormat, ABatchIsBinaryAndRoundTripsScopesTopicsAndEveryBand) {
       r.bits = 8;
       r.band_bins = dedup::kSketchBits;
     }
+    if (i == 2) r.time.ms -= 5000;  // times and offsets need not grow
+    if (i == 3) r.offset = 0;
     written.push_back(r);
     batch.add(r);
   }
   const auto encoded = batch.take();
-  EXPECT_EQ(encoded.value.substr(0, 4), "NDC3");
-  // 12 + 8 + topics (2 + 2+5 + 2+10) + 4 = 45 header bytes; entries 31 (+4 scope) (+20 + 8 per
-  // band)
-  EXPECT_EQ(encoded.value.size(), 45u + 6 * 31 + 5 * 4 + 5 * 20 + 4 * 3 * 8 + 8 * 8);
+  EXPECT_EQ(encoded.value.substr(0, 4), "NDC4");
   expect_round_trip(encoded.value, written, 7);
+  const dedup::FingerprintSchema schema = dedup::fingerprint_schema({});
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(encoded.value, back, &error)) << error;
+  for (const ChangelogRecord& r : back) {
+    EXPECT_EQ(r.schema, schema.id);
+    ASSERT_TRUE(r.schema_description);
+    EXPECT_EQ(*r.schema_description, schema.description);
+  }
+}
+
+/// A batch of format version 3 (written before version 4), as those builds wrote it.
+std::string version3_batch(std::uint64_t instance, const std::vector<ChangelogRecord>& entries) {
+  std::vector<std::string> topics;
+  std::string body;
+  for (const ChangelogRecord& r : entries) {
+    binary::put<std::uint8_t>(
+        body, static_cast<std::uint8_t>((r.has_sketch ? 1 : 0) | (r.scope.value ? 2 : 0)));
+    binary::put(body, r.fingerprint.bits);
+    binary::put(body, r.time.ms);
+    binary::put(body, binary::intern(topics, r.topic));
+    binary::put(body, r.partition);
+    binary::put(body, r.offset);
+    if (r.scope.value) binary::put(body, r.scope.value);
+    if (r.has_sketch) {
+      binary::put(body, static_cast<std::uint8_t>(r.bits));
+      binary::put(body, static_cast<std::uint8_t>(r.band_bins));
+      binary::put(body, static_cast<std::uint8_t>(r.scheme));
+      binary::put(body, static_cast<std::uint8_t>(r.bands));
+      binary::put(body, r.sketch.sketch.words[0]);
+      binary::put(body, r.sketch.sketch.words[1]);
+      for (int b = 0; b < r.bands; ++b)
+        binary::put(body, r.sketch.band_keys[static_cast<std::size_t>(b)]);
+    }
+  }
+  std::string value;
+  binary::assemble(value, "NDC3", instance, 0, topics, static_cast<std::uint32_t>(entries.size()),
+                   body);
+  return value;
+}
+
+TEST(ChangelogFormat, VersionThreeBatchesAreStillReadWithNoSchema) {
+  std::vector<ChangelogRecord> written;
+  for (int i = 0; i < 4; ++i) {
+    written.push_back(sample_record(0x70 + static_cast<std::uint64_t>(i), 10 + i, i != 1));
+    written.back().scope.value = i == 2 ? 9 : 0;
+  }
+  const std::string value = version3_batch(0x33, written);
+  expect_round_trip(value, written, 0x33);
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(value, back, &error)) << error;
+  for (const ChangelogRecord& r : back) {
+    EXPECT_EQ(r.schema, 0u);
+    EXPECT_FALSE(r.schema_description);
+  }
+  // Still used: an entry without a schema is taken by its fingerprint and sketch options.
+  SchemaCompatibility compatibility(dedup::fingerprint_schema({}));
+  EXPECT_TRUE(compatibility.accepts(back[0]));
+  EXPECT_NE(compatibility.usable(back[0]).shingles, 0u);
+  EXPECT_EQ(compatibility.foreign(), 0u);
+}
+
+// What an operator's changelog holds: one partition, kept messages a few
+// offsets and milliseconds apart, the default sketch (3 bands).
+TEST(ChangelogFormat, ATypicalEntryTakesAtMost64Bytes) {
+  ChangelogBatch batch(0x55);
+  std::mt19937_64 rng(11);
+  const int n = 200;
+  std::int64_t offset = 123'456'789, time = 1'764'000'000'000;
+  std::size_t one_entry = 0;
+  for (int i = 0; i < n; ++i) {
+    ChangelogRecord r = sample_record(rng(), 0, true);
+    r.topic = "events.raw";
+    r.partition = 5;
+    offset += 1 + static_cast<std::int64_t>(rng() % 3);
+    time += static_cast<std::int64_t>(rng() % 200);
+    r.offset = offset;
+    r.time.ms = time;
+    r.sketch.sketch.words = {rng(), rng()};
+    r.sketch.band_keys = {rng(), rng(), rng()};
+    const std::size_t before = batch.bytes();
+    batch.add(r);
+    if (i > 0) one_entry = std::max(one_entry, batch.bytes() - before);
+  }
+  const auto encoded = batch.take();
+  EXPECT_LE(one_entry, 64u);
+  EXPECT_EQ(one_entry, 1u + 8 + 2 + 1 + 1 + 1 + 16 + 3 * 8);  // 54
+  EXPECT_LE(encoded.value.size(), static_cast<std::size_t>(n) * 64);
+}
+
+TEST(ChangelogFormat, EntriesOfAnotherFingerprintSchemaAreNotUsedAndCounted) {
+  dedup::DedupOptions before;
+  before.text.cjk_ngram = 2;
+  dedup::DedupOptions after = before;
+  after.text.cjk_ngram = 3;
+  const dedup::FingerprintSchema old_schema = dedup::fingerprint_schema(before);
+  const dedup::FingerprintSchema new_schema = dedup::fingerprint_schema(after);
+  ASSERT_NE(old_schema.id, new_schema.id);
+  EXPECT_EQ(dedup::schema_differences(old_schema.description, new_schema.description),
+            "cjk_ngram 2 -> 3");
+
+  ChangelogBatch batch(0x44, old_schema);
+  batch.add(sample_record(1, 0, true));
+  batch.add(sample_record(2, 1, false));
+  std::vector<ChangelogRecord> back;
+  std::string error;
+  ASSERT_TRUE(decode_changelog(batch.take().value, back, &error)) << error;
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].schema, old_schema.id);
+
+  SchemaCompatibility mine(new_schema);
+  EXPECT_FALSE(mine.accepts(back[0]));
+  EXPECT_FALSE(mine.accepts(back[1]));
+  EXPECT_EQ(mine.foreign(), 2u);
+  SchemaCompatibility same(old_schema);
+  EXPECT_TRUE(same.accepts(back[0]));
+  EXPECT_EQ(same.foreign(), 0u);
 }
 
 TEST(ChangelogFormat, ABinaryBatchThatIsNotExactlyItsShapeIsRefusedWhole) {
@@ -126,8 +246,12 @@ TEST(ChangelogFormat, ABinaryBatchThatIsNotExactlyItsShapeIsRefusedWhole) {
   std::string error;
   ASSERT_TRUE(decode_changelog(good, out, &error)) << error;
   ASSERT_EQ(out.size(), 2u);
-  // header: magic 4, instance 8, batch 8, topics 2 + (2 + 6 "in\"put"), entries 4 = 34
-  const std::size_t first_entry = 34;
+  // header: magic 4, instance 8, batch 8, topics 2 + (2 + 6 "in\"put"), entries 4 = 34,
+  // schema 4 + 1 + description, sketch options 4
+  const std::size_t params = 34;
+  const std::size_t sketch_options = params + 5 + dedup::fingerprint_schema({}).description.size();
+  const std::size_t first_entry = sketch_options + 4;
+  // the first entry: flags 1, fingerprint 8, time 6 (varint), topic 1, partition 1, offset 1
   auto with = [&](std::size_t at, std::string_view bytes) {
     std::string v = good;
     v.replace(at, bytes.size(), bytes);
@@ -137,18 +261,20 @@ TEST(ChangelogFormat, ABinaryBatchThatIsNotExactlyItsShapeIsRefusedWhole) {
       {good.substr(0, good.size() - 1), "truncated entry"},
       {good + "x", "bytes after the last entry"},
       {good.substr(0, 20), "truncated header"},
-      {with(first_entry - 4, std::string("\0\0\0\0", 4)), "no entries"},
-      {with(first_entry - 4, std::string("\x03\0\0\0", 4)), "truncated entry"},
-      {with(first_entry - 4, std::string("\xff\xff\0\0", 4)), "entry count larger than the record"},
-      {with(first_entry, "\x04"), "an entry has unknown flags"},
-      {with(first_entry + 17, std::string("\x01\0", 2)), "an entry names no topic of the record"},
-      {with(first_entry + 19, std::string("\xff\xff\xff\xff", 4)),
-       "an entry's partition is negative"},
-      {with(first_entry + 23 + 7, "\x80"), "an entry's offset is out of range"},
-      {with(first_entry + 31, "\x03"), "a sketch's bits is not 1, 2, 4 or 8"},
-      {with(first_entry + 32, std::string("\0", 1)), "a sketch's band_bins is out of range"},
-      {with(first_entry + 33, std::string("\0", 1)), "a sketch's scheme is out of range"},
-      {with(first_entry + 34, "\x09"), "a sketch has more than 8 band keys"},
+      {good.substr(0, first_entry - 1), "truncated header"},
+      {with(params - 4, std::string("\0\0\0\0", 4)), "no entries"},
+      {with(params - 4, std::string("\x03\0\0\0", 4)), "truncated entry"},
+      {with(params - 4, std::string("\xff\xff\0\0", 4)), "entry count larger than the record"},
+      {with(params, std::string("\0\0\0\0", 4)), "the schema id is 0"},
+      {with(first_entry, "\x08"), "an entry has unknown flags"},
+      {with(first_entry + 15, "\x01"), "an entry names no topic of the record"},
+      {with(first_entry + 16, "\xff\xff\xff\xff\x0f"), "an entry's partition is negative"},
+      {with(first_entry + 17, "\xff\xff\xff\xff\xff\xff\xff\x7f"),
+       "an entry's offset is out of range"},
+      {with(sketch_options, "\x03"), "a sketch's bits is not 1, 2, 4 or 8"},
+      {with(sketch_options + 1, std::string("\0", 1)), "a sketch's band_bins is out of range"},
+      {with(sketch_options + 2, std::string("\0", 1)), "a sketch's scheme is out of range"},
+      {with(sketch_options + 3, "\x09"), "a sketch has more than 8 band keys"},
       {good.substr(0, 22) + std::string("\0\0", 2) + good.substr(22 + 2 + 6),
        "a topic is not a topic name"},  // ("" instead of "in\"put")
   };
@@ -300,7 +426,7 @@ TEST(ChangelogFormat, ASketchWithoutASchemeIsOfTheRotationSchemeAndNotUsedByThis
   EXPECT_EQ(old->scheme, 1);
 
   const dedup::SketchOptions options;
-  SketchCompatibility compatibility(options);
+  SchemaCompatibility compatibility(dedup::fingerprint_schema({}));
   EXPECT_NE(compatibility.usable(*now).shingles, 0u);
   EXPECT_EQ(compatibility.usable(*old).shingles, 0u);
   EXPECT_EQ(compatibility.usable(*now).band_keys, r.sketch.band_keys);

@@ -29,7 +29,7 @@ dedup::Analysis analysis_of(std::uint64_t seed, bool with_sketch) {
 
 TEST(JudgeRecord, ARequestComesBackEntryByEntryWithItsSketchOptions) {
   dedup::SketchOptions sketch;  // bits 2, band_bins 4, bands 3
-  JudgeRequestWriter writer(sketch);
+  JudgeRequestWriter writer(dedup::fingerprint_schema({}));
   writer.start(0xfeedULL, 41);
   const std::string topics[] = {"news", "posts", "news"};
   for (int i = 0; i < 3; ++i) {
@@ -63,8 +63,57 @@ TEST(JudgeRecord, ARequestComesBackEntryByEntryWithItsSketchOptions) {
     EXPECT_EQ(e.analysis.summary.sketch.sketch, want.summary.sketch.sketch);
     EXPECT_EQ(e.analysis.summary.sketch.band_keys, want.summary.sketch.band_keys);
   }
-  // Two topics in the table, each entry 54 + (sketch: 16 + 3 * 8) bytes.
-  EXPECT_EQ(value.size(), 4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + 3 * 54 + 2 * 40);
+  const dedup::FingerprintSchema schema = dedup::fingerprint_schema({});
+  EXPECT_EQ(back.schema, schema.id);
+  EXPECT_EQ(back.schema_description, schema.description);
+  // Two topics in the table, the schema, each entry 54 + (sketch: 16 + 3 * 8) bytes.
+  const std::size_t schema_bytes = 4 + 1 + schema.description.size();
+  EXPECT_EQ(value.size(),
+            4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + schema_bytes + 3 * 54 + 2 * 40);
+
+  // An instance of an earlier version sends "NDQ2": no schema, read as 0 (unknown).
+  const std::size_t schema_at = 4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3;
+  const std::string older =
+      "NDQ2" + value.substr(4, schema_at - 4) + value.substr(schema_at + schema_bytes);
+  JudgeRequest old_back;
+  ASSERT_TRUE(decode_judge_request(older, old_back, &error)) << error;
+  EXPECT_EQ(old_back.schema, 0u);
+  EXPECT_TRUE(old_back.schema_description.empty());
+  ASSERT_EQ(old_back.entries.size(), 3u);
+  EXPECT_EQ(old_back.entries[2].analysis.summary.sketch.band_keys,
+            back.entries[2].analysis.summary.sketch.band_keys);
+}
+
+TEST(JudgeRecord, ARequestCarriesItsFingerprintSchema) {
+  dedup::DedupOptions options;
+  options.text.cjk_ngram = 3;
+  const dedup::FingerprintSchema schema = dedup::fingerprint_schema(options);
+  JudgeRequestWriter writer(schema);
+  writer.start(1, 2);
+  writer.add("t", 0, 5, dedup::EventTime{9}, analysis_of(3, true));
+  JudgeRequest back;
+  std::string error;
+  ASSERT_TRUE(decode_judge_request(writer.finish(), back, &error)) << error;
+  EXPECT_EQ(back.schema, schema.id);
+  EXPECT_NE(back.schema, dedup::fingerprint_schema({}).id);
+  EXPECT_EQ(back.schema_description, schema.description);
+}
+
+TEST(JudgeRecord, AVerdictSaysWhenTheRequestWasOfAnotherSchema) {
+  JudgeVerdictWriter writer;
+  writer.start(7, 9);
+  JudgeVerdictEntry refused;
+  refused.kind = dedup::VerdictKind::invalid;
+  refused.foreign_schema = true;
+  writer.add(refused);
+  writer.add(JudgeVerdictEntry{});
+  JudgeVerdicts back;
+  std::string error;
+  ASSERT_TRUE(decode_judge_verdicts(writer.finish(), back, &error)) << error;
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].kind, dedup::VerdictKind::invalid);
+  EXPECT_TRUE(back.entries[0].foreign_schema);
+  EXPECT_FALSE(back.entries[1].foreign_schema);
 }
 
 TEST(JudgeRecord, AVerdictComesBackWithItsOriginalAndSimilarity) {
@@ -119,7 +168,7 @@ TEST(JudgeRecord, TheVerdictKeyIsTheInstanceBigEndian) {
 }
 
 TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
-  JudgeRequestWriter requests{dedup::SketchOptions{}};
+  JudgeRequestWriter requests{dedup::fingerprint_schema({})};
   requests.start(1, 2);
   requests.add("t", 0, 5, dedup::EventTime{9}, analysis_of(3, true));
   const std::string request(requests.finish());

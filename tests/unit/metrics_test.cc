@@ -114,6 +114,7 @@ ServiceStats sample_stats() {
   s.consumer_lag[{"input", 7}] = 0;
   s.produce_errors = 1;
   s.dead_letters = 2;
+  s.changelog_foreign_schema = 3;
   return s;
 }
 
@@ -142,6 +143,7 @@ TEST(Render, ExposesEverySeriesWithCumulativeBuckets) {
   EXPECT_EQ(m.at("neardup_produce_errors_total"), 1);
   EXPECT_EQ(m.at("neardup_dead_letters_total"), 2);
   EXPECT_EQ(m.at("neardup_ready"), 1);
+  EXPECT_EQ(m.at("neardup_changelog_foreign_schema_total"), 3);
   EXPECT_EQ(m.at("neardup_build_info{version=\"1.2.3\",k=\"3\"}"), 1);
 }
 
@@ -169,6 +171,7 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   const auto off = samples(render_text(stats, {"1.2.3", {}}, true));
   EXPECT_EQ(off.count("neardup_judge_active"), 0u);
   EXPECT_EQ(off.count("neardup_judge_decisions_total"), 0u);
+  EXPECT_EQ(off.count("neardup_judge_foreign_schema_total"), 0u);
 
   stats.judged_by_group = true;
   stats.judge_active = true;
@@ -178,6 +181,7 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   stats.judge_awaiting = 17;
   stats.judge_resends = 1;
   stats.judge_waiting_seconds = 31.5;
+  stats.judge_foreign_schema = 6;
   stats.judge_round_trip_seconds.counts[3] = 5;  // le 0.01
   stats.judge_round_trip_seconds.count = 5;
   stats.judge_round_trip_seconds.sum = 0.04;
@@ -189,6 +193,7 @@ TEST(Render, ExposesTheGroupJudgeOnlyWhenItIsOn) {
   EXPECT_EQ(off.count("neardup_judge_takeover_seconds"), 0u);
   EXPECT_EQ(on.at("neardup_judge_awaiting_messages"), 17);
   EXPECT_EQ(on.at("neardup_judge_resends_total"), 1);
+  EXPECT_EQ(on.at("neardup_judge_foreign_schema_total"), 6);
   EXPECT_EQ(on.at("neardup_judge_waiting_seconds"), 31.5);
   EXPECT_EQ(off.count("neardup_judge_waiting_seconds"), 0u);
   EXPECT_EQ(on.at("neardup_judge_round_trip_seconds_bucket{le=\"0.005\"}"), 0);
