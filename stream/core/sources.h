@@ -4,7 +4,6 @@
 // delivery opaques. Pipeline thread only (the worker reads only indices).
 
 #include <cstdint>
-#include <ranges>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -73,11 +72,28 @@ class Sources {
   std::size_t size() const { return sources_.size(); }
   /// Whether `index` names an interned source.
   bool contains(SourceIndex index) const { return index.value < sources_.size(); }
-  /// Every interned index, in interning order.
-  auto indices() const {
-    return std::views::iota(std::uint32_t{0}, static_cast<std::uint32_t>(sources_.size())) |
-           std::views::transform([](std::uint32_t i) { return SourceIndex(i); });
-  }
+  /// Every interned index, in interning order, for a range-for (as many as
+  /// there are when it is called). A plain iterator: clang 14 cannot compile
+  /// libstdc++ 12's range views (the clang-tsa preset).
+  class Indices {
+   public:
+    struct Iterator {
+      std::uint32_t at;
+      SourceIndex operator*() const { return SourceIndex(at); }
+      Iterator& operator++() {
+        ++at;
+        return *this;
+      }
+      bool operator!=(const Iterator& other) const { return at != other.at; }
+    };
+    explicit Indices(std::uint32_t count) : count_(count) {}
+    Iterator begin() const { return Iterator{0}; }
+    Iterator end() const { return Iterator{count_}; }
+
+   private:
+    std::uint32_t count_;
+  };
+  Indices indices() const { return Indices(static_cast<std::uint32_t>(sources_.size())); }
   auto begin() { return sources_.begin(); }
   auto end() { return sources_.end(); }
   auto begin() const { return sources_.begin(); }
