@@ -210,20 +210,32 @@ const char* check_entry(const ChangelogRecord& e, std::size_t topic, std::size_t
   return nullptr;
 }
 
+/// A binary batch's header (versions 3 and 4 share it): its topics and entry
+/// count and its writer instance, or the reason it is not one. `min_entry`: the version's smallest
+/// entry.
+const char* read_batch_header(binary::Reader& r, std::string_view value, std::string_view magic,
+                              std::size_t min_entry, std::uint64_t& instance,
+                              std::vector<std::string>& topics, std::uint32_t& n) {
+  std::uint64_t batch = 0;
+  std::string error;
+  if (!binary::read_header(r, magic, "not a changelog batch", instance, batch, topics, n, &error))
+    return "truncated header";
+  if (n == 0) return "no entries";
+  if (n > value.size() / min_entry + 1) return "entry count larger than the record";
+  for (const std::string& topic : topics)
+    if (topic.empty() || topic.size() > kMaxTopicName) return "a topic is not a topic name";
+  return nullptr;
+}
+
 /// A version 4 batch (binary): appends every entry to `out`, or nothing and the reason.
 const char* decode_batch4(std::string_view value, std::vector<ChangelogRecord>& out) {
   binary::Reader r(value);
-  std::uint64_t instance = 0, batch = 0;
+  std::uint64_t instance = 0;
   std::vector<std::string> topics;
   std::uint32_t n = 0;
-  std::string error;
-  if (!binary::read_header(r, kBatchMagic, "not a changelog batch", instance, batch, topics, n,
-                           &error))
-    return "truncated header";
-  if (n == 0) return "no entries";
-  if (n > value.size() / kMinBinaryEntry4 + 1) return "entry count larger than the record";
-  for (const std::string& topic : topics)
-    if (topic.empty() || topic.size() > kMaxTopicName) return "a topic is not a topic name";
+  if (const char* reason =
+          read_batch_header(r, value, kBatchMagic, kMinBinaryEntry4, instance, topics, n))
+    return reason;
   const auto schema = r.get<std::uint32_t>();
   const auto description_len = r.get<std::uint8_t>();
   auto description = std::make_shared<const std::string>(r.bytes(description_len));
@@ -295,17 +307,12 @@ const char* decode_batch4(std::string_view value, std::vector<ChangelogRecord>& 
 /// A version 3 batch (binary): appends every entry to `out`, or nothing and the reason.
 const char* decode_batch3(std::string_view value, std::vector<ChangelogRecord>& out) {
   binary::Reader r(value);
-  std::uint64_t instance = 0, batch = 0;
+  std::uint64_t instance = 0;
   std::vector<std::string> topics;
   std::uint32_t n = 0;
-  std::string error;
-  if (!binary::read_header(r, kBatchMagic3, "not a changelog batch", instance, batch, topics, n,
-                           &error))
-    return "truncated header";
-  if (n == 0) return "no entries";
-  if (n > value.size() / kMinBinaryEntry3 + 1) return "entry count larger than the record";
-  for (const std::string& topic : topics)
-    if (topic.empty() || topic.size() > kMaxTopicName) return "a topic is not a topic name";
+  if (const char* reason =
+          read_batch_header(r, value, kBatchMagic3, kMinBinaryEntry3, instance, topics, n))
+    return reason;
   const std::size_t first = out.size();
   const char* reason = nullptr;
   for (std::uint32_t i = 0; i < n && !reason; ++i) {
