@@ -132,6 +132,11 @@ class SnapshotCollectable final : public prometheus::Collectable {
     out.push_back(scalar("neardup_window_rebuild_seconds",
                          "Seconds the start-up rebuild of the window from the changelog took.",
                          MetricType::Gauge, s.window_rebuild_seconds));
+    out.push_back(scalar("neardup_window_rebuild_entries_read",
+                         "Changelog entries the last rebuild of the window read (at start, or at "
+                         "this process's last judge takeover): about one window, whatever the "
+                         "topic's retention.",
+                         MetricType::Gauge, static_cast<double>(s.window_rebuild_entries_read)));
     out.push_back(scalar(
         "neardup_ready",
         "1 when partitions are assigned, the window is rebuilt and Kafka brokers are reachable "

@@ -1,13 +1,15 @@
 #pragma once
 // The changelog's read side on Kafka: ChangelogReader assigns every partition
-// of the topic (no consumer group, nothing committed), reads each from its
-// beginning to the high watermark as of the start (the rebuild), and can keep
-// following it afterwards. The record format is stream/records/changelog_record.h.
+// of the topic (no consumer group, nothing committed), reads ranges of it up
+// to the high watermark as of the start (the rebuild, window_restore.h chooses
+// them), and can keep following it afterwards. The record format is
+// stream/records/changelog_record.h.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +27,8 @@ class ChangelogReader {
       std::function<void(std::int32_t partition, std::int64_t offset, const std::string& reason)>;
 
   /// `properties`: the service's consumer properties (bootstrap, security...);
-  /// group.id, auto commit and partition EOF are overridden. Throws
+  /// group.id, auto commit and partition EOF are overridden. Reading starts
+  /// at the beginning unless read_range or follow_from_end says otherwise. Throws
   /// kafka::KafkaError (fatal) when the topic does not exist, naming the fix.
   ChangelogReader(kafka::Properties properties, const std::string& topic,
                   std::chrono::milliseconds metadata_timeout);
@@ -39,6 +42,28 @@ class ChangelogReader {
   /// `corrupt` for every other. Returns false if `stopped()` turned true first.
   /// Transient broker errors are retried (librdkafka); fatal ones throw kafka::KafkaError.
   bool catch_up(const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped);
+
+  /// Reads [from[p], to[p]) of every partition p (nothing where from >= to),
+  /// calling `visit` and `corrupt` as catch_up does; records at or past to[p]
+  /// that a fetch brings are passed over. Returns false if `stopped()` turned
+  /// true first. Fatal broker errors throw kafka::KafkaError.
+  bool read_range(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to,
+                  const Visit& visit, const Corrupt& corrupt, const std::function<bool()>& stopped);
+
+  /// Per partition: the first offset in [low, high) whose record is stamped at
+  /// or after `time_ms`, or high when none is (high and low as of
+  /// construction). The partitions' leaders answer; where an answer
+  /// contradicts a record read already (a broker that cannot look offsets up
+  /// by time, such as librdkafka's mock cluster, answers "none"), the offset
+  /// is searched for by reading single records, which assumes timestamps grow
+  /// with offsets. A broker that fails to answer gives low. Returns nullopt if
+  /// `stopped()` turned true first.
+  std::optional<std::vector<std::int64_t>> offsets_for_time(std::int64_t time_ms,
+                                                            const std::function<bool()>& stopped);
+
+  /// After read_range: following (poll, read_to_end) continues from the high
+  /// watermarks of construction.
+  void follow_from_end();
 
   /// Afterwards: whatever newer records have arrived, up to `max`, without waiting.
   void poll(const Visit& visit, const Corrupt& corrupt, std::size_t max);
@@ -55,8 +80,22 @@ class ChangelogReader {
   void skip_instance(std::uint64_t instance);
 
   int partitions() const { return static_cast<int>(high_.size()); }
+  /// Per partition, as of construction: the log start offset and the high watermark.
+  const std::vector<std::int64_t>& low() const { return low_; }
+  const std::vector<std::int64_t>& high() const { return high_; }
+  /// Kafka records the topic held at construction (high minus low, summed).
+  std::uint64_t records_held() const;
   /// Kafka records read so far (valid or not; a batch counts once).
   std::uint64_t records_read() const { return read_; }
+  /// Entries passed to a `visit` so far.
+  std::uint64_t entries_read() const { return entries_read_; }
+  /// Per partition: the newest timestamp of a record read so far (-1: none).
+  const std::vector<std::int64_t>& newest_read() const { return newest_; }
+  /// Whether a record read so far was stamped by its broker on arrival
+  /// (message.timestamp.type LogAppendTime) instead of by its writer.
+  bool saw_log_append_time() const { return log_append_time_; }
+  /// Offsets offsets_for_time() had to search for by reading.
+  std::uint64_t searched_by_reading() const { return searched_; }
 
  private:
   void consume(kafka::Message m, const Visit& visit, const Corrupt& corrupt);
@@ -64,12 +103,38 @@ class ChangelogReader {
   /// or `give_up()` turns true first (then returns false).
   bool read_until(const std::vector<std::int64_t>& target, const Visit& visit,
                   const Corrupt& corrupt, const std::function<bool()>& give_up);
+  /// Moves partition p to from[p] where from[p] < to[p], the others to their
+  /// high watermark (they count as read); records from to[p] on are passed over.
+  void assign_from(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to);
+  /// Before anything was read: every partition from its beginning.
+  void start_if_unassigned();
+  /// Assigns `list` the first time, seeks to it afterwards.
+  void move_to(const kafka::TopicPartitions& list);
+  /// The first record of `partition` at or after `offset`: its offset and
+  /// timestamp, or nullopt at the end (or stopped, or 30 s without an answer).
+  struct Probe {
+    std::int64_t offset;
+    std::int64_t timestamp;
+  };
+  std::optional<Probe> probe(std::int32_t partition, std::int64_t offset,
+                             const std::function<bool()>& stopped, bool& failed);
+  /// offsets_for_time's search by reading single records, in [low, high).
+  std::optional<std::int64_t> search(std::int32_t partition, std::int64_t time_ms,
+                                     const std::function<bool()>& stopped);
 
   std::string topic_;
   std::unique_ptr<kafka::Consumer> consumer_;
   std::vector<std::int64_t> high_;      ///< per partition: the high watermark at construction
+  std::vector<std::int64_t> low_;       ///< per partition: the log start offset at construction
   std::vector<std::int64_t> position_;  ///< per partition: next offset to read (-1 unknown)
+  std::vector<std::int64_t> limit_;     ///< per partition: records from here on are passed over
+  std::vector<std::int64_t> newest_;    ///< per partition: newest record timestamp read (-1 none)
+  std::chrono::milliseconds metadata_timeout_;
   std::uint64_t read_ = 0;
+  std::uint64_t entries_read_ = 0;
+  std::uint64_t searched_ = 0;
+  bool log_append_time_ = false;
+  bool assigned_ = false;
   std::vector<ChangelogRecord> entries_;  ///< scratch for one record's entries
   std::string skip_prefix_;               ///< the value prefix of skipped records ("" = none)
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -121,6 +123,16 @@ std::size_t WindowReplay::finish(dedup::Engine& engine) {
   return remembered;
 }
 
+std::int64_t WindowReplay::newest_time(std::size_t k) const {
+  if (k == 0 || entries_.size() < k) return std::numeric_limits<std::int64_t>::min();
+  std::vector<std::int64_t> times;
+  times.reserve(entries_.size());
+  for (const Replayed& e : entries_) times.push_back(e.time.ms);
+  const auto kth = times.begin() + static_cast<std::ptrdiff_t>(k - 1);
+  std::nth_element(times.begin(), kth, times.end(), std::greater<>());
+  return *kth;
+}
+
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
                                           const config::Config& cfg, Sources& sources,
                                           SchemaCompatibility& schemas, const RestoreHooks& hooks) {
@@ -128,23 +140,111 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   WindowReplay replay(cfg, sources, schemas);
   auto last_progress = Clock::now(), last_log = Clock::now();
   std::uint64_t visited = 0;
-  const bool complete = reader.catch_up(
-      [&](const ChangelogRecord& r) {
-        replay.add(r);
-        if ((++visited & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
-          last_progress = Clock::now();
-          if (hooks.progress) hooks.progress();
-          if (last_progress - last_log >= std::chrono::seconds(10)) {
-            last_log = last_progress;
-            log(config::LogLevel::info,
-                "rebuilding the window: " + std::to_string(reader.records_read()) +
-                    " changelog records read");
-          }
-        }
-      },
-      hooks.corrupt, hooks.stopped);
-  if (!complete) return std::nullopt;
-  return replay.finish(engine);
+  const auto visit = [&](const ChangelogRecord& r) {
+    replay.add(r);
+    if ((++visited & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
+      last_progress = Clock::now();
+      if (hooks.progress) hooks.progress();
+      if (last_progress - last_log >= std::chrono::seconds(10)) {
+        last_log = last_progress;
+        log(config::LogLevel::info,
+            "rebuilding the window: " + std::to_string(reader.records_read()) +
+                " changelog records read");
+      }
+    }
+  };
+  const std::function<bool()> stopped = hooks.stopped ? hooks.stopped : [] { return false; };
+  const std::size_t n = static_cast<std::size_t>(reader.partitions());
+  const std::vector<std::int64_t>& low = reader.low();
+  const std::vector<std::int64_t>& high = reader.high();
+  // Per partition, [done, high) has been read; the rebuild reads backwards
+  // from the end, a range at a time, until the window is covered.
+  std::vector<std::int64_t> done = high;
+  const auto read_down_to = [&](const std::vector<std::int64_t>& from) {
+    std::vector<std::int64_t> start(n);
+    bool any = false;
+    for (std::size_t p = 0; p < n; ++p) {
+      start[p] = std::clamp(from[p], low[p], done[p]);
+      any = any || start[p] < done[p];
+    }
+    if (!any) return true;
+    if (!reader.read_range(start, done, visit, hooks.corrupt, stopped)) return false;
+    done = start;
+    return true;
+  };
+  const auto finish = [&]() -> std::optional<std::size_t> {
+    reader.follow_from_end();
+    return replay.finish(engine);
+  };
+
+  // 1. The last records of each partition: how new the changelog is (transaction
+  // markers hold offsets too, hence the widening).
+  for (std::int64_t last = 1;; last *= 8) {
+    std::vector<std::int64_t> from(n);
+    for (std::size_t p = 0; p < n; ++p) from[p] = high[p] - std::min(last, high[p] - low[p]);
+    if (!read_down_to(from)) return std::nullopt;
+    bool known = true;
+    for (std::size_t p = 0; p < n; ++p)
+      known = known && (done[p] <= low[p] || reader.newest_read()[p] >= 0);
+    if (known) break;
+  }
+  std::int64_t newest = -1;
+  for (const std::int64_t t : reader.newest_read()) newest = std::max(newest, t);
+  if (newest < 0) return finish();  // empty
+  if (reader.saw_log_append_time()) {
+    // Record times say when the broker got a batch, not how old its entries
+    // are: only reading everything is sure to cover the window.
+    log(config::LogLevel::warn,
+        "window changelog '" + cfg.kafka.changelog_topic +
+            "': its records are stamped by the broker (message.timestamp.type=LogAppendTime), so "
+            "the rebuild reads the whole topic; set message.timestamp.type=CreateTime on it to "
+            "read about one window");
+    if (!read_down_to(low)) return std::nullopt;
+    return finish();
+  }
+
+  // 2. A record's timestamp is the newest event time of its entries, so records
+  // stamped before `oldest` hold nothing the window keeps.
+  const auto& window = cfg.dedup.window;
+  newest = std::min(newest, wall_ms() + static_cast<std::int64_t>(window.max_future.count()));
+  const std::int64_t oldest = newest - static_cast<std::int64_t>(window.duration.count());
+  const auto by_duration = reader.offsets_for_time(oldest, stopped);
+  if (!by_duration) return std::nullopt;
+  std::uint64_t records_within = 0;
+  for (std::size_t p = 0; p < n; ++p)
+    records_within += static_cast<std::uint64_t>(high[p] - (*by_duration)[p]);
+  const double per_record = static_cast<double>(reader.entries_read()) /
+                            static_cast<double>(std::max<std::uint64_t>(1, reader.records_read()));
+  const double estimate = static_cast<double>(records_within) * per_record;
+  const auto max_entries = static_cast<double>(window.max_entries);
+  if (estimate <= 1.25 * max_entries) {
+    if (!read_down_to(*by_duration)) return std::nullopt;
+    return finish();
+  }
+
+  // 3. More than max_entries within the duration: first the newest records
+  // that should hold about 1.05 max_entries (each partition its share of the
+  // records within the duration), then, until nothing is missing, everything
+  // stamped at or after the max_entries-th newest entry read so far. Each
+  // entry is in a record stamped no earlier than itself, so once those are
+  // read, the newest max_entries are complete.
+  const double share = 1.05 * max_entries / estimate;
+  std::vector<std::int64_t> from(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    const auto within = static_cast<double>(high[p] - (*by_duration)[p]);
+    from[p] = high[p] - static_cast<std::int64_t>(within * share) - 1;
+  }
+  if (!read_down_to(from)) return std::nullopt;
+  for (;;) {
+    const std::int64_t since = std::max(oldest, replay.newest_time(window.max_entries));
+    const auto needed = since <= oldest ? by_duration : reader.offsets_for_time(since, stopped);
+    if (!needed) return std::nullopt;
+    bool complete = true;
+    for (std::size_t p = 0; p < n; ++p) complete = complete && done[p] <= (*needed)[p];
+    if (complete) break;
+    if (!read_down_to(*needed)) return std::nullopt;
+  }
+  return finish();
 }
 
 ChangelogFollower::ChangelogFollower(const config::Config& config,
@@ -169,12 +269,13 @@ bool ChangelogFollower::rebuild(dedup::Engine& engine, RestoreHooks hooks) {
   if (!replayed) return false;
   reader_.skip_instance(instance_);  // following: this process's own batches need no parsing
   stats_.changelog_replayed = *replayed;
+  stats_.changelog_rebuild_read = reader_.entries_read();
   stats_.changelog_rebuild_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", stats_.changelog_rebuild_seconds);
   std::string line = "window rebuilt from changelog: " + std::to_string(stats_.changelog_replayed) +
-                     " entries in " + seconds + " s";
+                     " entries in " + seconds + " s (" + rebuild_reads(reader_) + ")";
   if (stats_.changelog_corrupt)
     line += " (" + std::to_string(stats_.changelog_corrupt) + " unreadable record(s) skipped)";
   if (stats_.changelog_foreign_schema)
@@ -215,6 +316,17 @@ void ChangelogFollower::remember(const ChangelogRecord& r, std::int64_t now,
                            pack_ref(sources_.intern(r.topic, r.partition), r.offset),
                            schemas_.usable(r), r.scope});
   ++stats_.changelog_followed;
+}
+
+std::string rebuild_reads(const ChangelogReader& reader) {
+  std::string out = "read " + std::to_string(reader.entries_read()) + " entries in " +
+                    std::to_string(reader.records_read()) + " of " +
+                    std::to_string(reader.records_held()) + " records";
+  if (reader.searched_by_reading() != 0) {
+    out += "; " + std::to_string(reader.searched_by_reading()) +
+           " offset(s) looked up by reading: the broker does not look offsets up by time";
+  }
+  return out;
 }
 
 void warn_unreadable_record(std::string_view prefix, const std::string& topic,

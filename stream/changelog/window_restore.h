@@ -60,6 +60,10 @@ struct RestoreHooks {
   std::function<bool()> stopped;     ///< a stop was requested
 };
 
+/// "read E entries in R of H records" (and whether offsets were searched for
+/// by reading), for the rebuild's log line.
+std::string rebuild_reads(const ChangelogReader& reader);
+
 /// Logs an unreadable changelog record as a warning, `prefix` first ("" or
 /// "judge: "): the first 10 counted in `logged` one by one; the caller's
 /// summary line gives the total.
@@ -80,6 +84,9 @@ class WindowReplay {
   /// Remembers what was added and returns how many entries; empty afterwards.
   /// O(n log n) for n entries added.
   std::size_t finish(dedup::Engine& engine);
+  /// The event time of the k-th newest entry added so far (and used); the
+  /// lowest int64 when fewer than k were. O(n) time, 8n bytes.
+  std::int64_t newest_time(std::size_t k) const;
 
  private:
   // Compact entries (40 bytes), sorted and moved as the vector grows; the
@@ -102,10 +109,17 @@ class WindowReplay {
   std::vector<dedup::SketchResult> sketch_store_;
 };
 
-/// Reads the whole changelog and remembers in `engine` what the window would
-/// still hold (the newest window.max_entries within window.duration), in event
-/// time order; the same message written twice (reprocessed after a crash) once;
-/// nothing `schemas` refuses.
+/// Reads about one window of the changelog, backwards from its end, and
+/// remembers in `engine` what the window would still hold (the newest
+/// window.max_entries within window.duration), in event time order; the same
+/// message written twice (reprocessed after a crash) once; nothing `schemas`
+/// refuses. A record's timestamp is the newest event time among its entries,
+/// so the records stamped within window.duration of the newest are read, and
+/// when those hold more than 1.25 window.max_entries, only the records stamped
+/// at or after the max_entries-th newest entry (found from an estimate, then
+/// checked by looking offsets up by time). The whole
+/// topic is read when its records are stamped by the broker (LogAppendTime).
+/// Afterwards `reader` follows from the end of what it read.
 /// Returns the entries remembered, or nullopt if stopped first. Throws
 /// kafka::KafkaError (fatal errors).
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,

@@ -93,6 +93,7 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.changelog_foreign_schema = s.changelog_foreign_schema;
   m.judge_foreign_schema = s.judge_foreign_schema;
   m.window_rebuild_seconds = s.changelog_rebuild_seconds;
+  m.window_rebuild_entries_read = s.changelog_rebuild_read;
   m.judged_by_group = s.judged_by_group;
   m.judge_active = s.judge_active;
   m.judge_decisions = s.judge_decisions;

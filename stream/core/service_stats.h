@@ -56,6 +56,9 @@ struct ServiceSnapshot {
   std::uint64_t judge_foreign_schema = 0;
   std::uint64_t changelog_written = 0;  ///< changelog records acknowledged (not in `produced`)
   double changelog_rebuild_seconds = 0;
+  /// Changelog entries the last rebuild read (at start, or this process's
+  /// judge's last takeover): about one window, whatever the topic holds.
+  std::uint64_t changelog_rebuild_read = 0;
   std::vector<std::uint64_t> match_distance;  ///< duplicates per SimHash distance 0..64
   LatencyHistogram end_to_end;                ///< message timestamp -> output acknowledged
   std::uint64_t processing_ns = 0;  ///< time inside decode + analysis (worker) + decision, summed

@@ -111,6 +111,7 @@ struct Judge::State {
         props, [this](kafka::Message report) { on_delivery(report); }, judge.options_.health);
     engine = std::make_unique<dedup::Engine>(cfg.dedup);
     std::size_t restored = 0;
+    std::string reads;
     if (!cfg.kafka.changelog_topic.empty()) {
       ChangelogReader reader(judge.options_.consumer_properties, cfg.kafka.changelog_topic,
                              std::chrono::seconds(10));
@@ -123,9 +124,13 @@ struct Judge::State {
         add_stats([](JudgeStats& s) { ++s.changelog_corrupt; });
       };
       const auto n = restore_window(reader, *engine, cfg, sources, schemas, hooks);
-      add_stats([&](JudgeStats& s) { s.changelog_foreign_schema = schemas.foreign(); });
+      add_stats([&](JudgeStats& s) {
+        s.changelog_foreign_schema = schemas.foreign();
+        s.restore_read = reader.entries_read();
+      });
       if (!n) return;  // stopping
       restored = *n;
+      reads = "; " + rebuild_reads(reader);
     }
     if (judge.options_.exactly_once) {
       txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
@@ -138,8 +143,8 @@ struct Judge::State {
     std::snprintf(seconds, sizeof seconds, "%.2f", std::chrono::duration<double>(took).count());
     const std::uint64_t corrupt = judge.stats().changelog_corrupt;
     log(config::LogLevel::info,
-        "judge: this instance now judges for group '" + cfg.kafka.group_id +
-            "' (window rebuilt: " + std::to_string(restored) + " entries in " + seconds + " s" +
+        "judge: this instance now judges for group '" + cfg.kafka.group_id + "' (window rebuilt: " +
+            std::to_string(restored) + " entries in " + seconds + " s" + reads +
             (corrupt ? "; " + std::to_string(corrupt) + " unreadable changelog record(s) skipped"
                      : std::string()) +
             ")");

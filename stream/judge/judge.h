@@ -56,11 +56,12 @@ struct JudgeOptions {
 
 /// Counters of one Judge (this process's share of the group's judging).
 struct JudgeStats {
-  std::uint64_t decisions = 0;  ///< request entries decided
-  std::uint64_t requests = 0;   ///< request records answered
-  std::uint64_t corrupt = 0;    ///< request records refused (not this format)
-  std::uint64_t takeovers = 0;  ///< times this process became the active judge
-  std::uint64_t restored = 0;   ///< window entries rebuilt at the last takeover
+  std::uint64_t decisions = 0;     ///< request entries decided
+  std::uint64_t requests = 0;      ///< request records answered
+  std::uint64_t corrupt = 0;       ///< request records refused (not this format)
+  std::uint64_t takeovers = 0;     ///< times this process became the active judge
+  std::uint64_t restored = 0;      ///< window entries rebuilt at the last takeover
+  std::uint64_t restore_read = 0;  ///< changelog entries the last takeover read
   /// The last takeover, from the partition's assignment to the first decision
   /// possible: reading the changelog, rebuilding the window, starting a transaction.
   std::uint64_t takeover_ns = 0;

@@ -481,6 +481,12 @@ Consumer::Watermarks Consumer::cached_watermarks(const std::string& topic,
   return w;
 }
 
+ErrorCode Consumer::offsets_for_times(TopicPartitions& partitions,
+                                      std::chrono::milliseconds timeout) const {
+  return rd_kafka_offsets_for_times(rk_.get(), partitions.list_.get(),
+                                    static_cast<int>(timeout.count()));
+}
+
 int Consumer::partition_count(const std::string& topic, std::chrono::milliseconds timeout) const {
   return kafka::partition_count(rk_.get(), topic, timeout);
 }

@@ -150,6 +150,13 @@ class Message {
   std::int64_t offset() const { return m_->offset; }
   /// The record's timestamp (ms since the epoch), -1 when it has none.
   std::int64_t timestamp() const { return rd_kafka_message_timestamp(m_, nullptr); }
+  /// Whether the broker stamped the record on arrival (the topic's
+  /// message.timestamp.type is LogAppendTime) rather than keeping the producer's time.
+  bool log_append_time() const {
+    rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    rd_kafka_message_timestamp(m_, &type);
+    return type == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME;
+  }
 
   /// The value; "" for a null value (has_payload() tells the two apart).
   std::string_view payload() const {
@@ -450,6 +457,11 @@ class Consumer {
   Watermarks cached_watermarks(const std::string& topic, std::int32_t partition) const;
   /// As Producer::partition_count.
   int partition_count(const std::string& topic, std::chrono::milliseconds timeout) const;
+  /// Each entry's offset is a time (ms since the epoch) on the way in and, on
+  /// the way out, the first offset of its partition stamped at or after that
+  /// time (kOffsetEnd: none is), as the partition's leader answers; waits up
+  /// to `timeout`. Returns the request's error; each entry may carry its own.
+  ErrorCode offsets_for_times(TopicPartitions& partitions, std::chrono::milliseconds timeout) const;
   /// Leaves the group (serving a final revocation through the handler). Idempotent.
   void close();
   bool fatal() const { return !fatal_reason_.empty(); }

@@ -180,6 +180,7 @@ void GroupDecider::publish(ServiceSnapshot& stats, dedup::EngineStats& engine) {
                                           1000.0;
   stats.changelog_written = j.written;  // (the judge writes this group's changelog)
   stats.changelog_replayed = j.restored;
+  stats.changelog_rebuild_read = j.restore_read;
   stats.changelog_corrupt = j.changelog_corrupt;
   stats.changelog_foreign_schema = j.changelog_foreign_schema;
   stats.judge_foreign_schema = j.foreign_schema;

@@ -16,7 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "dedup/engine.h"
+#include "dedup/schema.h"
 #include "stream/changelog/changelog_reader.h"
+#include "stream/changelog/window_restore.h"
+#include "stream/core/sources.h"
 #include "stream/kafka/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/service/service.h"
@@ -217,6 +221,82 @@ TEST_F(ChangelogTest, ReadToEndReadsEverythingWrittenBeforeTheCall) {
   EXPECT_TRUE(reader.read_to_end(visit, corrupt,
                                  std::chrono::seconds(5)));  // at the end already: returns at once
   EXPECT_EQ(seen.size(), 3u);
+}
+
+// A rebuild reads about one window, whatever the topic holds, and rebuilds the
+// window a read of everything would: here on librdkafka's mock cluster, which
+// cannot look offsets up by time (the reader searches by reading);
+// tests/cluster/window_rebuild_test.sh does the same through the service on kfake.
+TEST_F(ChangelogTest, ARebuildReadsAboutOneWindowAndRebuildsTheSameWindow) {
+  // 2 partitions x 40 records x 50 entries, each record a second after the
+  // previous one: 4,000 entries over 40 s.
+  const std::int64_t base = now_ms() - 3'600'000;
+  std::uint64_t fingerprint = 0x9e3779b97f4a7c15ull;
+  for (std::int32_t p = 0; p < 2; ++p) {
+    ChangelogBatch batch(7, dedup::fingerprint_schema(cfg_.dedup));
+    std::vector<std::string> values;
+    std::vector<std::int64_t> stamps;
+    for (int rec = 0; rec < 40; ++rec) {
+      for (int e = 0; e < 50; ++e) {
+        ChangelogRecord r;
+        fingerprint = fingerprint * 6364136223846793005ull + 1442695040888963407ull;
+        r.fingerprint.bits = fingerprint;
+        r.time.ms = base + rec * 1000 + e;
+        r.topic = "input";
+        r.partition = p;
+        r.offset = rec * 50 + e;
+        batch.add(r);
+      }
+      const auto encoded = batch.take();
+      produce(cfg_.kafka.changelog_topic, {std::string(encoded.value)}, p, encoded.newest.ms);
+    }
+  }
+  auto never = [] { return false; };
+  auto corrupt = [](std::int32_t, std::int64_t, const std::string& reason) {
+    ADD_FAILURE() << reason;
+  };
+  struct Case {
+    std::size_t max_entries;
+    std::chrono::milliseconds duration;
+    std::size_t kept;      // what the window holds
+    std::size_t max_read;  // entries read at most
+  };
+  // By count: the newest 500 of 4,000. By time: 10 s hold record 29's last
+  // entry and records 30-39 of each partition (2 x 501), read as 2 x 11 records.
+  for (const Case& c : {Case{500, std::chrono::hours(24), 500, 750},
+                        Case{1'000'000, std::chrono::seconds(10), 1002, 1100}}) {
+    SCOPED_TRACE("max_entries " + std::to_string(c.max_entries));
+    config::Config cfg = cfg_;
+    cfg.dedup.window.max_entries = c.max_entries;
+    cfg.dedup.window.duration = c.duration;
+    auto rebuild = [&](bool whole, std::uint64_t& read) {
+      ChangelogReader reader(default_consumer_properties(broker_.bootstrap(), cfg.kafka.group_id),
+                             cfg.kafka.changelog_topic, std::chrono::seconds(10));
+      Sources sources;
+      SchemaCompatibility schemas(dedup::fingerprint_schema(cfg.dedup));
+      dedup::Engine engine(cfg.dedup);
+      std::size_t kept = 0;
+      if (whole) {
+        WindowReplay replay(cfg, sources, schemas);
+        EXPECT_TRUE(
+            reader.catch_up([&](const ChangelogRecord& r) { replay.add(r); }, corrupt, never));
+        kept = replay.finish(engine);
+      } else {
+        RestoreHooks hooks;
+        hooks.corrupt = corrupt;
+        kept = restore_window(reader, engine, cfg, sources, schemas, hooks).value_or(0);
+      }
+      read = reader.entries_read();
+      EXPECT_EQ(engine.stats().window.entries, kept);
+      return kept;
+    };
+    std::uint64_t read_whole = 0, read_bounded = 0;
+    EXPECT_EQ(rebuild(true, read_whole), c.kept);
+    EXPECT_EQ(read_whole, 4000u);
+    EXPECT_EQ(rebuild(false, read_bounded), c.kept);
+    EXPECT_GE(read_bounded, c.kept);
+    EXPECT_LE(read_bounded, c.max_read);
+  }
 }
 
 // A topic written by three releases (version 1 records, version 2 JSON

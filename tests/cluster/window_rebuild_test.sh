@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# cluster: a restart reads about one window of the changelog, whatever the
+# topic holds. window.max_entries is 2,000; 10,000 distinct stories go through
+# one instance (the changelog then holds 5x the window), which stops and
+# starts again, once with the group judge (the rebuild is the judge's
+# takeover) and once without a judge (the service's own rebuild). Each time
+# the log line and neardup_window_rebuild_entries_read must say the window
+# (2,000 entries) came from at most 3,000 entries read (batches of about a hundred), and the window must be
+# the same as a rebuild from everything: a copy of story 9,900 is a duplicate
+# of it, a copy of story 7,000 (left the window long ago) is unique.
+# Then the duration bounds it: with window.duration 15s, 1,000 stories, a
+# pause past the duration, 300 more and a restart read the 300 (and the few
+# last records of each partition), not the 1,300.
+# Every wait is bounded; every process started here is stopped by the trap; loopback only.
+set -euo pipefail
+NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=cluster_window_rebuild_test
+# shellcheck source=tests/e2e/lib.sh
+source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
+# shellcheck source=tests/cluster/lib.sh
+source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
+for tool in kcat curl python3; do
+  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
+done
+
+# stories FILE FIRST COUNT: "s<i>|text" lines, each text its own random words.
+stories() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import random, sys
+path, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(path, "w") as out:
+    for i in range(first, first + count):
+        rng = random.Random(i)
+        words = ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(14))
+        out.write(f"s{i}|{' '.join(words)}\n")
+PY
+}
+# feed FILE CHUNK: FILE to partition 0 of the input, CHUNK lines per kcat call,
+# so that the changelog gets many records, not a few large ones.
+feed() {
+  local lines
+  lines=$(grep -c . "$1")
+  split -l "$2" "$1" "$work/chunk."
+  for chunk in "$work"/chunk.*; do
+    kcat -b "$brokers" -P -t "$(topic input)" -p 0 -K '|' -l "$chunk" || fail "kcat could not produce"
+    rm -f "$chunk"
+  done
+  echo "$lines"
+}
+outputs() { read_committed "$(topic output)" | grep -c . || true; }
+run() {
+  "$NEARDUP" run --config "$1" --brokers "$brokers" >"$work/run.out" 2>"$work/run.err" &
+  run_pid=$!
+  pids+=($!)
+}
+# rebuilt_line: the log line of the last rebuild (the service's or the judge's).
+rebuilt_line() { grep -E 'window rebuilt' "$work/run.err" | tail -1; }
+addr=""
+ready() {
+  addr=$(metrics_address "$work/run.err")
+  [ -n "$addr" ] && [ "$(http_status "$addr" /readyz)" = 200 ] && [ -n "$(rebuilt_line)" ]
+}
+# reads: "entries remembered, entries read, records read, records held" of the last rebuild line.
+reads() {
+  rebuilt_line | sed -n 's/.*rebuilt[:a-z ]* \([0-9]*\) entries in [0-9.]* s[;( ]*read \([0-9]*\) entries in \([0-9]*\) of \([0-9]*\) records.*/\1 \2 \3 \4/p'
+}
+# verdict ID: "duplicate" or "unique" (no neardup-verdict header) for output record ID, "" if absent.
+verdict() {
+  local record
+  record=$(read_committed "$(topic output)" | grep "^$1|" | head -1)
+  [ -n "$record" ] || return 0
+  case $record in *neardup-verdict=duplicate*) echo duplicate ;; *neardup-verdict=*) echo other ;; *) echo unique ;; esac
+}
+
+cluster_start
+stories "$work/stories.txt" 1 10000
+base=$prefix
+for mode in judge local; do
+  # Each mode its own group and topics.
+  prefix="$base$mode-"
+  group="${prefix}g"
+  config="$work/$mode.yaml"
+  extra=()
+  [ "$mode" = local ] && extra=('  judge_topic: ""')
+  cluster_config "$config" "${extra[@]}"
+  printf '%s\n' 'action: tag' 'metrics: {listen: "127.0.0.1:0"}' 'window: {max_entries: 2000}' >>"$config"
+  cluster_topics "$config" 2
+  run "$config"
+  wait_for 90 ready || fail "$mode: the instance never became ready"
+  [ "$(feed "$work/stories.txt" 100)" = 10000 ] || fail "$mode: not 10000 stories"
+  all_out() { [ "$(outputs)" -ge 10000 ]; }
+  wait_for 240 all_out || fail "$mode: $(outputs) of 10000 stories came out"
+  stop_gracefully "$run_pid"
+  cp "$work/run.err" "$work/first-$mode.err"
+
+  run "$config"
+  wait_for 90 ready || fail "$mode: the restarted instance never became ready"
+  read -r kept read_entries read_records held <<<"$(reads)" || true
+  echo "$name: $mode: $(rebuilt_line | sed 's/.*rebuilt/rebuilt/')"
+  [ "${kept:-}" = 2000 ] || fail "$mode: the rebuild remembered '${kept:-}' entries, not 2000: $(rebuilt_line)"
+  [ "$read_entries" -ge 2000 ] && [ "$read_entries" -le 3000 ] ||
+    fail "$mode: the rebuild read $read_entries entries for a window of 2000 (at most 3000)"
+  [ "$held" -gt "$read_records" ] || fail "$mode: it read all $held records"
+  [ "$(sample "$addr" neardup_window_rebuild_entries_read)" = "$read_entries" ] ||
+    fail "$mode: neardup_window_rebuild_entries_read is '$(sample "$addr" neardup_window_rebuild_entries_read)', not $read_entries"
+  pass
+  new=$(grep '^s9900|' "$work/stories.txt" | sed 's/^s9900|/c9900|/')
+  old=$(grep '^s7000|' "$work/stories.txt" | sed 's/^s7000|/c7000|/')
+  printf '%s\n%s\n' "$new" "$old" | kcat -b "$brokers" -P -t "$(topic input)" -p 1 -K '|' || fail "kcat could not produce"
+  copies_out() { [ "$(outputs)" -ge 10002 ]; }
+  wait_for 60 copies_out || fail "$mode: the two copies did not come out"
+  [ "$(verdict c9900)" = duplicate ] || fail "$mode: the copy of s9900 is '$(verdict c9900)', not a duplicate"
+  [ "$(verdict c7000)" = unique ] || fail "$mode: the copy of s7000 is '$(verdict c7000)', not unique"
+  stop_gracefully "$run_pid"
+  pass
+done
+
+# The duration bounds it too (the service's own rebuild).
+prefix="${base}duration-"
+group="${prefix}g"
+config="$work/duration.yaml"
+cluster_config "$config" '  judge_topic: ""'
+printf '%s\n' 'action: tag' 'metrics: {listen: "127.0.0.1:0"}' 'window: {duration: 15s}' >>"$config"
+cluster_topics "$config" 2
+run "$config"
+wait_for 90 ready || fail "duration: the instance never became ready"
+stories "$work/before.txt" 20001 1000
+stories "$work/after.txt" 30001 300
+feed "$work/before.txt" 100 >/dev/null
+before_out() { [ "$(outputs)" -ge 1000 ]; }
+wait_for 120 before_out || fail "duration: $(outputs) of the first 1000 came out"
+sleep 17
+feed "$work/after.txt" 100 >/dev/null
+after_out() { [ "$(outputs)" -ge 1300 ]; }
+wait_for 120 after_out || fail "duration: $(outputs) of 1300 came out"
+stop_gracefully "$run_pid"
+run "$config"
+wait_for 90 ready || fail "duration: the restarted instance never became ready"
+read -r kept read_entries read_records held <<<"$(reads)" || true
+echo "$name: duration: $(rebuilt_line | sed 's/.*rebuilt/rebuilt/')"
+[ "${kept:-}" = 300 ] || fail "duration: the rebuild remembered '${kept:-}' entries, not the 300 within 15 s"
+[ "$read_entries" -ge 300 ] && [ "$read_entries" -le 500 ] ||
+  fail "duration: the rebuild read $read_entries entries of 1300 (the 300 within 15 s and the last records before them)"
+stop_gracefully "$run_pid"
+pass
+echo "$name: $passed passed"
