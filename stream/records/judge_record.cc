@@ -1,6 +1,10 @@
 #include "stream/records/judge_record.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <functional>
+#include <span>
 
 #include "stream/records/binary_record.h"
 
@@ -14,8 +18,9 @@ using binary::Reader;
 
 constexpr const char* kNotThis = "not a neardup judge record of this version";
 
-constexpr std::string_view kRequestMagic = "NDQ3";
-constexpr std::string_view kRequestMagic2 = "NDQ2";  // without the schema
+constexpr std::string_view kRequestMagic = "NDQ4";
+constexpr std::string_view kRequestMagic3 = "NDQ3";  // without exact shingle sets
+constexpr std::string_view kRequestMagic2 = "NDQ2";  // without the schema either
 constexpr std::string_view kVerdictMagic = "NDV2";
 
 }  // namespace
@@ -60,6 +65,16 @@ void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std
     put(body_, s.sketch.sketch.words[1]);
     for (int b = 0; b < bands_; ++b) put(body_, s.sketch.band_keys[static_cast<std::size_t>(b)]);
   }
+  // A short text's exact shingle set, for the judge's recent-text stage.
+  const auto hashes = s.exact.hashes();
+  put(body_, static_cast<std::uint8_t>(hashes.size()));
+  if (!hashes.empty()) {
+    const auto keys = s.exact.keys();
+    put(body_, static_cast<std::uint8_t>(keys.size()));
+    for (int b = 0; b < dedup::kRecentBands; ++b) put(body_, s.exact.band_key(b));
+    for (const std::uint32_t h : hashes) put(body_, h);
+    for (const std::uint32_t k : keys) put(body_, k);
+  }
   ++entries_;
 }
 
@@ -76,14 +91,46 @@ std::string_view JudgeRequestWriter::finish() {
   return value_;
 }
 
+namespace {
+
+/// An entry's exact shingle set (NDQ4); false when malformed (more than
+/// kMaxExactShingles hashes or kMaxMustMatch keys, not sorted and distinct).
+bool read_exact(Reader& r, dedup::ExactShingles& out) {
+  const auto count = r.get<std::uint8_t>();
+  if (count == 0) return r.ok;
+  const auto keys = r.get<std::uint8_t>();
+  if (!r.ok || count > dedup::kMaxExactShingles || keys > dedup::kMaxMustMatch) return false;
+  std::array<std::uint64_t, dedup::kRecentBands> band_keys{};
+  for (auto& key : band_keys) key = r.get<std::uint64_t>();
+  std::array<std::uint32_t, dedup::kMaxExactShingles + dedup::kMaxMustMatch> values{};
+  for (std::size_t i = 0; i < std::size_t{count} + keys; ++i) values[i] = r.get<std::uint32_t>();
+  if (!r.ok) return false;
+  const auto increasing = [](std::span<const std::uint32_t> v) {
+    return std::adjacent_find(v.begin(), v.end(), std::greater_equal<>()) == v.end();
+  };
+  const std::span<const std::uint32_t> hashes(values.data(), count);
+  const std::span<const std::uint32_t> key_span(values.data() + count, keys);
+  if (!increasing(hashes) || !increasing(key_span)) return false;
+  out.assign(hashes, band_keys);
+  if (keys != 0) out.set_keys(key_span);
+  return true;
+}
+
+}  // namespace
+
 bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error) {
   out.entries.clear();  // all or nothing, also when the header is refused
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
-  const bool with_schema = value.substr(0, kRequestMagic.size()) == kRequestMagic;
-  if (!binary::read_header(r, with_schema ? kRequestMagic : kRequestMagic2, kNotThis, out.instance,
-                           out.batch, topics, n, error))
+  const std::string_view magic = value.substr(0, kRequestMagic.size());
+  const bool with_exact = magic == kRequestMagic;
+  const bool with_schema = with_exact || magic == kRequestMagic3;
+  if (!binary::read_header(r,
+                           with_exact    ? kRequestMagic
+                           : with_schema ? kRequestMagic3
+                                         : kRequestMagic2,
+                           kNotThis, out.instance, out.batch, topics, n, error))
     return false;
   out.bits = r.get<std::uint8_t>();
   out.band_bins = r.get<std::uint8_t>();
@@ -108,6 +155,7 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
     return false;
   }
   out.entries.resize(n);
+  bool bad_exact = false;
   for (JudgeRequestEntry& e : out.entries) {
     const auto topic = r.get<std::uint16_t>();
     if (topic >= topics.size()) r.ok = false;
@@ -131,9 +179,16 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
       for (int b = 0; b < out.bands && r.ok; ++b)
         s.sketch.band_keys[static_cast<std::size_t>(b)] = r.get<std::uint64_t>();
     }
+    s.exact.clear();
+    if (with_exact && r.ok && !read_exact(r, s.exact)) {
+      bad_exact = r.ok;
+      r.ok = false;
+    }
   }
   if (!r.ok || !r.at_end()) {
-    *error = r.ok ? "bytes after the last entry" : "truncated entry";
+    *error = bad_exact ? "an exact shingle set that is too long or not sorted"
+             : r.ok    ? "bytes after the last entry"
+                       : "truncated entry";
     out.entries.clear();
     return false;
   }

@@ -62,5 +62,29 @@ TEST_P(RecentPairsTest, DuplicatesArriveWithTheirOriginalsTextAndTheWindowsCount
   EXPECT_EQ(s.top[0].text.text, kStory);
 }
 
+// J = 40/50, which the 2-bit sketch alone estimates at 0.667: only the
+// recent-text stage's exact shingle sets catch this pair, and the group
+// judge gets them in its requests.
+TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEitherDecider) {
+  cfg_.action = config::Action::tag;
+  const std::string kept = "Accra: the police department suspends the tram line";
+  const std::string repost = "Hanoi: the police department suspends the tram line";
+  produce_to("input", {kept, repost}, 0, std::string("k"));
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 2; }));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, 1u);
+  EXPECT_EQ(running->last.duplicate, 1u);
+  const std::vector<Record> out = read_all("output");
+  ASSERT_EQ(out.size(), 2u);
+  for (const Record& r : out) {
+    if (r.value != repost) continue;
+    EXPECT_EQ(r.headers.count("neardup-verdict") ? r.headers.at("neardup-verdict") : "",
+              "duplicate");
+    EXPECT_EQ(r.headers.count("neardup-similarity") ? r.headers.at("neardup-similarity") : "",
+              "0.800");
+  }
+}
+
 }  // namespace
 }  // namespace neardup::stream

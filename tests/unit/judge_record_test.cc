@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace neardup::stream {
 namespace {
@@ -66,22 +68,80 @@ TEST(JudgeRecord, ARequestComesBackEntryByEntryWithItsSketchOptions) {
   const dedup::FingerprintSchema schema = dedup::fingerprint_schema({});
   EXPECT_EQ(back.schema, schema.id);
   EXPECT_EQ(back.schema_description, schema.description);
-  // Two topics in the table, the schema, each entry 54 + (sketch: 16 + 3 * 8) bytes.
+  // Two topics in the table, the schema, each entry 54 + (sketch: 16 + 3 * 8)
+  // + 1 (no exact set) bytes.
   const std::size_t schema_bytes = 4 + 1 + schema.description.size();
   EXPECT_EQ(value.size(),
-            4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + schema_bytes + 3 * 54 + 2 * 40);
+            4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3 + schema_bytes + 3 * 55 + 2 * 40);
 
-  // An instance of an earlier version sends "NDQ2": no schema, read as 0 (unknown).
+  // Instances of earlier versions send "NDQ3" (no exact sets) and "NDQ2"
+  // (no schema either, read as 0: unknown).
   const std::size_t schema_at = 4u + 8 + 8 + 2 + (2 + 4) + (2 + 5) + 4 + 3;
-  const std::string older =
-      "NDQ2" + value.substr(4, schema_at - 4) + value.substr(schema_at + schema_bytes);
-  JudgeRequest old_back;
-  ASSERT_TRUE(decode_judge_request(older, old_back, &error)) << error;
-  EXPECT_EQ(old_back.schema, 0u);
-  EXPECT_TRUE(old_back.schema_description.empty());
-  ASSERT_EQ(old_back.entries.size(), 3u);
-  EXPECT_EQ(old_back.entries[2].analysis.summary.sketch.band_keys,
-            back.entries[2].analysis.summary.sketch.band_keys);
+  std::string entries3;
+  std::size_t at = schema_at + schema_bytes;
+  for (const std::size_t size : {94u, 54u, 94u}) {
+    ASSERT_EQ(value[at + size], '\0');  // the exact set's count
+    entries3 += value.substr(at, size);
+    at += size + 1;
+  }
+  const std::string ndq3 = "NDQ3" + value.substr(4, schema_at + schema_bytes - 4) + entries3;
+  const std::string ndq2 = "NDQ2" + value.substr(4, schema_at - 4) + entries3;
+  for (const std::string& older : {ndq3, ndq2}) {
+    SCOPED_TRACE(older.substr(0, 4));
+    JudgeRequest old_back;
+    ASSERT_TRUE(decode_judge_request(older, old_back, &error)) << error;
+    EXPECT_EQ(old_back.schema, older == ndq3 ? schema.id : 0u);
+    EXPECT_EQ(old_back.schema_description, older == ndq3 ? schema.description : "");
+    ASSERT_EQ(old_back.entries.size(), 3u);
+    EXPECT_EQ(old_back.entries[2].analysis.summary.sketch.band_keys,
+              back.entries[2].analysis.summary.sketch.band_keys);
+    EXPECT_TRUE(old_back.entries[2].analysis.summary.exact.empty());
+  }
+}
+
+// A short text's exact shingle set travels with it, so the judge's recent-text
+// stage decides as an instance's own would; a set out of order is refused.
+TEST(JudgeRecord, AShortTextsExactShingleSetComesBackWhole) {
+  dedup::Analysis a = analysis_of(11, true);
+  const std::vector<std::uint32_t> hashes = {3, 17, 400, 90'000, 4'000'000'000u};
+  std::array<std::uint64_t, dedup::kRecentBands> band_keys{};
+  for (int b = 0; b < dedup::kRecentBands; ++b)
+    band_keys[static_cast<std::size_t>(b)] =
+        0x0123456789abcdefULL * static_cast<std::uint64_t>(b + 1);
+  a.summary.exact.assign(hashes, band_keys);
+  const std::vector<std::uint32_t> keys = {7, 8};
+  a.summary.exact.set_keys(keys);
+  JudgeRequestWriter writer(dedup::fingerprint_schema({}));
+  writer.start(1, 2);
+  writer.add("t", 0, 5, dedup::EventTime{9}, a);
+  writer.add("t", 0, 6, dedup::EventTime{10}, analysis_of(12, true));  // none
+  const std::string value(writer.finish());
+  JudgeRequest back;
+  std::string error;
+  ASSERT_TRUE(decode_judge_request(value, back, &error)) << error;
+  ASSERT_EQ(back.entries.size(), 2u);
+  const dedup::ExactShingles& exact = back.entries[0].analysis.summary.exact;
+  EXPECT_EQ(std::vector<std::uint32_t>(exact.hashes().begin(), exact.hashes().end()), hashes);
+  EXPECT_EQ(std::vector<std::uint32_t>(exact.keys().begin(), exact.keys().end()), keys);
+  for (int b = 0; b < dedup::kRecentBands; ++b)
+    EXPECT_EQ(exact.band_key(b), band_keys[static_cast<std::size_t>(b)]) << b;
+  EXPECT_TRUE(back.entries[1].analysis.summary.exact.empty());
+  // 1 + 1 + 8 * 8 + 5 * 4 + 2 * 4 bytes for the set.
+  JudgeRequestWriter plain(dedup::fingerprint_schema({}));
+  plain.start(1, 2);
+  dedup::Analysis without = a;
+  without.summary.exact.clear();
+  plain.add("t", 0, 5, dedup::EventTime{9}, without);
+  plain.add("t", 0, 6, dedup::EventTime{10}, analysis_of(12, true));
+  EXPECT_EQ(value.size() - plain.finish().size(), 1u + 8 * 8 + 5 * 4 + 2 * 4);
+
+  // The third hash made smaller than the second: refused, with the reason.
+  std::string swapped = value;
+  const std::size_t third = value.size() - 55 - 40 - 2 * 4 - 3 * 4;
+  swapped[third] = swapped[third + 1] = swapped[third + 2] = swapped[third + 3] = '\0';
+  EXPECT_FALSE(decode_judge_request(swapped, back, &error));
+  EXPECT_EQ(error, "an exact shingle set that is too long or not sorted");
+  EXPECT_TRUE(back.entries.empty());
 }
 
 TEST(JudgeRecord, ARequestCarriesItsFingerprintSchema) {
