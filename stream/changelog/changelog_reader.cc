@@ -235,11 +235,11 @@ std::optional<std::vector<std::int64_t>> ChangelogReader::offsets_for_time(
     if (high_[p] <= low_[p]) continue;  // empty
     const auto answer = list.find(topic_, static_cast<std::int32_t>(p));
     const bool answered = !err && answer && !answer->error;
-    std::int64_t offset = answered ? answer->offset : kafka::kOffsetInvalid;
-    if (answered && offset < 0) offset = high_[p];  // none stamped at or after
-    // "None" while a record read already says otherwise, or no answer at all:
-    // search by reading.
-    if (!answered || (offset >= high_[p] && newest_[p] >= time_ms)) {
+    if (!answered) continue;  // no answer: read it all (low)
+    std::int64_t offset = answer->offset < 0 ? high_[p] : answer->offset;  // < 0: none is
+    // "None" while a record read already says otherwise: a broker that cannot
+    // look offsets up by time. Search by reading.
+    if (offset >= high_[p] && newest_[p] >= time_ms) {
       const std::optional<std::int64_t> searched =
           search(static_cast<std::int32_t>(p), time_ms, stopped);
       if (!searched) return std::nullopt;

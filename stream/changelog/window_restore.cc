@@ -58,10 +58,17 @@ WindowReplay::WindowReplay(const config::Config& config, Sources& sources,
 void WindowReplay::add(const ChangelogRecord& r) {
   if (!schemas_.accepts(r)) return;
   const dedup::SketchResult& sketch = schemas_.usable(r);
-  std::size_t sketch_ref = 0;
-  if (sketch.shingles != 0) {
-    sketch_store_.push_back(sketch);
-    sketch_ref = sketch_store_.size();
+  std::uint32_t sketch_ref = 0;
+  if (sketch.shingles != 0 &&
+      sketch_store_.size() / 2 < std::numeric_limits<std::uint32_t>::max()) {
+    // Only what the engine indexes: the minhash words and the band keys in use
+    // (usable() returned it, so it has the local options' bands).
+    const auto bands = static_cast<std::size_t>(schemas_.local().sketch.bands);
+    sketch_ref = static_cast<std::uint32_t>(1 + sketch_store_.size() / (2 + bands));
+    sketch_store_.push_back(sketch.sketch.words[0]);
+    sketch_store_.push_back(sketch.sketch.words[1]);
+    sketch_store_.insert(sketch_store_.end(), sketch.band_keys.begin(),
+                         sketch.band_keys.begin() + static_cast<std::ptrdiff_t>(bands));
   }
   // Entries stamped far ahead of this clock (written before window.max_future
   // existed) count as this clock plus max_future: one of them would
@@ -101,20 +108,29 @@ std::size_t WindowReplay::finish(dedup::Engine& engine) {
   // Growing step by step would move every entry and cell so far at each step:
   // the inserts alone are 1.8-6.9x faster at 0.1-10M entries (BM_WindowRebuild).
   engine.reserve(entries.size() - first);
-  static const dedup::SketchResult kNone{};
-  auto sketch_of = [&](const Replayed& e) -> const dedup::SketchResult& {
-    return e.sketch == 0 ? kNone : sketch_store_[e.sketch - 1];
+  const auto bands = static_cast<std::size_t>(schemas_.local().sketch.bands);
+  dedup::SketchResult ahead{}, current{};
+  // The entry's sketch, rebuilt in `out` (none: shingles 0).
+  auto sketch_of = [&](const Replayed& e, dedup::SketchResult& out) -> const dedup::SketchResult& {
+    out.shingles = 0;
+    if (e.sketch == 0) return out;
+    const std::uint64_t* at = sketch_store_.data() + (e.sketch - 1) * (2 + bands);
+    out.sketch.words = {at[0], at[1]};
+    std::copy_n(at + 2, bands, out.band_keys.begin());
+    out.shingles = 1;
+    return out;
   };
   constexpr std::size_t kAhead = 8;
   auto prefetch = [&](std::size_t i) {
     if (i < entries.size())
-      engine.prefetch_remember(entries[i].fingerprint, sketch_of(entries[i]), entries[i].scope);
+      engine.prefetch_remember(entries[i].fingerprint, sketch_of(entries[i], ahead),
+                               entries[i].scope);
   };
   for (std::size_t i = first; i < first + kAhead; ++i) prefetch(i);
   for (std::size_t i = first; i < entries.size(); ++i) {
     prefetch(i + kAhead);
     const Replayed& e = entries[i];
-    engine.remember(e.fingerprint, e.time, e.ref, sketch_of(e), e.scope);
+    engine.remember(e.fingerprint, e.time, e.ref, sketch_of(e, current), e.scope);
   }
   const std::size_t remembered = entries.size() - first;
   entries_ = {};
@@ -124,13 +140,20 @@ std::size_t WindowReplay::finish(dedup::Engine& engine) {
 }
 
 std::int64_t WindowReplay::newest_time(std::size_t k) const {
-  if (k == 0 || entries_.size() < k) return std::numeric_limits<std::int64_t>::min();
-  std::vector<std::int64_t> times;
-  times.reserve(entries_.size());
-  for (const Replayed& e : entries_) times.push_back(e.time.ms);
-  const auto kth = times.begin() + static_cast<std::ptrdiff_t>(k - 1);
-  std::nth_element(times.begin(), kth, times.end(), std::greater<>());
-  return *kth;
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+  if (k == 0 || entries_.size() < k) return kNone;
+  // The same message written twice counts once, as finish() remembers it.
+  struct Key {
+    std::int64_t time;
+    std::uint64_t ref, fingerprint;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::vector<Key> keys;
+  keys.reserve(entries_.size());
+  for (const Replayed& e : entries_) keys.push_back({e.time.ms, e.ref.value, e.fingerprint.bits});
+  std::sort(keys.begin(), keys.end(), std::greater<>());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys.size() < k ? kNone : keys[k - 1].time;
 }
 
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
@@ -206,7 +229,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   // 2. A record's timestamp is the newest event time of its entries, so records
   // stamped before `oldest` hold nothing the window keeps.
   const auto& window = cfg.dedup.window;
-  newest = std::min(newest, wall_ms() + static_cast<std::int64_t>(window.max_future.count()));
+  newest = std::min(newest, replay.clamp(newest));
   const std::int64_t oldest = newest - static_cast<std::int64_t>(window.duration.count());
   const auto by_duration = reader.offsets_for_time(oldest, stopped);
   if (!by_duration) return std::nullopt;
@@ -224,10 +247,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
 
   // 3. More than max_entries within the duration: first the newest records
   // that should hold about 1.05 max_entries (each partition its share of the
-  // records within the duration), then, until nothing is missing, everything
-  // stamped at or after the max_entries-th newest entry read so far. Each
-  // entry is in a record stamped no earlier than itself, so once those are
-  // read, the newest max_entries are complete.
+  // records within the duration).
   const double share = 1.05 * max_entries / estimate;
   std::vector<std::int64_t> from(n);
   for (std::size_t p = 0; p < n; ++p) {
@@ -235,6 +255,10 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     from[p] = high[p] - static_cast<std::int64_t>(within * share) - 1;
   }
   if (!read_down_to(from)) return std::nullopt;
+  // 4. Until nothing is missing: everything stamped at or after the
+  // max_entries-th newest entry read so far. Each entry is in a record stamped
+  // no earlier than itself, so once those are read, the newest max_entries
+  // are complete.
   for (;;) {
     const std::int64_t since = std::max(oldest, replay.newest_time(window.max_entries));
     const auto needed = since <= oldest ? by_duration : reader.offsets_for_time(since, stopped);

@@ -456,10 +456,17 @@ ErrorCode Consumer::resume(const TopicPartitions& partitions) {
 std::string Consumer::seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout) {
   rd_kafka_error_t* error = rd_kafka_seek_partitions(rk_.get(), partitions.list_.get(),
                                                      static_cast<int>(timeout.count()));
-  if (!error) return {};
-  std::string what = rd_kafka_error_string(error);
-  rd_kafka_error_destroy(error);
-  return what;
+  if (error) {
+    std::string what = rd_kafka_error_string(error);
+    rd_kafka_error_destroy(error);
+    return what;
+  }
+  // The call succeeds when a partition refuses (its entry says so).
+  for (int i = 0; i < partitions.list_->cnt; ++i) {
+    const rd_kafka_topic_partition_t& e = partitions.list_->elems[i];
+    if (e.err) return std::to_string(e.partition) + ": " + rd_kafka_err2str(e.err);
+  }
+  return {};
 }
 
 ErrorCode Consumer::committed(TopicPartitions& partitions, std::chrono::milliseconds timeout) {

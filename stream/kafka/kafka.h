@@ -436,7 +436,8 @@ class Consumer {
   ErrorCode pause(const TopicPartitions& partitions);
   ErrorCode resume(const TopicPartitions& partitions);
   /// Moves the next read of each partition to its offset, waiting up to
-  /// `timeout`. Returns "" or librdkafka's reason.
+  /// `timeout`. Returns "" or librdkafka's reason (the first partition that
+  /// refused, when one did).
   std::string seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout);
   /// Sets each entry's offset to the group's committed offset (kOffsetInvalid:
   /// none), asking the coordinator and waiting up to `timeout`. Returns the
