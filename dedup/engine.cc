@@ -276,7 +276,7 @@ void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
   const std::uint64_t oldest = oldest_live();
   auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs) {
     if (sequence < oldest) return;
-    const double j = exact_jaccard(mine, theirs);
+    const double j = exact_jaccard_at_least(mine, theirs, std::max(threshold, best));
     if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
     const auto e = window_.entry(sequence);
     if (!e || e->of == ref || e->scope != scope) return;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,35 @@ TEST(ExactShingles, JaccardIsTheGroundTruthsOne) {
                                  exact_of("storm closes the north bridge tonite!")),
                    30.0 / 35.0);
   EXPECT_EQ(exact_of("the quick brown fox jumps").hashes().size(), 21u);
+}
+
+// The early-stopping merge gives the exact figure at or above its floor and
+// something below the floor otherwise: every pair of 300 random sets, every floor.
+TEST(ExactShingles, JaccardAtLeastAFloorIsExactAtOrAboveIt) {
+  std::mt19937 rng(9);
+  std::vector<ExactShingles> sets;
+  for (int n = 0; n < 300; ++n) {
+    std::set<std::uint32_t> hashes;
+    const std::size_t size = 1 + rng() % 60;
+    while (hashes.size() < size) hashes.insert(rng() % 80);  // small range: many shared
+    ExactShingles e;
+    e.assign(std::vector<std::uint32_t>(hashes.begin(), hashes.end()), {});
+    sets.push_back(e);
+  }
+  std::size_t above = 0;
+  for (const ExactShingles& a : sets)
+    for (const ExactShingles& b : sets)
+      for (const double floor : {0.05, 0.5, 0.7, 0.8, 0.85, 1.0}) {
+        const double exact = exact_jaccard(a, b);
+        const double at_least = exact_jaccard_at_least(a, b, floor);
+        if (exact >= floor) {
+          ++above;
+          ASSERT_EQ(at_least, exact);
+        } else {
+          ASSERT_LT(at_least, floor);
+        }
+      }
+  EXPECT_GT(above, 1000u);  // both sides of the floor were tried
 }
 
 TEST(ExactShingles, HashesAreSortedAndDistinct) {
