@@ -121,13 +121,13 @@ void ChangelogReader::consume(kafka::Message m, const Visit& visit, const Corrup
   position_[p] = std::max(position_[p], m.offset() + 1);
   if (m.offset() >= limit_[p]) return;  // past the range being read
   ++read_;
-  newest_[p] = std::max(newest_[p], m.timestamp());
   log_append_time_ = log_append_time_ || m.log_append_time();
   const std::string_view value = m.payload();
   if (!skip_prefix_.empty() && value.starts_with(skip_prefix_)) return;
   std::string reason;
   entries_.clear();
   if (decode_changelog(value, entries_, &reason)) {
+    newest_[p] = std::max(newest_[p], m.timestamp());  // (an unreadable record's time says nothing)
     entries_read_ += entries_.size();
     for (const auto& entry : entries_) visit(entry);
   } else {

@@ -89,7 +89,7 @@ class ChangelogReader {
   std::uint64_t records_read() const { return read_; }
   /// Entries passed to a `visit` so far.
   std::uint64_t entries_read() const { return entries_read_; }
-  /// Per partition: the newest timestamp of a record read so far (-1: none).
+  /// Per partition: the newest timestamp of a readable record read so far (-1: none).
   const std::vector<std::int64_t>& newest_read() const { return newest_; }
   /// Whether a record read so far was stamped by its broker on arrival
   /// (message.timestamp.type LogAppendTime) instead of by its writer.

@@ -231,16 +231,19 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   // 2. A record's timestamp is the newest event time of its entries, so records
   // stamped before `oldest` hold nothing the window keeps.
   const auto& window = cfg.dedup.window;
-  newest = std::min(newest, replay.clamp(newest));
+  newest = replay.clamp(newest);  // as the replay stamps entries
   const std::int64_t oldest = newest - static_cast<std::int64_t>(window.duration.count());
   const auto by_duration = reader.offsets_for_time(oldest, stopped);
   if (!by_duration) return std::nullopt;
-  std::uint64_t records_within = 0;
-  for (std::size_t p = 0; p < n; ++p)
-    records_within += static_cast<std::uint64_t>(high[p] - (*by_duration)[p]);
-  const double per_record = static_cast<double>(reader.entries_read()) /
-                            static_cast<double>(std::max<std::uint64_t>(1, reader.records_read()));
-  const double estimate = static_cast<double>(records_within) * per_record;
+  // Entries per offset of what was read (transaction markers take offsets too).
+  std::uint64_t offsets_within = 0, offsets_read = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    offsets_within += static_cast<std::uint64_t>(high[p] - (*by_duration)[p]);
+    offsets_read += static_cast<std::uint64_t>(high[p] - done[p]);
+  }
+  const double per_offset = static_cast<double>(reader.entries_read()) /
+                            static_cast<double>(std::max<std::uint64_t>(1, offsets_read));
+  const double estimate = static_cast<double>(offsets_within) * per_offset;
   const auto max_entries = static_cast<double>(window.max_entries);
   if (estimate <= 1.25 * max_entries) {
     if (!read_down_to(*by_duration)) return std::nullopt;
@@ -249,14 +252,20 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
 
   // 3. More than max_entries within the duration: first the newest records
   // that should hold about 1.05 max_entries (each partition its share of the
-  // records within the duration).
-  const double share = 1.05 * max_entries / estimate;
-  std::vector<std::int64_t> from(n);
-  for (std::size_t p = 0; p < n; ++p) {
-    const auto within = static_cast<double>(high[p] - (*by_duration)[p]);
-    from[p] = high[p] - static_cast<std::int64_t>(within * share) - 1;
+  // offsets within the duration), twice as many while fewer were read.
+  constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
+  for (double share = 1.05 * max_entries / estimate;; share *= 2) {
+    std::vector<std::int64_t> from(n);
+    bool all = true;
+    for (std::size_t p = 0; p < n; ++p) {
+      const auto within = static_cast<double>(high[p] - (*by_duration)[p]);
+      from[p] = std::max((*by_duration)[p],
+                         high[p] - static_cast<std::int64_t>(std::min(within, within * share)) - 1);
+      all = all && from[p] <= (*by_duration)[p];
+    }
+    if (!read_down_to(from)) return std::nullopt;
+    if (all || replay.newest_time(window.max_entries) != kNoTime) break;
   }
-  if (!read_down_to(from)) return std::nullopt;
   // 4. Until nothing is missing: everything stamped at or after the
   // max_entries-th newest entry read so far. Each entry is in a record stamped
   // no earlier than itself, so once those are read, the newest max_entries

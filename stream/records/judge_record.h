@@ -96,6 +96,8 @@ class JudgeRequestWriter {
   void add(std::string_view topic, std::int32_t partition, std::int64_t offset,
            dedup::EventTime time, const dedup::Analysis& analysis);
   std::size_t entries() const { return entries_; }
+  /// Bytes of the entries added since start() (the header adds the topics and the schema).
+  std::size_t bytes() const { return body_.size(); }
   /// The record value; valid until the next start().
   std::string_view finish();
 

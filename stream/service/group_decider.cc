@@ -19,6 +19,8 @@ namespace {
 /// The delivery opaque of a request record: the changelog's reserved source,
 /// with this bit set in its sequence number.
 constexpr std::uint64_t kRequestBit = std::uint64_t{1} << 47;
+/// A request record closes once its entries reach this many bytes.
+constexpr std::size_t kMaxRequestBytes = 512 * 1024;
 
 /// The group judge's side of one instance. Its state is what waits for verdicts.
 class GroupDecider final : public Decider {
@@ -73,9 +75,13 @@ class GroupDecider final : public Decider {
   /// Checks the judge and verdict topics and starts reading verdicts from
   /// their current end (before the first request). Throws KafkaError.
   void start_verdicts();
-  /// The analyzed slot's messages enter the ledger and go to the judge as one
-  /// request record (invalid ones wait with them, in order).
+  /// The analyzed slot's messages enter the ledger and go to the judge as
+  /// request records of at most about kMaxRequestBytes (invalid ones wait with
+  /// them, in order).
   void send_for_judgement(Slot& slot);
+  /// Sends `batch`'s request (the one `requests` holds) as record `number`
+  /// and waits for its verdict; concludes it at once when nothing in it needs one.
+  void send_batch(Awaiting batch, std::uint64_t number);
   /// Produces request record `number` (a first send or a resend). Throws KafkaError.
   void send_request(std::uint64_t number, std::string_view value);
   /// The producer of judge requests: request_producer when set, else the service's.
@@ -276,7 +282,7 @@ void GroupDecider::send_request(std::uint64_t number, std::string_view value) {
 void GroupDecider::send_for_judgement(Slot& slot) {
   const std::size_t n = slot.messages.size();
   Awaiting batch;
-  const std::uint64_t number = next_request++;
+  std::uint64_t number = next_request++;
   requests.start(s_.instance_id, number);
   for (std::size_t i = 0; i < n; ++i) {
     const kafka::Message m = slot.messages[i];
@@ -295,8 +301,20 @@ void GroupDecider::send_for_judgement(Slot& slot) {
     batch.outcomes.push_back(outcome);
     batch.sources.push_back(job.source);
     batch.tickets.push_back(*ticket);
+    // A record stays well under the brokers' and librdkafka's message.max.bytes
+    // (1 MB by default): short texts carry their shingle sets, up to ~600 bytes each.
+    if (requests.bytes() >= kMaxRequestBytes && i + 1 < n) {
+      send_batch(std::move(batch), number);
+      batch = Awaiting{};
+      number = next_request++;
+      requests.start(s_.instance_id, number);
+    }
   }
   slot.messages.clear();
+  send_batch(std::move(batch), number);
+}
+
+void GroupDecider::send_batch(Awaiting batch, std::uint64_t number) {
   if (batch.messages.empty()) return;
   if (requests.entries() == 0) {  // every one invalid: nothing to judge
     conclude(batch, nullptr);

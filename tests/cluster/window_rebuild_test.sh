@@ -7,7 +7,9 @@
 # the log line and neardup_window_rebuild_entries_read must say the window
 # (2,000 entries) came from at most 3,000 entries read (batches of about a hundred), and the window must be
 # the same as a rebuild from everything: a copy of story 9,900 is a duplicate
-# of it, a copy of story 7,000 (left the window long ago) is unique.
+# of it, a copy of story 7,000 (left the window long ago) is unique. A third
+# time with exactly-once (transaction markers between the records), and the
+# second time with an unreadable record at the end of the changelog.
 # Then the duration bounds it: with window.duration 15s, 1,000 stories, a
 # pause past the duration, 300 more and a restart read the 300 (and the few
 # last records of each partition), not the 1,300.
@@ -75,13 +77,14 @@ verdict() {
 cluster_start
 stories "$work/stories.txt" 1 10000
 base=$prefix
-for mode in judge local; do
+for mode in judge local exactly-once; do
   # Each mode its own group and topics.
   prefix="$base$mode-"
   group="${prefix}g"
   config="$work/$mode.yaml"
   extra=()
   [ "$mode" = local ] && extra=('  judge_topic: ""')
+  [ "$mode" = exactly-once ] && extra=('  delivery: exactly-once')
   cluster_config "$config" "${extra[@]}"
   printf '%s\n' 'action: tag' 'metrics: {listen: "127.0.0.1:0"}' 'window: {max_entries: 2000}' >>"$config"
   cluster_topics "$config" 2
@@ -92,6 +95,9 @@ for mode in judge local; do
   wait_for 240 all_out || fail "$mode: $(outputs) of 10000 stories came out"
   stop_gracefully "$run_pid"
   cp "$work/run.err" "$work/first-$mode.err"
+  if [ "$mode" = local ]; then
+    echo "not a changelog record" | kcat -b "$brokers" -P -t "${group}-window" -p 0 || fail "kcat could not produce"
+  fi
 
   run "$config"
   wait_for 90 ready || fail "$mode: the restarted instance never became ready"
@@ -101,6 +107,9 @@ for mode in judge local; do
   [ "$read_entries" -ge 2000 ] && [ "$read_entries" -le 3000 ] ||
     fail "$mode: the rebuild read $read_entries entries for a window of 2000 (at most 3000)"
   [ "$held" -gt "$read_records" ] || fail "$mode: it read all $held records"
+  if [ "$mode" = local ]; then
+    rebuilt_line | grep -q '(1 unreadable record(s) skipped)' || fail "$mode: the unreadable record is not in the log line"
+  fi
   [ "$(sample "$addr" neardup_window_rebuild_entries_read)" = "$read_entries" ] ||
     fail "$mode: neardup_window_rebuild_entries_read is '$(sample "$addr" neardup_window_rebuild_entries_read)', not $read_entries"
   pass

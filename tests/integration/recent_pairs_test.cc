@@ -3,7 +3,9 @@
 // pairs, texts and counts.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "metrics/recent_pairs.h"
 #include "tests/integration/broker_fixture.h"
@@ -83,6 +85,34 @@ TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEith
               "duplicate");
     EXPECT_EQ(r.headers.count("neardup-similarity") ? r.headers.at("neardup-similarity") : "",
               "0.800");
+  }
+}
+
+// Short texts carry their shingle sets to the judge (up to ~600 bytes each):
+// a poll of 2,000 of them goes out as several request records, each well under
+// the 1 MB librdkafka and brokers take by default, and every message comes out.
+TEST_P(RecentPairsTest, APollOfManyShortTextsFitsTheJudgesRecords) {
+  std::mt19937_64 rng(17);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 2500; ++i) {  // 14 random words: ~107 shingles, each its own story
+    std::string text;
+    for (int w = 0; w < 14; ++w) {
+      if (w) text += ' ';
+      for (int c = 0; c < 7; ++c) text += static_cast<char>('a' + rng() % 26);
+    }
+    texts.push_back(text);
+  }
+  produce_to("input", texts, 0);
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= texts.size(); },
+                         std::chrono::seconds(120)));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, texts.size());
+  EXPECT_EQ(running->last.dead_letters, 0u);
+  if (GetParam()) {
+    EXPECT_EQ(running->last.judge_request_entries, texts.size());
+    EXPECT_GE(running->last.judge_requests, 3u);  // 2,500 x ~560 bytes in records of ~512 KiB
+    EXPECT_LE(running->last.judge_request_bytes / running->last.judge_requests, 600u * 1024);
   }
 }
 
