@@ -200,8 +200,6 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     return replay.finish(engine);
   };
 
-  if (cfg.dedup.window.max_entries == 0) return finish();  // a window that keeps nothing
-
   // 1. The last records of each partition: how new the changelog is (transaction
   // markers hold offsets too, hence the widening).
   for (std::int64_t last = 1;; last *= 8) {

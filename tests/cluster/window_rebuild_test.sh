@@ -66,6 +66,14 @@ ready() {
 reads() {
   rebuilt_line | sed -n 's/.*rebuilt[:a-z ]* \([0-9]*\) entries in [0-9.]* s[;( ]*read \([0-9]*\) entries in \([0-9]*\) of \([0-9]*\) records.*/\1 \2 \3 \4/p'
 }
+# restart LABEL: starts $config again, waits until it is ready and sets kept,
+# read_entries, read_records and held from its rebuild line (printed).
+restart() {
+  run "$config"
+  wait_for 90 ready || fail "$1: the restarted instance never became ready"
+  read -r kept read_entries read_records held <<<"$(reads)" || true
+  echo "$name: $1: $(rebuilt_line | sed 's/.*rebuilt/rebuilt/')"
+}
 # verdict ID: "duplicate" or "unique" (no neardup-verdict header) for output record ID, "" if absent.
 verdict() {
   local record
@@ -99,10 +107,7 @@ for mode in judge local exactly-once; do
     echo "not a changelog record" | kcat -b "$brokers" -P -t "${group}-window" -p 0 || fail "kcat could not produce"
   fi
 
-  run "$config"
-  wait_for 90 ready || fail "$mode: the restarted instance never became ready"
-  read -r kept read_entries read_records held <<<"$(reads)" || true
-  echo "$name: $mode: $(rebuilt_line | sed 's/.*rebuilt/rebuilt/')"
+  restart "$mode"
   [ "${kept:-}" = 2000 ] || fail "$mode: the rebuild remembered '${kept:-}' entries, not 2000: $(rebuilt_line)"
   [ "$read_entries" -ge 2000 ] && [ "$read_entries" -le 3000 ] ||
     fail "$mode: the rebuild read $read_entries entries for a window of 2000 (at most 3000)"
@@ -143,10 +148,7 @@ feed "$work/after.txt" 100 >/dev/null
 after_out() { [ "$(outputs)" -ge 1300 ]; }
 wait_for 120 after_out || fail "duration: $(outputs) of 1300 came out"
 stop_gracefully "$run_pid"
-run "$config"
-wait_for 90 ready || fail "duration: the restarted instance never became ready"
-read -r kept read_entries read_records held <<<"$(reads)" || true
-echo "$name: duration: $(rebuilt_line | sed 's/.*rebuilt/rebuilt/')"
+restart duration
 [ "${kept:-}" = 300 ] || fail "duration: the rebuild remembered '${kept:-}' entries, not the 300 within 15 s"
 [ "$read_entries" -ge 300 ] && [ "$read_entries" -le 500 ] ||
   fail "duration: the rebuild read $read_entries entries of 1300 (the 300 within 15 s and the last records before them)"
