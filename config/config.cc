@@ -537,6 +537,27 @@ const std::vector<Key>& keys() {
         "time, or by entries when `window.max_entries` is the bound), so a "
         "flood of copies costs no more than without refresh",
         [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));
+    {
+      Key rebuild;
+      rebuild.path = "window.rebuild_memory";
+      rebuild.doc =
+          "64KiB..1TiB: `64MiB`, `512MiB`, `1GiB`: what a rebuild from the changelog (at "
+          "start, at a judge's takeover) may hold beyond the window while it reads. When the "
+          "entries it reads need more (about 72 bytes each), it reads the window's entries a "
+          "second time, in slices of this size, and the rebuild peaks at the window plus this";
+      rebuild.expected = "a size in 64KiB..1TiB like 64MiB or 1GiB";
+      rebuild.set = [](Config& config, const std::optional<std::string>& text) {
+        auto bytes = text ? parse_size(*text) : std::nullopt;
+        if (!bytes || *bytes < (std::uint64_t{64} << 10) || *bytes > (std::uint64_t{1} << 40))
+          return false;
+        config.dedup.window.rebuild_memory = static_cast<std::size_t>(*bytes);
+        return true;
+      };
+      rebuild.show = [](const Config& config) {
+        return format_size(config.dedup.window.rebuild_memory);
+      };
+      k.push_back(std::move(rebuild));
+    }
 
     // IPv4 addresses and host names only: the civetweb library neardup serves
     // with (Debian's 1.15) is built without IPv6, so `run` could not bind

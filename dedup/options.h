@@ -59,6 +59,11 @@ struct WindowOptions {
   /// a later one counts as the wall clock plus this (window.max_future).
   std::chrono::milliseconds max_future = std::chrono::minutes(1);
   std::size_t max_entries = 10'000'000;  ///< memory bound
+  /// What a rebuild from the changelog may hold beyond the window itself
+  /// while it reads (stream/changelog/window_restore.h): entries that need
+  /// more are read twice, the second time in slices of this size
+  /// (window.rebuild_memory). The engine does not use it.
+  std::size_t rebuild_memory = std::size_t{64} << 20;
   /// Entries carry a ScopeId (4 bytes each) and probes match only their own
   /// scope (dedup.scope other than global). Off: every entry has the zero scope.
   bool scoped = false;

@@ -3,17 +3,23 @@
 // messages over 8 partitions with the default sketch, encoded as the service
 // writes them (batches of 1000), then decoded alone, then decoded and
 // replayed into a default dedup::Engine through stream::WindowReplay (the code
-// of the rebuild at start and of a judge's takeover). Prints entries/s of
-// each phase, the encoded bytes per entry and the peak RSS after each phase.
+// of the rebuild at start and of a judge's takeover): with the default
+// window.rebuild_memory (64 MiB), 10M entries outgrow it, so the records are
+// read a second time, slice by slice, as restore_window does. Prints
+// entries/s of each phase, the encoded bytes per entry and the peak RSS after
+// each phase.
 //
-//   neardup_changelog_replay_bench [--entries N]
+//   neardup_changelog_replay_bench [--entries N] [--rebuild-memory BYTES]
+#include <malloc.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +41,17 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // (kB on Linux)
 }
 
+double current_rss_mb() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr)
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kb = std::strtod(line + 6, nullptr);
+  std::fclose(status);
+  return kb / 1024.0;
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -50,15 +67,21 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 
 int main(int argc, char** argv) {
   std::size_t n = 10'000'000;
+  std::size_t rebuild_memory = config::Config{}.dedup.window.rebuild_memory;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--entries") == 0 && i + 1 < argc) {
       n = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--rebuild-memory") == 0 && i + 1 < argc) {
+      rebuild_memory = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: neardup_changelog_replay_bench [--entries N]\n");
+      std::fprintf(stderr,
+                   "usage: neardup_changelog_replay_bench [--entries N] [--rebuild-memory "
+                   "BYTES]\n");
       return 2;
     }
   }
-  const config::Config cfg;
+  config::Config cfg;
+  cfg.dedup.window.rebuild_memory = rebuild_memory;
   const dedup::FingerprintSchema schema = dedup::fingerprint_schema(cfg.dedup);
   const int bands = cfg.dedup.sketch.bands;
 
@@ -125,19 +148,62 @@ int main(int argc, char** argv) {
   dedup::Engine engine(cfg.dedup);
   stream::Sources sources;
   stream::SchemaCompatibility schemas(schema);
-  stream::WindowReplay replay(cfg, sources, schemas);
+  auto replay_owner = std::make_unique<stream::WindowReplay>(cfg, sources, schemas);
+  stream::WindowReplay& replay = *replay_owner;
   for (const std::string& value : records) {
     out.clear();
     stream::decode_changelog(value, out, &error);
     for (const stream::ChangelogRecord& e : out) replay.add(e);
   }
   const double read_s = seconds_since(start);
-  const std::size_t remembered = replay.finish(engine);
+  const double rss_first = peak_rss_mb();
+  std::size_t remembered = 0, slices = 0;
+  if (replay.collected_all()) {
+    remembered = replay.finish(engine);
+  } else {
+    // The second pass, as restore_window makes it: the records of each slice
+    // (by their timestamp, the newest entry's time) read again in turn.
+    const std::vector<std::int64_t> starts = replay.second_pass(engine);
+    slices = starts.size();
+    std::size_t next = 0;  // the first record not read again yet
+    for (std::size_t j = 0; j < starts.size(); ++j) {
+      const bool last = j + 1 == starts.size();
+      for (; next < records.size(); ++next) {
+        out.clear();
+        stream::decode_changelog(records[next], out, &error);
+        std::int64_t stamp = 0;
+        for (const stream::ChangelogRecord& e : out) stamp = std::max(stamp, e.time.ms);
+        if (!last && stamp >= starts[j + 1]) break;
+        if (stamp < starts[0]) continue;
+        for (const stream::ChangelogRecord& e : out) replay.add_again(e);
+      }
+      replay.remember_slice(engine);
+    }
+    remembered = replay.remembered();
+  }
   const double replay_s = seconds_since(start);
   std::printf(
-      "replay: %zu entries remembered in %.2f s (decode and collect %.2f s, sort and remember "
-      "%.2f s), %.2f M entries/s; peak RSS %.0f MB\n",
-      remembered, replay_s, read_s, replay_s - read_s,
-      static_cast<double>(remembered) / replay_s / 1e6, peak_rss_mb());
+      "replay: %zu entries remembered in %.2f s (decode and collect %.2f s, peak RSS %.0f MB; "
+      "%s %.2f s), %.2f M entries/s; peak RSS %.0f MB\n",
+      remembered, replay_s, read_s, rss_first,
+      slices ? ("read again in " + std::to_string(slices) + " slices and remembered").c_str()
+             : "sort and remember",
+      replay_s - read_s, static_cast<double>(remembered) / replay_s / 1e6, peak_rss_mb());
+  // The window alone: what stays resident once the records and the replay
+  // are gone (malloc_trim returns freed heap pages).
+  replay_owner.reset();
+  const double peak_mb = peak_rss_mb();
+  records = std::vector<std::string>();  // (`= {}` would keep the capacity)
+  out = std::vector<stream::ChangelogRecord>();
+  malloc_trim(0);
+  const double window_mb = current_rss_mb();
+  std::printf(
+      "after the rebuild, without the records: %.0f MB resident (the window); the rebuild's peak "
+      "beyond the records: %.0f MB, the window + %.0f MB\n",
+      window_mb, peak_mb - rss_encoded, peak_mb - rss_encoded - window_mb);
+  const dedup::EngineStats stats = engine.stats();
+  std::printf("the window: %.0f MB of entries and SimHash tables, %.0f MB of sketch index\n",
+              static_cast<double>(stats.window.bytes) / 1e6,
+              static_cast<double>(stats.sketch.bytes) / 1e6);
   return remembered == n ? 0 : 1;
 }

@@ -31,6 +31,7 @@ ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string
   position_.assign(count, -1);
   limit_.assign(count, std::numeric_limits<std::int64_t>::max());
   newest_.assign(count, -1);
+  oldest_.assign(count, std::numeric_limits<std::int64_t>::max());
   for (int p = 0; p < n; ++p) {
     const auto w = consumer_->query_watermarks(topic, p, metadata_timeout);
     if (w.error) {
@@ -128,6 +129,7 @@ void ChangelogReader::consume(kafka::Message m, const Visit& visit, const Corrup
   entries_.clear();
   if (decode_changelog(value, entries_, &reason)) {
     newest_[p] = std::max(newest_[p], m.timestamp());  // (an unreadable record's time says nothing)
+    oldest_[p] = std::min(oldest_[p], m.timestamp());
     entries_read_ += entries_.size();
     for (const auto& entry : entries_) visit(entry);
   } else {

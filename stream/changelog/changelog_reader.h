@@ -91,6 +91,9 @@ class ChangelogReader {
   std::uint64_t entries_read() const { return entries_read_; }
   /// Per partition: the newest timestamp of a readable record read so far (-1: none).
   const std::vector<std::int64_t>& newest_read() const { return newest_; }
+  /// Per partition: the oldest timestamp of a readable record read so far
+  /// (the int64 maximum: none).
+  const std::vector<std::int64_t>& oldest_read() const { return oldest_; }
   /// Whether a record read so far was stamped by its broker on arrival
   /// (message.timestamp.type LogAppendTime) instead of by its writer.
   bool saw_log_append_time() const { return log_append_time_; }
@@ -129,6 +132,7 @@ class ChangelogReader {
   std::vector<std::int64_t> position_;  ///< per partition: next offset to read (-1 unknown)
   std::vector<std::int64_t> limit_;     ///< per partition: records from here on are passed over
   std::vector<std::int64_t> newest_;    ///< per partition: newest record timestamp read (-1 none)
+  std::vector<std::int64_t> oldest_;    ///< per partition: oldest record timestamp read
   std::chrono::milliseconds metadata_timeout_;
   std::uint64_t read_ = 0;
   std::uint64_t entries_read_ = 0;

@@ -1,12 +1,14 @@
 #include "stream/changelog/window_restore.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
 
+#include "config/values.h"
 #include "stream/core/process.h"
 #include "stream/pipeline/event_time.h"
 
@@ -57,6 +59,23 @@ WindowReplay::WindowReplay(const config::Config& config, Sources& sources,
 
 void WindowReplay::add(const ChangelogRecord& r) {
   if (!schemas_.accepts(r)) return;
+  // Entries stamped far ahead of this clock (written before window.max_future
+  // existed) count as this clock plus max_future: one of them would
+  // otherwise leave only itself in the rebuilt window.
+  const dedup::EventTime time = event_time_of(r.time.ms, now_, cfg_.dedup.window.max_future);
+  future_ += time < r.time ? 1 : 0;
+  const dedup::RecordRef ref = pack_ref(sources_.intern(r.topic, r.partition), r.offset);
+  if (!keys_only_) {
+    collect(r, time, ref);
+    if (staged_bytes() > cfg_.dedup.window.rebuild_memory) keep_keys_only();
+    return;
+  }
+  keys_.push_back(key_of(time, ref, r.fingerprint));
+  const std::size_t max_entries = cfg_.dedup.window.max_entries;
+  if (keys_.size() >= 2 * max_entries) prune(max_entries);
+}
+
+void WindowReplay::collect(const ChangelogRecord& r, dedup::EventTime time, dedup::RecordRef ref) {
   const dedup::SketchResult& sketch = schemas_.usable(r);
   std::uint32_t sketch_ref = 0;
   if (sketch.shingles != 0 &&
@@ -70,44 +89,58 @@ void WindowReplay::add(const ChangelogRecord& r) {
     sketch_store_.insert(sketch_store_.end(), sketch.band_keys.begin(),
                          sketch.band_keys.begin() + static_cast<std::ptrdiff_t>(bands));
   }
-  // Entries stamped far ahead of this clock (written before window.max_future
-  // existed) count as this clock plus max_future: one of them would
-  // otherwise leave only itself in the rebuilt window.
-  const dedup::EventTime time = event_time_of(r.time.ms, now_, cfg_.dedup.window.max_future);
-  future_ += time < r.time ? 1 : 0;
-  entries_.push_back(Replayed{time, pack_ref(sources_.intern(r.topic, r.partition), r.offset),
-                              r.fingerprint, r.scope, sketch_ref});
+  entries_.push_back(Replayed{time, ref, r.fingerprint, r.scope, sketch_ref});
 }
 
-std::size_t WindowReplay::finish(dedup::Engine& engine) {
-  if (future_ != 0) {
-    log(config::LogLevel::warn,
-        std::to_string(future_) + " changelog entr" + (future_ == 1 ? "y is" : "ies are") +
-            " stamped later than the clock plus window.max_future; rebuilt at that time");
+WindowReplay::Key WindowReplay::key_of(dedup::EventTime time, dedup::RecordRef ref,
+                                       dedup::Fingerprint fingerprint) {
+  return Key{time.ms, ref.value, fingerprint.bits};
+}
+
+void WindowReplay::keep_keys_only() {
+  keys_only_ = true;
+  keys_.reserve(entries_.size());
+  for (const Replayed& e : entries_) keys_.push_back(key_of(e.time, e.ref, e.fingerprint));
+  entries_ = std::vector<Replayed>();  // (`= {}` would keep the capacity)
+  sketch_store_ = std::vector<std::uint64_t>();
+  const std::size_t max_entries = cfg_.dedup.window.max_entries;
+  if (keys_.size() >= 2 * max_entries) prune(max_entries);
+}
+
+void WindowReplay::prune(std::size_t keep) {
+  std::sort(keys_.begin(), keys_.end(), std::greater<>());
+  auto out = keys_.begin();
+  for (auto it = keys_.begin(); it != keys_.end(); ++it) {
+    if (out != keys_.begin() && *(out - 1) == *it) {
+      repeated_.push_back(*it);
+      continue;
+    }
+    *out++ = *it;
   }
-  std::vector<Replayed>& entries = entries_;
+  keys_.erase(out, keys_.end());
+  if (keys_.size() > keep) keys_.resize(keep);
+}
+
+void WindowReplay::sort_collected() {
   // Event-time order; the same message written twice (reprocessed after a
   // crash) is remembered once.
-  std::stable_sort(entries.begin(), entries.end(), [](const Replayed& a, const Replayed& b) {
-    return a.time != b.time ? a.time < b.time : a.ref.value < b.ref.value;
+  // (std::sort: in place, where std::stable_sort takes a buffer of half the entries)
+  std::sort(entries_.begin(), entries_.end(), [](const Replayed& a, const Replayed& b) {
+    if (a.time != b.time) return a.time < b.time;
+    if (a.ref != b.ref) return a.ref.value < b.ref.value;
+    return a.fingerprint.bits != b.fingerprint.bits ? a.fingerprint.bits < b.fingerprint.bits
+                                                    : a.sketch < b.sketch;
   });
-  entries.erase(std::unique(entries.begin(), entries.end(),
-                            [](const Replayed& a, const Replayed& b) {
-                              return a.time == b.time && a.ref == b.ref &&
-                                     a.fingerprint == b.fingerprint;
-                            }),
-                entries.end());
-  std::size_t first = 0;
-  if (!entries.empty()) {
-    // Only what the window would still hold: the newest max_entries, within the duration.
-    const std::int64_t horizon = entries.back().time.ms - cfg_.dedup.window.duration.count();
-    if (entries.size() > cfg_.dedup.window.max_entries)
-      first = entries.size() - cfg_.dedup.window.max_entries;
-    while (first < entries.size() && entries[first].time.ms < horizon) ++first;
-  }
-  // Growing step by step would move every entry and cell so far at each step:
-  // the inserts alone are 1.8-6.9x faster at 0.1-10M entries (BM_WindowRebuild).
-  engine.reserve(entries.size() - first);
+  entries_.erase(std::unique(entries_.begin(), entries_.end(),
+                             [](const Replayed& a, const Replayed& b) {
+                               return a.time == b.time && a.ref == b.ref &&
+                                      a.fingerprint == b.fingerprint;
+                             }),
+                 entries_.end());
+}
+
+void WindowReplay::remember_collected(dedup::Engine& engine, std::size_t first) {
+  const std::vector<Replayed>& entries = entries_;
   const auto bands = static_cast<std::size_t>(schemas_.local().sketch.bands);
   dedup::SketchResult ahead{}, current{};
   // The entry's sketch, rebuilt in `out` (none: shingles 0).
@@ -132,28 +165,113 @@ std::size_t WindowReplay::finish(dedup::Engine& engine) {
     const Replayed& e = entries[i];
     engine.remember(e.fingerprint, e.time, e.ref, sketch_of(e, current), e.scope);
   }
-  const std::size_t remembered = entries.size() - first;
-  entries_ = {};
-  sketch_store_ = {};
+}
+
+void WindowReplay::log_future() {
+  if (future_ == 0) return;
+  log(config::LogLevel::warn,
+      std::to_string(future_) + " changelog entr" + (future_ == 1 ? "y is" : "ies are") +
+          " stamped later than the clock plus window.max_future; rebuilt at that time");
   future_ = 0;
+}
+
+std::size_t WindowReplay::finish(dedup::Engine& engine) {
+  log_future();
+  sort_collected();
+  std::size_t first = 0;
+  if (!entries_.empty()) {
+    // Only what the window would still hold: the newest max_entries, within the duration.
+    const std::int64_t horizon = entries_.back().time.ms - cfg_.dedup.window.duration.count();
+    if (entries_.size() > cfg_.dedup.window.max_entries)
+      first = entries_.size() - cfg_.dedup.window.max_entries;
+    while (first < entries_.size() && entries_[first].time.ms < horizon) ++first;
+  }
+  // Growing step by step would move every entry and cell so far at each step:
+  // the inserts alone are 1.8-6.9x faster at 0.1-10M entries (BM_WindowRebuild).
+  engine.reserve(entries_.size() - first);
+  remember_collected(engine, first);
+  const std::size_t remembered = entries_.size() - first;
+  entries_ = std::vector<Replayed>();  // (`= {}` would keep the capacity)
+  sketch_store_ = std::vector<std::uint64_t>();
   return remembered;
 }
 
-std::int64_t WindowReplay::newest_time(std::size_t k) const {
+std::int64_t WindowReplay::newest_time(std::size_t k) {
   constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+  if (keys_only_) {
+    prune(std::max<std::size_t>(k, cfg_.dedup.window.max_entries));
+    return k == 0 || keys_.size() < k ? kNone : keys_[k - 1].time;
+  }
   if (k == 0 || entries_.size() < k) return kNone;
   // The same message written twice counts once, as finish() remembers it.
-  struct Key {
-    std::int64_t time;
-    std::uint64_t ref, fingerprint;
-    auto operator<=>(const Key&) const = default;
-  };
   std::vector<Key> keys;
   keys.reserve(entries_.size());
-  for (const Replayed& e : entries_) keys.push_back({e.time.ms, e.ref.value, e.fingerprint.bits});
+  for (const Replayed& e : entries_) keys.push_back(key_of(e.time, e.ref, e.fingerprint));
   std::sort(keys.begin(), keys.end(), std::greater<>());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys.size() < k ? kNone : keys[k - 1].time;
+}
+
+std::vector<std::int64_t> WindowReplay::second_pass(dedup::Engine& engine) {
+  log_future();
+  prune(cfg_.dedup.window.max_entries);  // newest first, each once, at most max_entries
+  std::vector<std::int64_t> starts;
+  chosen_ = remembered_ = 0;
+  if (keys_.empty()) return starts;
+  // Only what the window would still hold: within the duration of the newest.
+  const std::int64_t horizon = keys_.front().time - cfg_.dedup.window.duration.count();
+  std::size_t count = keys_.size();
+  while (count > 1 && keys_[count - 1].time < horizon) --count;
+  cut_ = keys_[count - 1];
+  chosen_ = count;
+  std::sort(repeated_.begin(), repeated_.end());
+  repeated_.erase(std::unique(repeated_.begin(), repeated_.end()), repeated_.end());
+  repeated_.erase(repeated_.begin(), std::lower_bound(repeated_.begin(), repeated_.end(), cut_));
+  repeated_seen_.assign(repeated_.size(), 0);
+  // Slices of about rebuild_memory of collected entries, oldest first.
+  const auto bands = static_cast<std::size_t>(schemas_.local().sketch.bands);
+  const std::size_t per_entry =
+      sizeof(Replayed) +
+      (schemas_.local().sketch.enabled ? (2 + bands) * sizeof(std::uint64_t) : 0);
+  const std::size_t per_slice =
+      std::max<std::size_t>(1, cfg_.dedup.window.rebuild_memory / per_entry);
+  for (std::size_t end = count; end > 0; end -= std::min(end, per_slice)) {
+    const std::int64_t start = keys_[end - 1].time;
+    if (starts.empty() || start > starts.back()) starts.push_back(start);
+  }
+  keys_ = std::vector<Key>();
+  // Room for a slice at once (growing by doubling would hold up to twice as
+  // much); records that span slices may bring more.
+  const std::size_t room = std::min(count, per_slice);
+  entries_.reserve(room);
+  if (schemas_.local().sketch.enabled) sketch_store_.reserve(room * (2 + bands));
+  engine.reserve(count);
+  return starts;
+}
+
+void WindowReplay::add_again(const ChangelogRecord& r) {
+  if (!schemas_.matches(r)) return;
+  const dedup::EventTime time = event_time_of(r.time.ms, now_, cfg_.dedup.window.max_future);
+  const dedup::RecordRef ref = pack_ref(sources_.intern(r.topic, r.partition), r.offset);
+  const Key key = key_of(time, ref, r.fingerprint);
+  if (key < cut_) return;
+  if (!repeated_.empty()) {
+    const auto it = std::lower_bound(repeated_.begin(), repeated_.end(), key);
+    if (it != repeated_.end() && *it == key) {
+      char& seen = repeated_seen_[static_cast<std::size_t>(it - repeated_.begin())];
+      if (seen) return;
+      seen = 1;
+    }
+  }
+  collect(r, time, ref);
+}
+
+void WindowReplay::remember_slice(dedup::Engine& engine) {
+  sort_collected();
+  remember_collected(engine, 0);
+  remembered_ += entries_.size();
+  entries_.clear();  // (the capacity serves the next slice)
+  sketch_store_.clear();
 }
 
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
@@ -180,6 +298,13 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   const std::size_t n = static_cast<std::size_t>(reader.partitions());
   const std::vector<std::int64_t>& low = reader.low();
   const std::vector<std::int64_t>& high = reader.high();
+  // Unreadable records hold offsets but no entries: the estimates leave them out.
+  std::uint64_t unreadable = 0;
+  const ChangelogReader::Corrupt corrupt = [&](std::int32_t partition, std::int64_t offset,
+                                               const std::string& reason) {
+    ++unreadable;
+    if (hooks.corrupt) hooks.corrupt(partition, offset, reason);
+  };
   // Per partition, [done, high) has been read; the rebuild reads backwards
   // from the end, a range at a time, until the window is covered.
   std::vector<std::int64_t> done = high;
@@ -191,25 +316,75 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
       any = any || start[p] < done[p];
     }
     if (!any) return true;
-    if (!reader.read_range(start, done, visit, hooks.corrupt, stopped)) return false;
+    if (!reader.read_range(start, done, visit, corrupt, stopped)) return false;
     done = start;
     return true;
   };
-  const auto finish = [&]() -> std::optional<std::size_t> {
+  // `whole`: record times do not bound their entries' (LogAppendTime), so the
+  // second pass, if any, reads everything again in one slice.
+  const auto finish = [&](bool whole = false) -> std::optional<std::size_t> {
+    if (replay.collected_all()) {
+      reader.follow_from_end();
+      return replay.finish(engine);
+    }
+    // 5. The entries read outgrew window.rebuild_memory: read the chosen ones
+    // again, a slice of records (by timestamp) at a time, oldest first.
+    std::vector<std::int64_t> starts = replay.second_pass(engine);
+    if (whole && !starts.empty()) starts.resize(1);
+    log(config::LogLevel::info,
+        "rebuilding the window: the entries read outgrow window.rebuild_memory (" +
+            config::format_size(cfg.dedup.window.rebuild_memory) + "); reading the newest " +
+            std::to_string(replay.chosen()) + " again in " + std::to_string(starts.size()) +
+            " slice(s)");
+    const ChangelogReader::Visit again = [&](const ChangelogRecord& r) { replay.add_again(r); };
+    // (an unreadable record was reported in the first pass)
+    const ChangelogReader::Corrupt quiet = [](std::int32_t, std::int64_t, const std::string&) {};
+    std::vector<std::int64_t> from = low;
+    for (std::size_t j = 0; j < starts.size(); ++j) {
+      if (j == 0 && !whole) {
+        const auto first = reader.offsets_for_time(starts[0], stopped);
+        if (!first) return std::nullopt;
+        from = *first;
+      }
+      std::optional<std::vector<std::int64_t>> to = high;
+      if (j + 1 < starts.size()) to = reader.offsets_for_time(starts[j + 1], stopped);
+      if (!to || !reader.read_range(from, *to, again, quiet, stopped)) return std::nullopt;
+      replay.remember_slice(engine);
+      from = *to;
+      if (hooks.progress) hooks.progress();
+    }
     reader.follow_from_end();
-    return replay.finish(engine);
+    return replay.remembered();
   };
 
   // 1. The last records of each partition: how new the changelog is (transaction
-  // markers hold offsets too, hence the widening).
-  for (std::int64_t last = 1;; last *= 8) {
+  // markers hold offsets too, hence the widening), and a sample of entries per
+  // offset for step 2's estimate: one record could be the few entries written
+  // after a quiet spell. The sample (at most 256 entries, an eighth of the
+  // window) is of the newest records, which the window needs unless they are
+  // older than window.duration: the widening stops at those.
+  const std::uint64_t sample =
+      std::min<std::uint64_t>(256, std::max<std::size_t>(1, cfg.dedup.window.max_entries / 8));
+  const auto duration_ms = static_cast<std::int64_t>(cfg.dedup.window.duration.count());
+  std::vector<std::int64_t> last(n, 1);  // offsets from the end to read, per partition
+  for (;;) {
     std::vector<std::int64_t> from(n);
-    for (std::size_t p = 0; p < n; ++p) from[p] = high[p] - std::min(last, high[p] - low[p]);
+    for (std::size_t p = 0; p < n; ++p) from[p] = high[p] - std::min(last[p], high[p] - low[p]);
     if (!read_down_to(from)) return std::nullopt;
-    bool known = true;
-    for (std::size_t p = 0; p < n; ++p)
-      known = known && (done[p] <= low[p] || reader.newest_read()[p] >= 0);
-    if (known) break;
+    std::int64_t newest_now = -1;
+    for (std::size_t p = 0; p < n; ++p) newest_now = std::max(newest_now, reader.newest_read()[p]);
+    const bool sampled = reader.entries_read() >= sample;
+    bool widen = false;
+    for (std::size_t p = 0; p < n; ++p) {
+      if (done[p] <= low[p]) continue;  // read to its start
+      const bool known = reader.newest_read()[p] >= 0;
+      const bool past_duration = known && reader.oldest_read()[p] < newest_now - duration_ms;
+      if (!known || (!sampled && !past_duration)) {
+        last[p] *= 2;
+        widen = true;
+      }
+    }
+    if (!widen) break;
   }
   std::int64_t newest = -1;
   for (const std::int64_t t : reader.newest_read()) newest = std::max(newest, t);
@@ -223,7 +398,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
             "the rebuild reads the whole topic; set message.timestamp.type=CreateTime on it to "
             "read about one window");
     if (!read_down_to(low)) return std::nullopt;
-    return finish();
+    return finish(true);
   }
 
   // 2. A record's timestamp is the newest event time of its entries, so records
@@ -239,6 +414,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     offsets_within += static_cast<std::uint64_t>(high[p] - (*by_duration)[p]);
     offsets_read += static_cast<std::uint64_t>(high[p] - done[p]);
   }
+  offsets_read -= std::min(offsets_read, unreadable);
   const double per_offset = static_cast<double>(reader.entries_read()) /
                             static_cast<double>(std::max<std::uint64_t>(1, offsets_read));
   const double estimate = static_cast<double>(offsets_within) * per_offset;
@@ -248,21 +424,30 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     return finish();
   }
 
-  // 3. More than max_entries within the duration: first the newest records
-  // that should hold about 1.05 max_entries (each partition its share of the
-  // offsets within the duration), twice as many while fewer were read.
+  // 3. More than max_entries within the duration: the newest records that
+  // should hold about 1.05 max_entries, each partition its share of the
+  // offsets left within the duration, the entries per offset estimated anew
+  // from everything read so far, until max_entries were read.
   constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
-  for (double share = 1.05 * max_entries / estimate;; share *= 2) {
-    std::vector<std::int64_t> from(n);
-    bool all = true;
+  while (replay.newest_time(window.max_entries) == kNoTime) {
+    std::uint64_t read_offsets = 0, left = 0;
     for (std::size_t p = 0; p < n; ++p) {
-      const auto within = static_cast<double>(high[p] - (*by_duration)[p]);
-      from[p] = std::max((*by_duration)[p],
-                         high[p] - static_cast<std::int64_t>(std::min(within, within * share)) - 1);
-      all = all && from[p] <= (*by_duration)[p];
+      read_offsets += static_cast<std::uint64_t>(high[p] - done[p]);
+      left += static_cast<std::uint64_t>(std::max<std::int64_t>(0, done[p] - (*by_duration)[p]));
+    }
+    if (left == 0) break;
+    read_offsets -= std::min(read_offsets, unreadable);
+    const double entries = static_cast<double>(reader.entries_read());
+    const double per =
+        std::max(entries, 1.0) / static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
+    const double want = std::max(1.05 * max_entries - entries, 0.05 * max_entries);
+    const double share = std::min(1.0, want / per / static_cast<double>(left));
+    std::vector<std::int64_t> from(n);
+    for (std::size_t p = 0; p < n; ++p) {
+      const std::int64_t rest = std::max<std::int64_t>(0, done[p] - (*by_duration)[p]);
+      from[p] = done[p] - std::min(rest, static_cast<std::int64_t>(std::ceil(rest * share)));
     }
     if (!read_down_to(from)) return std::nullopt;
-    if (all || replay.newest_time(window.max_entries) != kNoTime) break;
   }
   // 4. Until nothing is missing: everything stamped at or after the
   // max_entries-th newest entry read so far. Each entry is in a record stamped

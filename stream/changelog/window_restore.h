@@ -1,6 +1,6 @@
 #pragma once
-// The window's state from the changelog: rebuilding it at start (every
-// partition read to its high watermark, replayed in event-time order, only what
+// The window's state from the changelog: rebuilding it at start (about one
+// window read backwards from the end, replayed in event-time order, only what
 // the window would still hold) and the fingerprint schema check shared with
 // following other instances' records afterwards.
 //
@@ -39,6 +39,10 @@ class SchemaCompatibility {
   SchemaCompatibility(dedup::FingerprintSchema local, std::string prefix = "");
   /// False for an entry of another schema (counted in foreign()).
   bool accepts(const ChangelogRecord& record);
+  /// accepts() without counting or logging (a record read a second time).
+  bool matches(const ChangelogRecord& record) const {
+    return record.schema == 0 || record.schema == local_.id;
+  }
   /// The record's sketch if usable, else an empty one (shingles 0).
   const dedup::SketchResult& usable(const ChangelogRecord& record);
   /// Entries refused by accepts() so far.
@@ -76,24 +80,49 @@ void warn_unreadable_record(std::string_view prefix, const std::string& topic,
 /// window would still hold (the newest window.max_entries within
 /// window.duration), in event time order; the same message written twice
 /// (reprocessed after a crash) once; nothing `schemas` refuses. Not thread-safe.
+///
+/// Memory: add() collects entries (72 bytes each with the default sketch)
+/// while they fit window.rebuild_memory. Past it, only a 24-byte key per entry
+/// is kept (at most 2 window.max_entries of them, the newest), and the window
+/// is filled by a second pass: second_pass() picks the entries to keep and
+/// slices them by event time, add_again() collects the chosen entries of one
+/// slice's records, remember_slice() remembers them; one slice at a time, so
+/// the rebuild holds the window plus about window.rebuild_memory.
 class WindowReplay {
  public:
   WindowReplay(const config::Config& config, Sources& sources, SchemaCompatibility& schemas);
-  /// O(1) amortized; 32 bytes per entry kept until finish(), 16 + 8 per band
-  /// more with a sketch (72 in all with the default 3 bands).
+  /// O(1) amortized (O(log n) when keys are pruned).
   void add(const ChangelogRecord& record);
-  /// Remembers what was added and returns how many entries; empty afterwards.
-  /// O(n log n) for n entries added.
+  /// Whether every entry added is still collected (finish() can remember
+  /// them); false once they outgrew window.rebuild_memory.
+  bool collected_all() const { return !keys_only_; }
+  /// When collected_all(): remembers what was added and returns how many
+  /// entries; empty afterwards. O(n log n) for n entries added.
   std::size_t finish(dedup::Engine& engine);
   /// The event time of the k-th newest entry added so far (and used; the same
   /// message written twice once); the lowest int64 when fewer than k were.
-  /// O(n log n) time, 24n bytes.
-  std::int64_t newest_time(std::size_t k) const;
+  /// O(n log n) time, 24n bytes (collected) or none (keys).
+  std::int64_t newest_time(std::size_t k);
   /// `time_ms` as this replay stamps entries: at most its clock plus window.max_future.
   std::int64_t clamp(std::int64_t time_ms) const {
     return std::min(time_ms,
                     now_ + static_cast<std::int64_t>(cfg_.dedup.window.max_future.count()));
   }
+
+  /// When !collected_all(): chooses the entries the window keeps, sizes the
+  /// engine for them, and returns the event times that start each slice of
+  /// them, ascending (the first is the oldest entry kept; empty: none). A
+  /// slice is the records stamped from its start up to the next one's: each
+  /// holds about window.rebuild_memory of chosen entries.
+  std::vector<std::int64_t> second_pass(dedup::Engine& engine);
+  /// Collects `record`'s entry if chosen and not collected before.
+  void add_again(const ChangelogRecord& record);
+  /// Remembers what add_again() collected, in event time order; empty afterwards.
+  void remember_slice(dedup::Engine& engine);
+  /// Entries second_pass() chose.
+  std::size_t chosen() const { return chosen_; }
+  /// Entries remembered by remember_slice() so far.
+  std::size_t remembered() const { return remembered_; }
 
  private:
   // Compact entries (32 bytes), sorted and moved as the vector grows; the
@@ -107,6 +136,32 @@ class WindowReplay {
     dedup::ScopeId scope;
     std::uint32_t sketch = 0;  ///< 1 + its number in `sketch_store_`, 0 for none
   };
+  /// An entry in the second pass's choice, ordered as finish() orders
+  /// entries (the same message written twice has the same key), so both
+  /// passes keep the same entries.
+  struct Key {
+    std::int64_t time;
+    std::uint64_t ref, fingerprint;
+    auto operator<=>(const Key&) const = default;
+  };
+  static Key key_of(dedup::EventTime time, dedup::RecordRef ref, dedup::Fingerprint fingerprint);
+  void collect(const ChangelogRecord& r, dedup::EventTime time, dedup::RecordRef ref);
+  /// Keys only from now on: the collected entries become keys and are freed.
+  void keep_keys_only();
+  /// Sorts the keys newest first and drops repeats (noting them in
+  /// `repeated_`), then all but the newest `keep`.
+  void prune(std::size_t keep);
+  /// Sorts entries_ by event time and drops the same message written twice.
+  void sort_collected();
+  /// Says once how many entries were stamped past the clock plus max_future.
+  void log_future();
+  /// Remembers entries_[first..] (sorted) in the engine.
+  void remember_collected(dedup::Engine& engine, std::size_t first);
+  std::size_t staged_bytes() const {
+    return entries_.capacity() * sizeof(Replayed) +
+           sketch_store_.capacity() * sizeof(std::uint64_t);
+  }
+
   const config::Config& cfg_;
   Sources& sources_;
   SchemaCompatibility& schemas_;
@@ -117,6 +172,13 @@ class WindowReplay {
   /// (16 + 8 per band bytes: 40 with the default 3 bands, where a
   /// SketchResult takes 88).
   std::vector<std::uint64_t> sketch_store_;
+  bool keys_only_ = false;
+  std::vector<Key> keys_;
+  std::vector<Key> repeated_;        ///< keys added more than once (before: seen)
+  std::vector<char> repeated_seen_;  ///< second pass: per repeated_ key, collected already
+  Key cut_{};                        ///< second pass: the oldest key kept
+  std::size_t chosen_ = 0;
+  std::size_t remembered_ = 0;
 };
 
 /// Reads about one window of the changelog, backwards from its end, and
@@ -129,6 +191,9 @@ class WindowReplay {
 /// at or after the max_entries-th newest entry (found from an estimate, then
 /// checked by looking offsets up by time). The whole
 /// topic is read when its records are stamped by the broker (LogAppendTime).
+/// When the entries read outgrow window.rebuild_memory, the chosen ones are
+/// read a second time, a slice of about window.rebuild_memory at a time
+/// (WindowReplay), so the rebuild holds the window plus about that much.
 /// Afterwards `reader` follows from the end of what it read.
 /// Returns the entries remembered, or nullopt if stopped first. Throws
 /// kafka::KafkaError (fatal errors).

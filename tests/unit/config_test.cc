@@ -233,7 +233,7 @@ TEST(ConfigErrors, MappingWhereAScalarIsExpected) {
 TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
   EXPECT_EQ(error_of("window: 5\n"),
             "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, "
-            "max_future, refresh_on_duplicate, got '5'");
+            "max_future, refresh_on_duplicate, rebuild_memory, got '5'");
 }
 
 TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {
