@@ -14,6 +14,7 @@ constexpr Kernels kPortable{
     .simhash_weighted = accumulate_weighted,
     .join_ascii = detail::join_ascii_tokens,
     .hash_windows = hash_windows,
+    .densify = detail::densify,
 };
 
 #if NEARDUP_X86_KERNELS
@@ -24,6 +25,7 @@ constexpr Kernels kPopcnt{
     .simhash_weighted = accumulate_weighted,
     .join_ascii = detail::join_ascii_tokens,
     .hash_windows = hash_windows,
+    .densify = detail::densify,
 };
 
 constexpr Kernels kAvx512{
@@ -35,6 +37,7 @@ constexpr Kernels kAvx512{
       return join_ascii_avx512(text.text.data(), text.text.size(), out);
     },
     .hash_windows = hash_windows_avx512,
+    .densify = densify_avx512,
 };
 #else
 constexpr Kernels kPopcnt = kPortable;

@@ -44,6 +44,9 @@ struct Kernels {
   /// Sketch: the hashes of the 5-byte windows at data[0, count) into out.
   /// Writes out[0, count rounded up to 8); reads data[0, count + 15).
   void (*hash_windows)(const char* data, std::size_t count, std::uint64_t* out);
+  /// Sketch: fills the empty bins of minima[0, bins) (bins 16, 32, 64 or
+  /// 128) as detail::densify defines it.
+  void (*densify)(std::uint32_t* minima, int bins);
 };
 
 /// Every variant's kernels, indexed by cpu::Variant. A variant this build does
@@ -84,6 +87,7 @@ void accumulate_weighted_avx512(const std::uint64_t* hashes, const std::uint32_t
                                 std::size_t n, std::int32_t* sums);
 std::size_t join_ascii_avx512(const char* text, std::size_t size, char* out);
 void hash_windows_avx512(const char* data, std::size_t count, std::uint64_t* out);
+void densify_avx512(std::uint32_t* minima, int bins);
 #endif
 
 }  // namespace kernels

@@ -395,6 +395,47 @@ void detail::densify(std::uint32_t* minima, int bins) {
   }
 }
 
+#if NEARDUP_X86_KERNELS
+// detail::densify with one byte permutation per empty bin: the bytes of
+// `filled_bytes` are 0xff for the filled bins, so permuting them by bin i's
+// order gives, in one mask, which steps of the walk reach a filled bin; its
+// lowest bit is the walk's end. 128 bins (dedup.sketch.bits 1) take the
+// portable walk.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void kernels::densify_avx512(
+    std::uint32_t* minima, int bins) {
+  if (bins > 64) {
+    detail::densify(minima, bins);
+    return;
+  }
+  const __m512i empty_bin = _mm512_set1_epi32(-1);
+  std::uint64_t filled = 0;
+  for (int i = 0; i < bins; i += 16) {  // bins is 16, 32 or 64
+    const __m512i v = _mm512_loadu_si512(minima + i);
+    filled |= std::uint64_t{_mm512_cmpneq_epi32_mask(v, empty_bin)} << i;
+  }
+  const std::uint64_t all = bins == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bins) - 1;
+  const std::uint64_t empty = ~filled & all;
+  if (empty == 0) return;
+  if (filled == 0) {
+    for (int i = 0; i < bins; ++i)
+      minima[i] = kEmpty + static_cast<std::uint32_t>(bins - i) * kRotationStep;
+    return;
+  }
+  const __m512i filled_bytes = _mm512_movm_epi8(filled);
+  const std::uint8_t* orders = detail::densify_orders(bins);
+  for (std::uint64_t e = empty; e != 0; e &= e - 1) {
+    const int i = std::countr_zero(e);
+    const std::uint8_t* order =
+        orders + static_cast<std::size_t>(i) * static_cast<std::size_t>(bins);
+    const __m512i steps = _mm512_maskz_loadu_epi8(all, order);
+    const std::uint64_t reach =
+        _mm512_movepi8_mask(_mm512_permutexvar_epi8(steps, filled_bytes)) & all;
+    const int a = std::countr_zero(reach);  // < bins: some bin is filled
+    minima[i] = minima[order[a]] + static_cast<std::uint32_t>(a + 1) * kRotationStep;
+  }
+}
+#endif
+
 std::size_t detail::join_ascii_tokens(const NormalizedText& text, char* out) {
   if (text.token_count == 0) return 0;
   std::size_t size = 0;
@@ -525,8 +566,9 @@ SketchResult Sketcher::run(const NormalizedText& text) {
   // Densify: an empty bin takes the first filled bin of its own fixed order
   // of the bins, plus kRotationStep per step, so two texts fill the same empty
   // bins alike and neighbouring empty bins rarely share a source. A bit map of
-  // the filled bins answers each step with one load and a shift.
-  detail::densify(minima, bins);
+  // the filled bins answers each step with one load and a shift (the AVX-512
+  // kernel: every step of one bin's walk at once).
+  kernels::active().densify(minima, bins);
 
   result.sketch = detail::pack(minima, options_.bits);
 

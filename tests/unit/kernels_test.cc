@@ -176,6 +176,25 @@ TEST_P(EveryVariant, SketchJoinsAndHashesTheSameShingles) {
   EXPECT_GT(ascii, 100) << "texts that take the ASCII kernels";
 }
 
+TEST_P(EveryVariant, SketchDensifiesTheSame) {
+  // Every bin count, fills from every bin empty to every bin filled.
+  std::mt19937_64 rng(13);
+  for (const int bins : {16, 32, 64, 128}) {
+    for (int round = 0; round < 400; ++round) {
+      std::vector<std::uint32_t> minima(static_cast<std::size_t>(bins));
+      const auto fill = static_cast<std::uint64_t>(round % 21);  // in 20ths
+      for (auto& m : minima)
+        m = rng() % 20 < fill ? static_cast<std::uint32_t>(rng() % 0xfffffff0U) : detail::kEmptyBin;
+      const auto [tested, portable] = both([&] {
+        std::vector<std::uint32_t> out = minima;
+        kernels::active().densify(out.data(), bins);
+        return out;
+      });
+      ASSERT_EQ(tested, portable) << bins << " bins, fill " << fill << "/20";
+    }
+  }
+}
+
 TEST_P(EveryVariant, EngineGivesTheSameVerdicts) {
   // Everything together: originals, edited copies, short and long, with and
   // without the sketch stage.
@@ -223,6 +242,7 @@ TEST(KernelTable, EveryRowHasEveryKernel) {
     EXPECT_NE(k.simhash_weighted, nullptr) << cpu::name(v);
     EXPECT_NE(k.join_ascii, nullptr) << cpu::name(v);
     EXPECT_NE(k.hash_windows, nullptr) << cpu::name(v);
+    EXPECT_NE(k.densify, nullptr) << cpu::name(v);
   }
 }
 
@@ -245,6 +265,7 @@ TEST(KernelTable, EachRowHoldsItsVariantsKernels) {
   EXPECT_EQ(portable.simhash_weighted, &kernels::accumulate_weighted);
   EXPECT_EQ(portable.join_ascii, &detail::join_ascii_tokens);
   EXPECT_EQ(portable.hash_windows, &kernels::hash_windows);
+  EXPECT_EQ(portable.densify, &detail::densify);
 #if NEARDUP_X86_KERNELS
   const kernels::Kernels& popcnt = row(cpu::Variant::popcnt);
   EXPECT_EQ(popcnt.filter, &kernels::filter_popcnt);
@@ -258,6 +279,7 @@ TEST(KernelTable, EachRowHoldsItsVariantsKernels) {
   EXPECT_EQ(avx512.simhash_weighted, &kernels::accumulate_weighted_avx512);
   EXPECT_NE(avx512.join_ascii, portable.join_ascii);
   EXPECT_EQ(avx512.hash_windows, &kernels::hash_windows_avx512);
+  EXPECT_EQ(avx512.densify, &kernels::densify_avx512);
 #else
   // Without x86 kernels every row is portable's (and cpu::supported() picks none but it).
   for (const cpu::Variant v : cpu::kVariants) {
