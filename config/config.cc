@@ -541,11 +541,11 @@ const std::vector<Key>& keys() {
       Key rebuild;
       rebuild.path = "window.rebuild_memory";
       rebuild.doc =
-          "64KiB..1TiB: `64MiB`, `512MiB`, `1GiB`: what a rebuild from the changelog (at "
+          "64KiB..1024GiB: `64MiB`, `512MiB`, `1GiB`: what a rebuild from the changelog (at "
           "start, at a judge's takeover) may hold beyond the window while it reads. When the "
           "entries it reads need more (about 72 bytes each), it reads the window's entries a "
           "second time, in slices of this size, and the rebuild peaks at the window plus this";
-      rebuild.expected = "a size in 64KiB..1TiB like 64MiB or 1GiB";
+      rebuild.expected = "a size in 64KiB..1024GiB like 64MiB or 1GiB";
       rebuild.set = [](Config& config, const std::optional<std::string>& text) {
         auto bytes = text ? parse_size(*text) : std::nullopt;
         if (!bytes || *bytes < (std::uint64_t{64} << 10) || *bytes > (std::uint64_t{1} << 40))

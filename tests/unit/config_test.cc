@@ -172,6 +172,21 @@ TEST(Config, WindowMaxFutureIsADurationFromZeroAndAMinuteByDefault) {
             "365d), got 'soon'");
 }
 
+TEST(Config, WindowRebuildMemoryIsASizeFrom64KiBTo1024GiBAnd64MiBByDefault) {
+  EXPECT_EQ(parse_config("", "t.yaml").dedup.window.rebuild_memory, std::size_t{64} << 20);
+  EXPECT_EQ(parse_config("window: {rebuild_memory: 64KiB}", "t.yaml").dedup.window.rebuild_memory,
+            std::size_t{64} << 10);
+  EXPECT_EQ(parse_config("window: {rebuild_memory: 1024GiB}", "t.yaml").dedup.window.rebuild_memory,
+            std::size_t{1} << 40);
+  for (const char* bad : {"1KiB", "1025GiB", "0", "lots"}) {
+    EXPECT_EQ(
+        error_of(std::string("window: {rebuild_memory: ") + bad + "}"),
+        std::string("t.yaml:1:26: window.rebuild_memory: expected a size in 64KiB..1024GiB like "
+                    "64MiB or 1GiB, got '") +
+            bad + "'");
+  }
+}
+
 TEST(ConfigErrors, BareNumberDurationIsRefusedNamingTheKey) {
   // "duration: 24" would be 24 seconds to parse_duration: a unit is required.
   EXPECT_EQ(error_of("window:\n  duration: 24\n"),
