@@ -17,10 +17,11 @@ itself a duplicate and never kept); `score.py` measures the verdicts.
 Everything comes from the engine itself: neardup_sketch_dump (bench/tools)
 prints each text's fingerprint, sketch and band keys.
 
-Usage: candidates.py [--dump PATH] [--out DIR] [STREAM ...]
+Usage: candidates.py [--dump PATH] [--out DIR] [--band-bins N] [STREAM ...]
   --dump  neardup_sketch_dump (default build/release/bench/neardup_sketch_dump)
   --out   the quality output directory with streams/ and labels/ (run.sh's,
           default bench/quality/out)
+  --band-bins  dedup.sketch.band_bins of the bands compared (default 4)
 Prints a Markdown table.
 """
 
@@ -38,10 +39,11 @@ THRESHOLD = 0.7
 BITS = 2
 
 
-def analyses(dump, texts):
+def analyses(dump, texts, band_bins=None):
     """-> [(fingerprint, sketch words, band keys) or None] per text."""
     data = "".join(t.encode("utf-8").hex() + "\n" for t in texts).encode()
-    out = subprocess.run([dump], input=data, capture_output=True, check=True).stdout.decode()
+    command = [dump] + (["--band-bins", str(band_bins)] if band_bins else [])
+    out = subprocess.run(command, input=data, capture_output=True, check=True).stdout.decode()
     rows = []
     for line in out.splitlines():
         f = line.split("\t")
@@ -68,12 +70,12 @@ def estimate(a, b):
     return min(1.0, max(0.0, (agree - chance) / (1 - chance)))
 
 
-def stream_table(dump, out_dir, stream):
+def stream_table(dump, out_dir, stream, band_bins=None):
     with open(os.path.join(out_dir, "streams", f"{stream}.jsonl"), encoding="utf-8") as f:
         recs = [json.loads(line) for line in f if line.strip()]
     with open(os.path.join(out_dir, "labels", f"{stream}.jsonl"), encoding="utf-8") as f:
         labels = [json.loads(line) for line in f if line.strip()]
-    rows = analyses(dump, [r["text"] for r in recs])
+    rows = analyses(dump, [r["text"] for r in recs], band_bins)
     at = {r["id"]: i for i, r in enumerate(recs)}
     counts = {band: [0, 0, 0, 0, 0] for band in JACCARD_BANDS}  # pairs, simhash, band, candidate, verified
     for i, lab in enumerate(labels):
@@ -98,6 +100,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", default=os.path.join(ROOT, "build", "release", "bench", "neardup_sketch_dump"))
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--band-bins", type=int, help="dedup.sketch.band_bins (default: the default config's)")
     ap.add_argument("streams", nargs="*",
                     default=["long_en", "short_en", "short_zh", "mixed", "very_short"])
     args = ap.parse_args(argv)
@@ -109,7 +112,7 @@ def main(argv=None):
         if not os.path.exists(os.path.join(args.out, "labels", f"{stream}.jsonl")):
             continue
         total = [0, 0, 0, 0, 0]
-        for (lo, hi), c in stream_table(args.dump, args.out, stream).items():
+        for (lo, hi), c in stream_table(args.dump, args.out, stream, args.band_bins).items():
             total = [t + x for t, x in zip(total, c)]
             if c[0]:
                 print(f"| {stream} | {lo:.2f}-{min(hi, 1.0):.2f} | {c[0]} | " +

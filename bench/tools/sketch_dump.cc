@@ -1,10 +1,10 @@
 // Dumps what the engine computes for each text, for the candidate-recall
 // evaluation (bench/quality/candidates.py): one line per input line.
-//   neardup_sketch_dump < texts.hex > analyses.tsv
+//   neardup_sketch_dump [--band-bins N] < texts.hex > analyses.tsv
 // Input: one text per line, its UTF-8 bytes as hex (so any text fits a line).
 // Output: features, fingerprint, sketch words, band keys (all hex, the default
-// DedupOptions) and the distinct shingle hashes, tab-separated; "-" fields for
-// a text with no shingles.
+// DedupOptions, or with dedup.sketch.band_bins N) and the distinct shingle
+// hashes, tab-separated; "-" fields for a text with no shingles.
 
 #include <cinttypes>
 #include <cstdio>
@@ -29,8 +29,16 @@ std::string from_hex(const std::string& hex) {
 
 }  // namespace
 
-int main() {
-  const neardup::dedup::DedupOptions options;
+int main(int argc, char** argv) {
+  neardup::dedup::DedupOptions options;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--band-bins" && i + 1 < argc) {
+      options.sketch.band_bins = std::stoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: neardup_sketch_dump [--band-bins N] < texts.hex\n");
+      return 2;
+    }
+  }
   neardup::dedup::Fingerprinter fingerprinter(options.text, options.sketch);
   neardup::dedup::Normalizer normalizer;
   neardup::dedup::Sketcher sketcher(options.sketch);
