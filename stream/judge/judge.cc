@@ -502,6 +502,13 @@ void Judge::run() {
       props["session.timeout.ms"] = "6000";
     if (!options_.config.kafka.consumer.count("heartbeat.interval.ms"))
       props["heartbeat.interval.ms"] = "1500";
+    // One member holds the judge topic's one partition. An eager rebalance
+    // (librdkafka's default assignors) takes it from the judge whenever any
+    // instance joins or leaves and gives it to whichever member sorts first:
+    // a hand-over and a rebuild of the window each time. The cooperative
+    // sticky assignor leaves it where it is.
+    if (!options_.config.kafka.consumer.count("partition.assignment.strategy"))
+      props["partition.assignment.strategy"] = "cooperative-sticky";
     // The rebalance timeout (max.poll.interval.ms, librdkafka's default 300 s)
     // bounds how long a coordinator may wait for a member that died during a
     // rebalance: while it waits, nobody judges. The judge polls every 50 ms at

@@ -4,8 +4,9 @@
 // in the order of the one-partition judge topic (kafka.judge_topic).
 //
 // Every `neardup run` process has a Judge; they form the consumer group
-// "<group_id>.judge" on the judge topic, so exactly one of them holds its
-// partition (the active judge) and the others stand by. The active judge:
+// "<group_id>.judge" on the judge topic (cooperative sticky assignor, so
+// members joining leave the partition where it is), so exactly one of them
+// holds its partition (the active judge) and the others stand by. The active judge:
 //  - on assignment, rebuilds the window from the changelog (what every earlier
 //    judge kept), then resumes the judge topic at the group's committed offset;
 //  - decides each request entry in partition order (dedup::Engine::decide),
