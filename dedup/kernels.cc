@@ -15,6 +15,7 @@ constexpr Kernels kPortable{
     .join_ascii = detail::join_ascii_tokens,
     .hash_windows = hash_windows,
     .densify = detail::densify,
+    .sort_low32 = detail::sort_low32,
 };
 
 #if NEARDUP_X86_KERNELS
@@ -26,6 +27,7 @@ constexpr Kernels kPopcnt{
     .join_ascii = detail::join_ascii_tokens,
     .hash_windows = hash_windows,
     .densify = detail::densify,
+    .sort_low32 = detail::sort_low32,
 };
 
 constexpr Kernels kAvx512{
@@ -38,6 +40,7 @@ constexpr Kernels kAvx512{
     },
     .hash_windows = hash_windows_avx512,
     .densify = densify_avx512,
+    .sort_low32 = sort_low32_avx512,
 };
 #else
 constexpr Kernels kPopcnt = kPortable;

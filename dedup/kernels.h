@@ -47,6 +47,9 @@ struct Kernels {
   /// Sketch: fills the empty bins of minima[0, bins) (bins 16, 32, 64 or
   /// 128) as detail::densify defines it.
   void (*densify)(std::uint32_t* minima, int bins);
+  /// Recent texts: the distinct low 32 bits of hashes[0, count) (count <=
+  /// kMaxExactShingles), ascending, into out; returns how many.
+  std::size_t (*sort_low32)(const std::uint64_t* hashes, std::size_t count, std::uint32_t* out);
 };
 
 /// Every variant's kernels, indexed by cpu::Variant. A variant this build does
@@ -88,6 +91,7 @@ void accumulate_weighted_avx512(const std::uint64_t* hashes, const std::uint32_t
 std::size_t join_ascii_avx512(const char* text, std::size_t size, char* out);
 void hash_windows_avx512(const char* data, std::size_t count, std::uint64_t* out);
 void densify_avx512(std::uint32_t* minima, int bins);
+std::size_t sort_low32_avx512(const std::uint64_t* hashes, std::size_t count, std::uint32_t* out);
 #endif
 
 }  // namespace kernels

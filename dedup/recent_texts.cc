@@ -12,12 +12,14 @@ RecentTexts::RecentTexts(std::size_t capacity, int bands)
       shift_(64 - std::countr_zero(buckets_)),
       bands_(std::clamp(bands, 0, kRecentBands)) {
   heads_.assign(static_cast<std::size_t>(bands_) * buckets_, 0);
+  sequences_.assign(slots_.size(), 0);
 }
 
 void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
   Slot& s = slots_[(number - 1) & mask_];
   s.sequence = sequence;
+  sequences_[(number - 1) & mask_] = sequence;
   s.shingles = static_cast<std::uint32_t>(text.hashes().size());
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
@@ -47,19 +49,20 @@ const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
   std::uint64_t lo = inserted_ - live_count + 1, hi = inserted_ + 1;  // insert numbers [lo, hi)
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (slot(mid).sequence < sequence)
+    if (sequences_[(mid - 1) & mask_] < sequence)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo > inserted_ || slot(lo).sequence != sequence) return nullptr;
+  if (lo > inserted_ || sequences_[(lo - 1) & mask_] != sequence) return nullptr;
   return &slot(lo).text;
 }
 
 std::size_t RecentTexts::bytes() const {
   std::size_t sets = 0;
   for (const Slot& s : slots_) sets += s.text.capacity_bytes();
-  return slots_.size() * sizeof(Slot) + sets + heads_.size() * sizeof(std::uint64_t);
+  return slots_.size() * (sizeof(Slot) + sizeof(std::uint64_t)) + sets +
+         heads_.size() * sizeof(std::uint64_t);
 }
 
 }  // namespace neardup::dedup

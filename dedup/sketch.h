@@ -132,6 +132,9 @@ inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
 /// text's bins, and the LSH bands made of them, stay close to independent.
 /// Exposed for tests.
 void densify(std::uint32_t* minima, int bins);
+/// The distinct low 32 bits of hashes[0, count) (count <= kMaxExactShingles),
+/// ascending, into out; returns how many. Exposed for tests.
+std::size_t sort_low32(const std::uint64_t* hashes, std::size_t count, std::uint32_t* out);
 /// The densification orders for `bins` (16, 32, 64 or 128): bins * bins bytes,
 /// row i a fixed pseudo-random permutation of 0 .. bins - 1. Exposed for tests.
 const std::uint8_t* densify_orders(int bins);

@@ -6,6 +6,7 @@
 // cpu::active().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <ostream>
@@ -195,6 +196,40 @@ TEST_P(EveryVariant, SketchDensifiesTheSame) {
   }
 }
 
+TEST_P(EveryVariant, RecentTextsSortTheSameShingles) {
+  // Every count from 1 to 128, with repeats (a text's shingles repeat) and
+  // values that differ only above bit 32 or at its edges.
+  std::mt19937_64 rng(19);
+  for (std::size_t count = 1; count <= kMaxExactShingles; ++count) {
+    for (int round = 0; round < 4; ++round) {
+      std::vector<std::uint64_t> hashes(count);
+      for (auto& h : hashes) {
+        switch (rng() % 5) {
+          case 0:
+            h = hashes[rng() % count];  // a repeat (or a zero not yet set)
+            break;
+          case 1:
+            h = (rng() << 32) | 0xffffffffU;
+            break;
+          case 2:
+            h = rng() << 32;  // low 32 bits zero
+            break;
+          default:
+            h = rng();
+        }
+      }
+      const auto [tested, portable] = both([&] {
+        std::vector<std::uint32_t> out(kMaxExactShingles);
+        out.resize(kernels::active().sort_low32(hashes.data(), count, out.data()));
+        return out;
+      });
+      ASSERT_EQ(tested, portable) << count << " hashes";
+      ASSERT_TRUE(std::is_sorted(portable.begin(), portable.end()));
+      ASSERT_EQ(std::adjacent_find(portable.begin(), portable.end()), portable.end());
+    }
+  }
+}
+
 TEST_P(EveryVariant, EngineGivesTheSameVerdicts) {
   // Everything together: originals, edited copies, short and long, with and
   // without the sketch stage.
@@ -243,6 +278,7 @@ TEST(KernelTable, EveryRowHasEveryKernel) {
     EXPECT_NE(k.join_ascii, nullptr) << cpu::name(v);
     EXPECT_NE(k.hash_windows, nullptr) << cpu::name(v);
     EXPECT_NE(k.densify, nullptr) << cpu::name(v);
+    EXPECT_NE(k.sort_low32, nullptr) << cpu::name(v);
   }
 }
 
@@ -266,6 +302,7 @@ TEST(KernelTable, EachRowHoldsItsVariantsKernels) {
   EXPECT_EQ(portable.join_ascii, &detail::join_ascii_tokens);
   EXPECT_EQ(portable.hash_windows, &kernels::hash_windows);
   EXPECT_EQ(portable.densify, &detail::densify);
+  EXPECT_EQ(portable.sort_low32, &detail::sort_low32);
 #if NEARDUP_X86_KERNELS
   const kernels::Kernels& popcnt = row(cpu::Variant::popcnt);
   EXPECT_EQ(popcnt.filter, &kernels::filter_popcnt);
@@ -280,6 +317,7 @@ TEST(KernelTable, EachRowHoldsItsVariantsKernels) {
   EXPECT_NE(avx512.join_ascii, portable.join_ascii);
   EXPECT_EQ(avx512.hash_windows, &kernels::hash_windows_avx512);
   EXPECT_EQ(avx512.densify, &kernels::densify_avx512);
+  EXPECT_EQ(avx512.sort_low32, &kernels::sort_low32_avx512);
 #else
   // Without x86 kernels every row is portable's (and cpu::supported() picks none but it).
   for (const cpu::Variant v : cpu::kVariants) {
