@@ -544,7 +544,9 @@ const std::vector<Key>& keys() {
           "64KiB..1024GiB: `64MiB`, `512MiB`, `1GiB`: what a rebuild from the changelog (at "
           "start, at a judge's takeover) may hold beyond the window while it reads. When the "
           "entries it reads need more (about 72 bytes each), it reads the window's entries a "
-          "second time, in slices of this size, and the rebuild peaks at the window plus this";
+          "second time, in slices of this size, and the rebuild peaks at the window plus this (on "
+          "a "
+          "changelog stamped by its writers, CreateTime)";
       rebuild.expected = "a size in 64KiB..1024GiB like 64MiB or 1GiB";
       rebuild.set = [](Config& config, const std::optional<std::string>& text) {
         auto bytes = text ? parse_size(*text) : std::nullopt;

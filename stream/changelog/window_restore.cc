@@ -59,6 +59,7 @@ WindowReplay::WindowReplay(const config::Config& config, Sources& sources,
 
 void WindowReplay::add(const ChangelogRecord& r) {
   if (!schemas_.accepts(r)) return;
+  ++accepted_;
   // Entries stamped far ahead of this clock (written before window.max_future
   // existed) count as this clock plus max_future: one of them would
   // otherwise leave only itself in the rebuilt window.
@@ -99,7 +100,9 @@ WindowReplay::Key WindowReplay::key_of(dedup::EventTime time, dedup::RecordRef r
 
 void WindowReplay::keep_keys_only() {
   keys_only_ = true;
-  keys_.reserve(entries_.size());
+  // At most 2 max_entries before each prune: reserved at once, growing by
+  // doubling could hold twice that.
+  keys_.reserve(std::max(entries_.size(), 2 * cfg_.dedup.window.max_entries));
   for (const Replayed& e : entries_) keys_.push_back(key_of(e.time, e.ref, e.fingerprint));
   entries_ = std::vector<Replayed>();  // (`= {}` would keep the capacity)
   sketch_store_ = std::vector<std::uint64_t>();
@@ -119,6 +122,11 @@ void WindowReplay::prune(std::size_t keep) {
   }
   keys_.erase(out, keys_.end());
   if (keys_.size() > keep) keys_.resize(keep);
+  // Repeats older than every key kept can no longer be chosen.
+  if (keys_.size() == keep && keep != 0) {
+    const Key oldest = keys_.back();
+    std::erase_if(repeated_, [&](const Key& k) { return k < oldest; });
+  }
 }
 
 void WindowReplay::sort_collected() {
@@ -281,8 +289,8 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   WindowReplay replay(cfg, sources, schemas);
   auto last_progress = Clock::now(), last_log = Clock::now();
   std::uint64_t visited = 0;
-  const auto visit = [&](const ChangelogRecord& r) {
-    replay.add(r);
+  // Every 4096 entries: the progress hook, and a log line every 10 s.
+  const auto tick = [&] {
     if ((++visited & 4095) == 0 && Clock::now() - last_progress >= hooks.progress_every) {
       last_progress = Clock::now();
       if (hooks.progress) hooks.progress();
@@ -293,6 +301,10 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
                 " changelog records read");
       }
     }
+  };
+  const auto visit = [&](const ChangelogRecord& r) {
+    replay.add(r);
+    tick();
   };
   const std::function<bool()> stopped = hooks.stopped ? hooks.stopped : [] { return false; };
   const std::size_t n = static_cast<std::size_t>(reader.partitions());
@@ -336,19 +348,27 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
             config::format_size(cfg.dedup.window.rebuild_memory) + "); reading the newest " +
             std::to_string(replay.chosen()) + " again in " + std::to_string(starts.size()) +
             " slice(s)");
-    const ChangelogReader::Visit again = [&](const ChangelogRecord& r) { replay.add_again(r); };
+    const ChangelogReader::Visit again = [&](const ChangelogRecord& r) {
+      replay.add_again(r);
+      tick();
+    };
     // (an unreadable record was reported in the first pass)
     const ChangelogReader::Corrupt quiet = [](std::int32_t, std::int64_t, const std::string&) {};
-    std::vector<std::int64_t> from = low;
+    // Each slice within what the first pass read ([done, high): every chosen
+    // entry is there) and after the one before, whatever a lookup answers (a
+    // broker that fails to answer gives low): no record is read twice.
+    std::vector<std::int64_t> from = done;
     for (std::size_t j = 0; j < starts.size(); ++j) {
       if (j == 0 && !whole) {
         const auto first = reader.offsets_for_time(starts[0], stopped);
         if (!first) return std::nullopt;
-        from = *first;
+        for (std::size_t p = 0; p < n; ++p) from[p] = std::max(done[p], (*first)[p]);
       }
       std::optional<std::vector<std::int64_t>> to = high;
       if (j + 1 < starts.size()) to = reader.offsets_for_time(starts[j + 1], stopped);
-      if (!to || !reader.read_range(from, *to, again, quiet, stopped)) return std::nullopt;
+      if (!to) return std::nullopt;
+      for (std::size_t p = 0; p < n; ++p) (*to)[p] = std::clamp((*to)[p], from[p], high[p]);
+      if (!reader.read_range(from, *to, again, quiet, stopped)) return std::nullopt;
       replay.remember_slice(engine);
       from = *to;
       if (hooks.progress) hooks.progress();
@@ -373,6 +393,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     if (!read_down_to(from)) return std::nullopt;
     std::int64_t newest_now = -1;
     for (std::size_t p = 0; p < n; ++p) newest_now = std::max(newest_now, reader.newest_read()[p]);
+    newest_now = replay.clamp(newest_now);  // (one record stamped far ahead)
     const bool sampled = reader.entries_read() >= sample;
     bool widen = false;
     for (std::size_t p = 0; p < n; ++p) {
@@ -415,7 +436,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     offsets_read += static_cast<std::uint64_t>(high[p] - done[p]);
   }
   offsets_read -= std::min(offsets_read, unreadable);
-  const double per_offset = static_cast<double>(reader.entries_read()) /
+  const double per_offset = static_cast<double>(replay.accepted()) /
                             static_cast<double>(std::max<std::uint64_t>(1, offsets_read));
   const double estimate = static_cast<double>(offsets_within) * per_offset;
   const auto max_entries = static_cast<double>(window.max_entries);
@@ -437,7 +458,8 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     }
     if (left == 0) break;
     read_offsets -= std::min(read_offsets, unreadable);
-    const double entries = static_cast<double>(reader.entries_read());
+    // (entries of another schema are read but not kept: they do not count)
+    const double entries = static_cast<double>(replay.accepted());
     const double per =
         std::max(entries, 1.0) / static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
     const double want = std::max(1.05 * max_entries - entries, 0.05 * max_entries);

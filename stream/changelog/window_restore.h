@@ -93,6 +93,8 @@ class WindowReplay {
   WindowReplay(const config::Config& config, Sources& sources, SchemaCompatibility& schemas);
   /// O(1) amortized (O(log n) when keys are pruned).
   void add(const ChangelogRecord& record);
+  /// Entries add() got that `schemas` accepts (repeats included).
+  std::uint64_t accepted() const { return accepted_; }
   /// Whether every entry added is still collected (finish() can remember
   /// them); false once they outgrew window.rebuild_memory.
   bool collected_all() const { return !keys_only_; }
@@ -167,6 +169,7 @@ class WindowReplay {
   SchemaCompatibility& schemas_;
   const std::int64_t now_;  // entries stamped later than this plus max_future count as that
   std::uint64_t future_ = 0;
+  std::uint64_t accepted_ = 0;
   std::vector<Replayed> entries_;
   /// The sketches: per entry with one, its 2 minhash words and band keys
   /// (16 + 8 per band bytes: 40 with the default 3 bands, where a

@@ -68,7 +68,8 @@ class WindowReplayTest : public ::testing::Test {
   // range, so many entries share a millisecond (ties at the cut), and a
   // record's entries are not in time order. One entry in 10 is written a
   // second time, 7 records later (a message reprocessed after a crash): in
-  // another slice of the second pass.
+  // another slice of the second pass. One in 20 has another fingerprint
+  // schema: neither pass may use it.
   void SetUp() override {
     cfg_.dedup.window.max_entries = 1000;
     cfg_.dedup.window.duration = std::chrono::hours(24);
@@ -93,6 +94,13 @@ class WindowReplayTest : public ::testing::Test {
           c.sketch.shingles = 1;
           c.sketch.sketch.words = {next_random(rng), next_random(rng)};
           for (std::size_t b = 0; b < 3; ++b) c.sketch.band_keys[b] = next_random(rng);
+          if (next_random(rng) % 20 == 0) {
+            // Written with other fingerprint options: read, never used.
+            c.schema = dedup::fingerprint_schema(cfg_.dedup).id ^ 1;
+            foreign_.insert(Entry{c.time.ms, p, c.offset, c.fingerprint.bits});
+            record.entries.push_back(c);
+            continue;
+          }
           record.entries.push_back(c);
           if (next_random(rng) % 10 == 0) again[static_cast<std::size_t>(r + 7)].push_back(c);
           all_.insert(Entry{c.time.ms, p, c.offset, c.fingerprint.bits});
@@ -189,12 +197,14 @@ class WindowReplayTest : public ::testing::Test {
   static constexpr std::int64_t kBase = 1'764'000'000'000;
   config::Config cfg_;
   Log log_;
-  std::set<Entry> all_;
+  std::set<Entry> all_;      // the entries of this instance's schema
+  std::set<Entry> foreign_;  // and of another
   std::int64_t newest_ = 0;
 };
 
 TEST_F(WindowReplayTest, TheSecondPassKeepsExactlyWhatCollectingEverythingKeeps) {
-  ASSERT_EQ(all_.size(), 8000u);
+  ASSERT_EQ(all_.size() + foreign_.size(), 8000u);
+  ASSERT_GT(foreign_.size(), 300u);
   Sources sources;
   const std::set<Entry> want = expected(sources);
   ASSERT_EQ(want.size(), 1000u);
