@@ -100,9 +100,10 @@ WindowReplay::Key WindowReplay::key_of(dedup::EventTime time, dedup::RecordRef r
 
 void WindowReplay::keep_keys_only() {
   keys_only_ = true;
-  // At most 2 max_entries before each prune: reserved at once, growing by
-  // doubling could hold twice that.
-  keys_.reserve(std::max(entries_.size(), 2 * cfg_.dedup.window.max_entries));
+  // At most 2 max_entries before each prune. Reserved for that up to 4 times
+  // what was read so far (a large max_entries over a small changelog must not
+  // ask for gigabytes up front), by doubling beyond.
+  keys_.reserve(std::min(2 * cfg_.dedup.window.max_entries, 4 * entries_.size()));
   for (const Replayed& e : entries_) keys_.push_back(key_of(e.time, e.ref, e.fingerprint));
   entries_ = std::vector<Replayed>();  // (`= {}` would keep the capacity)
   sketch_store_ = std::vector<std::uint64_t>();
