@@ -92,6 +92,24 @@ Key integer_key(std::string path, std::string doc, std::int64_t min, std::int64_
   return key;
 }
 
+// A byte size ("64KiB", "1MiB", "1048576") in [min, max]; `expected` names it.
+template <class Get>
+Key size_key(std::string path, std::string doc, std::string expected, std::uint64_t min,
+             std::uint64_t max, Get get) {
+  Key key;
+  key.path = std::move(path);
+  key.doc = std::move(doc);
+  key.expected = std::move(expected);
+  key.set = [=](Config& config, const std::optional<std::string>& text) {
+    auto bytes = text ? parse_size(*text) : std::nullopt;
+    if (!bytes || *bytes < min || *bytes > max) return false;
+    get(config) = static_cast<std::size_t>(*bytes);
+    return true;
+  };
+  key.show = [=](const Config& config) { return format_size(get(config)); };
+  return key;
+}
+
 template <class Enum, class Get>
 Key choice_key(std::string path, std::string doc, std::vector<std::pair<std::string, Enum>> names,
                Get get) {
@@ -353,23 +371,13 @@ const std::vector<Key>& keys() {
         "input.id_field", "JSON pointer", "a JSON pointer like /id",
         [](const std::string& text) { return is_json_pointer(text); },
         [](auto& config) -> auto& { return config.input.id_field; }));
-    {
-      Key max_bytes;
-      max_bytes.path = "input.max_bytes";
-      max_bytes.doc =
-          "1..64MiB: `1048576`, `64KiB`, `1MiB`, `10kB`, `5MB`; with 16KiB to "
-          "spare under the producer's `message.max.bytes` (default 1MiB; see "
-          "docs/KAFKA.md)";
-      max_bytes.expected = "a size in 1..64MiB like 1048576, 64KiB or 1MiB";
-      max_bytes.set = [](Config& config, const std::optional<std::string>& text) {
-        auto bytes = text ? parse_size(*text) : std::nullopt;
-        if (!bytes || *bytes < 1 || *bytes > kMaxInputBytes) return false;
-        config.input.max_bytes = static_cast<std::size_t>(*bytes);
-        return true;
-      };
-      max_bytes.show = [](const Config& config) { return format_size(config.input.max_bytes); };
-      k.push_back(std::move(max_bytes));
-    }
+    k.push_back(size_key(
+        "input.max_bytes",
+        "1..64MiB: `1048576`, `64KiB`, `1MiB`, `10kB`, `5MB`; with 16KiB to "
+        "spare under the producer's `message.max.bytes` (default 1MiB; see "
+        "docs/KAFKA.md)",
+        "a size in 1..64MiB like 1048576, 64KiB or 1MiB", 1, kMaxInputBytes,
+        [](auto& config) -> auto& { return config.input.max_bytes; }));
 
     k.push_back(choice_key<Action>(
         "action", "drop | tag | route",
@@ -537,29 +545,16 @@ const std::vector<Key>& keys() {
         "time, or by entries when `window.max_entries` is the bound), so a "
         "flood of copies costs no more than without refresh",
         [](auto& config) -> auto& { return config.dedup.window.refresh_on_duplicate; }));
-    {
-      Key rebuild;
-      rebuild.path = "window.rebuild_memory";
-      rebuild.doc =
-          "64KiB..1024GiB: `64MiB`, `512MiB`, `1GiB`: what a rebuild from the changelog (at "
-          "start, at a judge's takeover) may hold beyond the window while it reads. When the "
-          "entries it reads need more (about 72 bytes each), it reads the window's entries a "
-          "second time, in slices of this size, and the rebuild peaks at the window plus this (on "
-          "a "
-          "changelog stamped by its writers, CreateTime)";
-      rebuild.expected = "a size in 64KiB..1024GiB like 64MiB or 1GiB";
-      rebuild.set = [](Config& config, const std::optional<std::string>& text) {
-        auto bytes = text ? parse_size(*text) : std::nullopt;
-        if (!bytes || *bytes < (std::uint64_t{64} << 10) || *bytes > (std::uint64_t{1} << 40))
-          return false;
-        config.dedup.window.rebuild_memory = static_cast<std::size_t>(*bytes);
-        return true;
-      };
-      rebuild.show = [](const Config& config) {
-        return format_size(config.dedup.window.rebuild_memory);
-      };
-      k.push_back(std::move(rebuild));
-    }
+    k.push_back(size_key(
+        "window.rebuild_memory",
+        "64KiB..1024GiB: `64MiB`, `512MiB`, `1GiB`: what a rebuild from the changelog (at "
+        "start, at a judge's takeover) may hold beyond the window while it reads. When the "
+        "entries it reads need more (about 72 bytes each), it reads the window's entries a "
+        "second time, in slices of this size, and the rebuild peaks at the window plus this (on "
+        "a changelog stamped by its writers, CreateTime)",
+        "a size in 64KiB..1024GiB like 64MiB or 1GiB", std::uint64_t{64} << 10,
+        std::uint64_t{1024} << 30,
+        [](auto& config) -> auto& { return config.dedup.window.rebuild_memory; }));
 
     // IPv4 addresses and host names only: the civetweb library neardup serves
     // with (Debian's 1.15) is built without IPv6, so `run` could not bind

@@ -18,7 +18,6 @@ RecentTexts::RecentTexts(std::size_t capacity, int bands)
 void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
   Slot& s = slots_[(number - 1) & mask_];
-  s.sequence = sequence;
   sequences_[(number - 1) & mask_] = sequence;
   s.shingles = static_cast<std::uint32_t>(text.hashes().size());
   s.text = text;

@@ -68,7 +68,6 @@ class RecentTexts {
 
  private:
   struct Slot {
-    std::uint64_t sequence = 0;
     std::array<std::uint64_t, kRecentBands> next{};  // insert number + 1 of the next older
                                                      // text in the bucket, 0: none
     std::array<std::uint32_t, kRecentBands> tag{};   // the band key's low bits
@@ -84,8 +83,8 @@ class RecentTexts {
   const Slot& slot(std::uint64_t number) const { return slots_[(number - 1) & mask_]; }
 
   std::vector<Slot> slots_;  // a power of two of them
-  // Each slot's window sequence again, side by side: find()'s binary search
-  // reads 8 bytes a step from one small array instead of a slot apart each.
+  // Each slot's window sequence, side by side (not in the slot): find()'s
+  // binary search reads 8 bytes a step from one small array.
   std::vector<std::uint64_t> sequences_;
   std::uint64_t mask_;                // slots_.size() - 1
   std::vector<std::uint64_t> heads_;  // bands * buckets_: insert number + 1, 0: empty
@@ -107,15 +106,16 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jacca
     const auto tag = static_cast<std::uint32_t>(key);
     for (std::uint64_t n = heads_[bucket(band, key)]; live(n);) {
       const Slot& s = slot(n);
+      const std::uint64_t sequence = sequences_[(n - 1) & mask_];
       n = s.next[static_cast<std::size_t>(band)];
       if (s.tag[static_cast<std::size_t>(band)] != tag) continue;
       const auto theirs = static_cast<double>(s.shingles);
       if (std::min(mine, theirs) < min_jaccard * std::max(mine, theirs)) continue;
       bool again = false;
-      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == s.sequence;
+      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == sequence;
       if (again) continue;
-      if (seen_count < 64) seen[seen_count++] = s.sequence;
-      visit(s.sequence, s.text);
+      if (seen_count < 64) seen[seen_count++] = sequence;
+      visit(sequence, s.text);
     }
   }
 }

@@ -31,12 +31,6 @@ cluster_topics "$config" 4
 in=$(topic input)
 out=$(topic output)
 
-run_pids=()
-start_instance() { # start_instance N: logs to run<N>.err
-  "$NEARDUP" run --config "$config" --brokers "$brokers" >"$work/run$1.out" 2>"$work/run$1.err" &
-  run_pids[$1]=$!
-  pids+=($!)
-}
 start_instance 1
 start_instance 2
 # (the last assignment each logged: 2 and 2)

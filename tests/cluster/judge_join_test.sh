@@ -28,12 +28,6 @@ printf '%s\n' 'action: tag' 'metrics: {listen: "127.0.0.1:0"}' >>"$config"
 cluster_topics "$config" 4
 out=$(topic output)
 
-run_pids=()
-start_instance() { # start_instance N: logs to run<N>.err
-  "$NEARDUP" run --config "$config" --brokers "$brokers" >"$work/run$1.out" 2>"$work/run$1.err" &
-  run_pids[$1]=$!
-  pids+=($!)
-}
 takeovers() { grep -c 'judge: this instance now judges' "$work/run$1.err" || true; }
 handovers() { grep -c 'judge: no longer judging' "$work/run$1.err" || true; }
 ready_instance() {

@@ -150,6 +150,14 @@ finish() {
 }
 
 # ---- instances of one group (run<N>.err logs)
+# start_instance N: `neardup run` with $config on the cluster, logs to
+# run<N>.out / run<N>.err, its pid in run_pids[N] (stopped by the trap).
+run_pids=()
+start_instance() {
+  "$NEARDUP" run --config "$config" --brokers "$brokers" >"$work/run$1.out" 2>"$work/run$1.err" &
+  run_pids[$1]=$!
+  pids+=($!)
+}
 # last_assigned N: the partitions instance N's last assignment gave it.
 last_assigned() { grep -o 'assigned [0-9]* partition' "$work/run$1.err" | tail -1 | grep -o '[0-9]*' || echo 0; }
 # current_judge N...: which of the instances judges now (its last judge line
