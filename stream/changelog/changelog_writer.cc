@@ -51,7 +51,7 @@ void ChangelogWriter::flush() {
   rec.key = encoded.key;
   rec.has_key = true;
   rec.value = encoded.value;
-  rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
+  rec.timestamp_ms = encoded.stamp.ms > 0 ? encoded.stamp.ms : 0;
   rec.opaque =
       reinterpret_cast<void*>(static_cast<std::uintptr_t>(Ticket{kBatchSource, number}.pack()));
   in_flight_.emplace(number, std::move(batch_tickets_));

@@ -356,8 +356,8 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     // (an unreadable record was reported in the first pass)
     const ChangelogReader::Corrupt quiet = [](std::int32_t, std::int64_t, const std::string&) {};
     // Each slice within what the first pass read ([done, high): every chosen
-    // entry is there) and after the one before, whatever a lookup answers (a
-    // broker that fails to answer gives low): no record is read twice.
+    // entry is there) and after the one before, whatever a lookup answers:
+    // no record is read twice, and none is skipped.
     std::vector<std::int64_t> from = done;
     for (std::size_t j = 0; j < starts.size(); ++j) {
       if (j == 0 && !whole) {
@@ -368,7 +368,11 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
       std::optional<std::vector<std::int64_t>> to = high;
       if (j + 1 < starts.size()) to = reader.offsets_for_time(starts[j + 1], stopped);
       if (!to) return std::nullopt;
-      for (std::size_t p = 0; p < n; ++p) (*to)[p] = std::clamp((*to)[p], from[p], high[p]);
+      // An end before the slice's start is no answer (a broker that failed
+      // to answer gives low; ends only grow): that partition is read to its
+      // end now, whatever the slice would have held.
+      for (std::size_t p = 0; p < n; ++p)
+        (*to)[p] = (*to)[p] < from[p] ? high[p] : std::min((*to)[p], high[p]);
       if (!reader.read_range(from, *to, again, quiet, stopped)) return std::nullopt;
       replay.remember_slice(engine);
       from = *to;

@@ -188,7 +188,7 @@ class WindowReplay {
 /// remembers in `engine` what the window would still hold (the newest
 /// window.max_entries within window.duration), in event time order; the same
 /// message written twice (reprocessed after a crash) once; nothing `schemas`
-/// refuses. A record's timestamp is the newest event time among its entries,
+/// refuses. A record's timestamp is no earlier than any of its entries,
 /// so the records stamped within window.duration of the newest are read, and
 /// when those hold more than 1.25 window.max_entries, only the records stamped
 /// at or after the max_entries-th newest entry (found from an estimate, then

@@ -361,7 +361,7 @@ struct Judge::State {
     rec.key = encoded.key;
     rec.has_key = true;
     rec.value = encoded.value;
-    rec.timestamp_ms = encoded.newest.ms > 0 ? encoded.newest.ms : 0;
+    rec.timestamp_ms = encoded.stamp.ms > 0 ? encoded.stamp.ms : 0;
     if (const kafka::ErrorCode err = producer->produce(rec)) {
       throw KafkaError("judge: cannot append to the window changelog '" +
                            cfg.kafka.changelog_topic + "': " + kafka::describe(err),

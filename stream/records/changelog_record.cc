@@ -520,6 +520,8 @@ ChangelogBatch::Encoded ChangelogBatch::take() {
   out.key = key_;
   out.value = value_;
   out.newest = newest_;
+  stamp_ = std::max(stamp_, newest_);
+  out.stamp = stamp_;
   out.entries = entries_;
   entries_ = 0;  // the buffers keep their capacity: the next add() starts them over
   return out;

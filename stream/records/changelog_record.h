@@ -134,6 +134,12 @@ class ChangelogBatch {
   struct Encoded {
     std::string_view key, value;
     dedup::EventTime newest;
+    /// The record's timestamp: the newest event time of this batch and of
+    /// every earlier one of this writer, so its records are stamped in order
+    /// (lookups by time that assume timestamps grow with offsets, as kfake's
+    /// and the rebuild's search by reading do, find them) and no later than
+    /// any of their entries.
+    dedup::EventTime stamp;
     std::size_t entries = 0;
   };
   Encoded take();
@@ -149,6 +155,7 @@ class ChangelogBatch {
   std::int64_t last_time_ = 0, last_offset_ = 0;  // the previous entry's (deltas)
   std::size_t entries_ = 0;
   dedup::EventTime newest_{0};
+  dedup::EventTime stamp_{0};  // the newest of every batch taken so far
   std::vector<std::string> topics_;
   std::string body_;
   std::string value_;

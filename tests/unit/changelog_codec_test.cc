@@ -91,7 +91,14 @@ TEST(ChangelogFormat, ABatchRoundTripsEveryEntryWithTheBatchInstance) {
   expect_round_trip(encoded.value, written, 0x00000000deadbeefULL);
   // The next batch of the same instance has another key (a compacted topic keeps both).
   batch.add(written[0]);
-  EXPECT_NE(batch.take().key, key);
+  const auto next = batch.take();
+  EXPECT_NE(next.key, key);
+  // It holds an older entry than the first batch's newest, and is stamped no
+  // earlier than the first: a writer's records are stamped in order.
+  EXPECT_EQ(next.newest.ms, written[0].time.ms);
+  EXPECT_LT(next.newest.ms, encoded.stamp.ms);
+  EXPECT_EQ(encoded.stamp.ms, written.back().time.ms);
+  EXPECT_EQ(next.stamp.ms, encoded.stamp.ms);
 }
 
 TEST(ChangelogFormat, ABatchIsBinaryAndRoundTripsScopesTopicsAndEveryBand) {
