@@ -144,6 +144,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
 
   const std::uint64_t examined_before = window_.candidates();
   const ScopeId scope = options_.window.scoped ? analysis.scope : ScopeId{};
+  bool decided_exactly = false;  // verdict.similarity is an exact Jaccard
   if (!sketches_ || summary.sketch.shingles == 0) {
     verdict.match = window_.probe(summary.fingerprint, time, ref, scope);
   } else {
@@ -222,8 +223,8 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     }
     if (exact_stage) {
       const std::uint64_t before = verdict.match ? verdict.match->sequence : 0;
-      decide_exact(summary, ref, scope, std::span(short_of.data(), short_count), verdict.match,
-                   simhash_similarity);
+      decided_exactly = decide_exact(summary, ref, scope, std::span(short_of.data(), short_count),
+                                     verdict.match, simhash_similarity);
       band_only = band_only && verdict.match && verdict.match->sequence == before;
     }
     if (band_only) ++counts_.sketch_matches;
@@ -244,6 +245,13 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
              &summary.exact);
       verdict.refreshed = true;
       ++counts_.refreshed;
+    } else if (recent_ && !summary.exact.empty() &&
+               !(decided_exactly && verdict.similarity && *verdict.similarity >= 1.0)) {
+      // A short repost that says something its original does not stays a
+      // recent text, standing for the original: a repost of it finds the
+      // original through it. (A copy with the same shingles adds nothing.)
+      recent_->insert_repost(verdict.match->sequence, summary.exact);
+      ++counts_.recent_reposts;
     }
   } else {
     insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact);
@@ -253,11 +261,12 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   return verdict;
 }
 
-void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+bool Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
                           std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
                           std::optional<double>& similarity) {
   const ExactShingles& mine = summary.exact;
   const double threshold = options_.sketch.exact_threshold;
+  bool exact = false;
   // The sketch's match, when it is a recent text too, is judged again exactly.
   if (match) {
     if (const ExactShingles* theirs = recent_->find(match->sequence)) {
@@ -268,6 +277,7 @@ void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
         ++counts_.exact_vetoes;
       } else {
         similarity = j;
+        exact = true;
       }
     }
   }
@@ -288,11 +298,12 @@ void Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
   recent_->for_each_candidate(mine, threshold, consider);
   for (const std::uint64_t sequence : fell_short)
     if (const ExactShingles* theirs = recent_->find(sequence)) consider(sequence, *theirs);
-  if (!best_sequence || (match && similarity && *similarity >= best)) return;
+  if (!best_sequence || (match && similarity && *similarity >= best)) return exact;
   if (!match) ++counts_.exact_matches;
   match = window_.entry(*best_sequence);
   match->distance = hamming_distance(summary.fingerprint, match->fingerprint);
   similarity = best;
+  return true;
 }
 
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope) {

@@ -73,6 +73,7 @@ struct EngineStats {
   std::uint64_t refreshed = 0;       ///< duplicates that took their original's place (refresh)
   std::uint64_t exact_matches = 0;   ///< duplicates decided by an exact shingle set (recent texts)
   std::uint64_t exact_vetoes = 0;    ///< sketch matches the exact sets turned down
+  std::uint64_t recent_reposts = 0;  ///< short duplicates kept among the recent texts
   WindowStats window;
   SketchIndexStats sketch;  ///< zero when the sketch stage is off
 };
@@ -157,8 +158,8 @@ class Engine {
   /// by exact Jaccard among the recent texts (those sharing a recent-text band,
   /// and the sketch candidates `fell_short` of the estimate) and re-judges
   /// `match` (a sketch match, `similarity` its estimate) when that one is a
-  /// recent text too.
-  void decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+  /// recent text too. True when `similarity` is then an exact Jaccard.
+  bool decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
                     std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
                     std::optional<double>& similarity);
 

@@ -13,12 +13,23 @@ RecentTexts::RecentTexts(std::size_t capacity, int bands)
       bands_(std::clamp(bands, 0, kRecentBands)) {
   heads_.assign(static_cast<std::size_t>(bands_) * buckets_, 0);
   sequences_.assign(slots_.size(), 0);
+  order_.assign(slots_.size(), 0);
 }
 
 void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
+  newest_kept_ = sequence;
+  keep(sequence, 2 * sequence, text);
+}
+
+void RecentTexts::insert_repost(std::uint64_t original, const ExactShingles& text) {
+  keep(original, 2 * newest_kept_ + 1, text);
+}
+
+void RecentTexts::keep(std::uint64_t sequence, std::uint64_t order, const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
   Slot& s = slots_[(number - 1) & mask_];
   sequences_[(number - 1) & mask_] = sequence;
+  order_[(number - 1) & mask_] = order;
   s.shingles = static_cast<std::uint32_t>(text.hashes().size());
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
@@ -43,24 +54,26 @@ void RecentTexts::prefetch_slots(const ExactShingles& text) const {
 }
 
 const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
-  // Live slots hold increasing sequences in insertion order.
+  // Live slots hold non-decreasing keys in insertion order; a kept text's is
+  // even, and only its own.
+  const std::uint64_t key = 2 * sequence;
   const std::uint64_t live_count = std::min<std::uint64_t>(inserted_, slots_.size());
   std::uint64_t lo = inserted_ - live_count + 1, hi = inserted_ + 1;  // insert numbers [lo, hi)
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (sequences_[(mid - 1) & mask_] < sequence)
+    if (order_[(mid - 1) & mask_] < key)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo > inserted_ || sequences_[(lo - 1) & mask_] != sequence) return nullptr;
+  if (lo > inserted_ || order_[(lo - 1) & mask_] != key) return nullptr;
   return &slot(lo).text;
 }
 
 std::size_t RecentTexts::bytes() const {
   std::size_t sets = 0;
   for (const Slot& s : slots_) sets += s.text.capacity_bytes();
-  return slots_.size() * (sizeof(Slot) + sizeof(std::uint64_t)) + sets +
+  return slots_.size() * (sizeof(Slot) + 2 * sizeof(std::uint64_t)) + sets +
          heads_.size() * sizeof(std::uint64_t);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The recent-text cache: the exact shingle sets of the newest short kept
-// texts, with an LSH band index of their own.
+// The recent-text cache: the exact shingle sets of the newest short texts
+// kept in the window and of the reposts of them that were not, with an LSH
+// band index of their own.
 //
 // Why: a short text has few shingles, so one or two edited characters move
 // its Jaccard a long way, and the pairs that matter sit near the 0.8
@@ -12,18 +13,23 @@
 // minima each (a pair at J = 0.8 shares one with probability 0.997), so the
 // Engine finds the boundary pairs and decides them by the exact Jaccard.
 //
+// A repost (a short duplicate) is not a window entry, but it stands for one:
+// a text close to the repost and not to its original (a repost of a repost,
+// each with its own edit) is a duplicate of that original. So the Engine keeps
+// reposts here too, each under its original's sequence.
+//
 // A ring of `capacity` slots in insertion order; per band a table of bucket
 // heads, each a chain through the slots from newest to oldest. A slot that
 // the ring has reused ends every chain through it (everything older is gone
 // as well), so eviction costs nothing. Keyed by the window's sequence of the
 // entry; the caller checks that the entry is still in the window.
 //
-// Memory: per slot 128 bytes and its set (4 bytes per shingle plus 104, kept
-// as the largest the slot has held), plus 8 bytes per bucket head (2 *
-// capacity buckets per band, rounded up to a power of two): at most 7.1 MB at
-// the default 8192 texts (1 MB of slots, 1 MB of heads, 5 MB of sets of 128
-// shingles; 3.1 MB for texts of 40), whatever the window's size. Not
-// thread-safe: one per Engine.
+// Memory: per slot 144 bytes (128 in the slot, 16 beside it) and its set (4
+// bytes per shingle plus 104, kept as the largest the slot has held), plus 8
+// bytes per bucket head (2 * capacity buckets per band, rounded up to a power
+// of two): at most 7.3 MB at the default 8192 texts (1.2 MB of slots, 1 MB of
+// heads, 5 MB of sets of 128 shingles; 3.2 MB for texts of 40), whatever the
+// window's size. Not thread-safe: one per Engine.
 
 #include <algorithm>
 #include <cstddef>
@@ -44,12 +50,16 @@ class RecentTexts {
   /// Keeps `text` (not empty) for the window entry `sequence`; sequences
   /// must increase from one insert to the next. Evicts the oldest when full. O(bands).
   void insert(std::uint64_t sequence, const ExactShingles& text);
+  /// Keeps `text` (not empty), a repost of window entry `original` that is no
+  /// window entry itself: for_each_candidate visits it as `original`, find()
+  /// does not return it. Evicts the oldest when full. O(bands).
+  void insert_repost(std::uint64_t original, const ExactShingles& text);
 
   /// Calls visit(sequence, const ExactShingles&) for every kept text that
   /// shares a band key with `text`, newest first per band (a text met in two
-  /// bands is visited once), except those whose size rules out a Jaccard of
-  /// `min_jaccard` (the smaller set under min_jaccard times the larger),
-  /// which are skipped without reading their sets. O(bands + candidates).
+  /// bands is visited once; a repost as its original's sequence), except those whose size rules out
+  /// a Jaccard of `min_jaccard` (the smaller set under min_jaccard times the larger), which are
+  /// skipped without reading their sets. O(bands + candidates).
   template <typename Visit>
   void for_each_candidate(const ExactShingles& text, double min_jaccard, Visit&& visit) const;
 
@@ -60,7 +70,8 @@ class RecentTexts {
   /// of those buckets (reads the heads prefetch() loaded). O(bands).
   void prefetch_slots(const ExactShingles& text) const;
 
-  /// The kept text of window entry `sequence`, or nullptr. O(log capacity).
+  /// The kept text of window entry `sequence` (not a repost of it), or
+  /// nullptr. O(log capacity).
   const ExactShingles* find(std::uint64_t sequence) const;
 
   /// Bytes held: the slots, their sets and the bucket heads.
@@ -81,11 +92,17 @@ class RecentTexts {
     return number != 0 && number + slots_.size() > inserted_;
   }
   const Slot& slot(std::uint64_t number) const { return slots_[(number - 1) & mask_]; }
+  void keep(std::uint64_t sequence, std::uint64_t order, const ExactShingles& text);
 
   std::vector<Slot> slots_;  // a power of two of them
-  // Each slot's window sequence, side by side (not in the slot): find()'s
-  // binary search reads 8 bytes a step from one small array.
+  // Each slot's window sequence (a repost's: its original's), side by side
+  // (not in the slot): the candidate walk reads it for every slot it meets.
   std::vector<std::uint64_t> sequences_;
+  // find()'s key, 8 bytes a step of its binary search, non-decreasing in
+  // insertion order: 2 * sequence for a kept text, 2 * the newest kept text's
+  // sequence + 1 for a repost.
+  std::vector<std::uint64_t> order_;
+  std::uint64_t newest_kept_ = 0;     // the sequence of the newest kept (not repost) text
   std::uint64_t mask_;                // slots_.size() - 1
   std::vector<std::uint64_t> heads_;  // bands * buckets_: insert number + 1, 0: empty
   std::size_t buckets_;
@@ -97,7 +114,8 @@ class RecentTexts {
 template <typename Visit>
 void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jaccard,
                                      Visit&& visit) const {
-  // A text sharing several bands is met once per band: remember the few seen.
+  // A text sharing several bands is met once per band: remember the few seen
+  // (by insert number: a text and its repost stand for one sequence).
   std::uint64_t seen[64];
   std::size_t seen_count = 0;
   const auto mine = static_cast<double>(text.hashes().size());
@@ -106,16 +124,16 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jacca
     const auto tag = static_cast<std::uint32_t>(key);
     for (std::uint64_t n = heads_[bucket(band, key)]; live(n);) {
       const Slot& s = slot(n);
-      const std::uint64_t sequence = sequences_[(n - 1) & mask_];
+      const std::uint64_t number = n;
       n = s.next[static_cast<std::size_t>(band)];
       if (s.tag[static_cast<std::size_t>(band)] != tag) continue;
       const auto theirs = static_cast<double>(s.shingles);
       if (std::min(mine, theirs) < min_jaccard * std::max(mine, theirs)) continue;
       bool again = false;
-      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == sequence;
+      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == number;
       if (again) continue;
-      if (seen_count < 64) seen[seen_count++] = sequence;
-      visit(sequence, s.text);
+      if (seen_count < 64) seen[seen_count++] = number;
+      visit(sequences_[(number - 1) & mask_], s.text);
     }
   }
 }

@@ -88,6 +88,35 @@ TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEith
   }
 }
 
+// A repost of a repost: the second is 0.738 from the original and 0.893 from
+// the first repost, which is no window entry. Both deciders keep the first
+// repost's set among the recent texts, so the second is a duplicate of the
+// original, at the first repost's similarity.
+TEST_P(RecentPairsTest, ARepostOfARepostIsADuplicateOfTheOriginalWithEitherDecider) {
+  cfg_.action = config::Action::tag;
+  const std::vector<std::string> texts = {
+      "Storm closes the north bridge tonight as the river rises",
+      "Storm closes the north bridge tonight as the rivers rise",
+      "Storm closes the north bridge tonight as the rivers rise #flood"};
+  produce_to("input", texts, 0, std::string("k"));
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, 1u);
+  EXPECT_EQ(running->last.duplicate, 2u);
+  const std::vector<Record> out = read_all("output");
+  ASSERT_EQ(out.size(), 3u);
+  auto header = [](const Record& r, const std::string& name) {
+    return r.headers.count(name) ? r.headers.at(name) : std::string();
+  };
+  EXPECT_EQ(header(out[0], "neardup-verdict"), "");
+  EXPECT_EQ(header(out[1], "neardup-similarity"), "0.818");
+  EXPECT_EQ(header(out[2], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header(out[2], "neardup-similarity"), "0.893");
+  EXPECT_EQ(header(out[2], "neardup-of"), header(out[1], "neardup-of"));
+  EXPECT_EQ(header(out[2], "neardup-count"), "2");
+}
+
 // Short texts carry their shingle sets to the judge (up to ~600 bytes each):
 // a poll of 2,000 of them goes out as several request records, each well under
 // the 1 MB librdkafka and brokers take by default, and every message comes out.
