@@ -360,6 +360,8 @@ Consumer::Consumer(const Properties& properties, std::nullptr_t, BrokerHealth* h
 }
 
 void Consumer::create(const Properties& properties) {
+  if (const auto it = properties.find("partition.assignment.strategy"); it != properties.end())
+    cooperative_configured_ = it->second.find("cooperative-sticky") != std::string::npos;
   BrokerHealth* health = health_;
   ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
   rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
@@ -388,6 +390,7 @@ void Consumer::subscribe(const std::vector<std::string>& topics) {
   if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_.get(), list.get())) {
     throw KafkaError(std::string("subscribe: ") + rd_kafka_err2str(err), err, Severity::fatal);
   }
+  subscribed_ = true;
 }
 
 void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
@@ -442,7 +445,9 @@ ErrorCode Consumer::assignment(TopicPartitions& out) const {
 bool Consumer::assignment_lost() const { return rd_kafka_assignment_lost(rk_.get()) != 0; }
 
 bool Consumer::cooperative() const {
-  return std::strcmp(rd_kafka_rebalance_protocol(rk_.get()), "COOPERATIVE") == 0;
+  // (null once the consumer is closed)
+  const char* protocol = rd_kafka_rebalance_protocol(rk_.get());
+  return protocol && std::strcmp(protocol, "COOPERATIVE") == 0;
 }
 
 ErrorCode Consumer::pause(const TopicPartitions& partitions) {
@@ -501,7 +506,37 @@ int Consumer::partition_count(const std::string& topic, std::chrono::millisecond
 void Consumer::close() {
   if (closed_) return;
   closed_ = true;
+  // librdkafka before 2.3.0 keeps the cooperative-sticky assignor's state
+  // from the first assignment on, and asserts in rd_kafka_destroy that it
+  // exists: a consumer destroyed between joining its group and its first
+  // assignment aborts the process (librdkafka issue 4312, fixed in 2.3.0).
+  // Such a consumer is polled until that assignment comes; librdkafka
+  // ignores assignments once it is closing.
+  const bool exposed = rd_kafka_version() < 0x020300ff && subscribed_ && cooperative_configured_;
+  if (exposed && !assigned_once_ && cooperative()) {
+    settling_ = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!assigned_once_ && std::chrono::steady_clock::now() < deadline) {
+      // Messages of partitions the handler never heard of: never processed,
+      // never committed, read again by their next owner.
+      if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_.get(), 100))
+        rd_kafka_message_destroy(m);
+    }
+  }
   rd_kafka_consumer_close(rk_.get());
+  if (exposed && !assigned_once_) {
+    // It may have joined since (or never, if no broker answered): destroying
+    // it could abort. It has left its group, and none of its callbacks runs
+    // without a poll.
+    base::log(base::LogLevel::warn,
+              "kafka: a consumer closed before its group assigned it anything is left "
+              "undestroyed until the process exits (librdkafka " +
+                  std::string(rd_kafka_version_str()) +
+                  " can abort when destroying it: its issue 4312)");
+    if (queue_) rd_kafka_queue_destroy(queue_);
+    queue_ = nullptr;
+    (void)rk_.release();
+  }
 }
 
 void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -509,10 +544,12 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
   auto* self = static_cast<Consumer*>(opaque);
   const bool incremental = self->cooperative();
   auto notify = [&](bool assigned) {
-    if (self->on_rebalance_) self->on_rebalance_(assigned, TopicPartitions(*partitions));
+    if (self->on_rebalance_ && !self->settling_)
+      self->on_rebalance_(assigned, TopicPartitions(*partitions));
   };
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     notify(true);
+    self->assigned_once_ = true;
     if (incremental) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions))
         rd_kafka_error_destroy(e);

@@ -464,6 +464,12 @@ class Consumer {
   /// to `timeout`. Returns the request's error; each entry may carry its own.
   ErrorCode offsets_for_times(TopicPartitions& partitions, std::chrono::milliseconds timeout) const;
   /// Leaves the group (serving a final revocation through the handler). Idempotent.
+  /// A cooperative-sticky consumer that has joined its group but not yet been
+  /// assigned first waits for that assignment (up to 2 s, polling without
+  /// telling the handler): librdkafka before 2.3.0 aborts the process when
+  /// such a consumer is destroyed (its issue 4312). If none comes (or it
+  /// never joined), the handle is left undestroyed (its memory and threads,
+  /// until the process exits).
   void close();
   bool fatal() const { return !fatal_reason_.empty(); }
   const std::string& fatal_reason() const { return fatal_reason_; }
@@ -487,6 +493,10 @@ class Consumer {
   HandlePtr rk_;
   rd_kafka_queue_t* queue_ = nullptr;
   bool closed_ = false;
+  bool subscribed_ = false;
+  bool cooperative_configured_ = false;  // partition.assignment.strategy names cooperative-sticky
+  bool assigned_once_ = false;           // a rebalance has assigned (perhaps no partitions)
+  bool settling_ = false;                // close() waits for that: the handler hears nothing
 };
 
 /// The value of the last header named `name` in librdkafka's headers, if any
