@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# cluster: a group decides short texts as one instance does, reposts of
+# reposts included. 1,200 short stories, each reposted twice in a chain (the
+# second repost edits the first, and is close to it but not to the story),
+# go through one input partition to two instances with the group judge and
+# exactly-once delivery. The duplicates tagged on the output must be exactly
+# those `neardup scan` finds in the same records, and the chains must matter:
+# scan without the recent-text stage (`dedup.sketch.recent: 0`) finds fewer.
+# Every wait is bounded; every process started here is stopped by the trap; loopback only.
+set -euo pipefail
+NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
+name=cluster_short_reposts_test
+# shellcheck source=tests/e2e/lib.sh
+source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
+# shellcheck source=tests/cluster/lib.sh
+source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
+for tool in kcat python3; do
+  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
+done
+cluster_start
+
+config="$work/config.yaml"
+cluster_config "$config" '  consumer: {session.timeout.ms: "6000"}' '  delivery: exactly-once'
+printf '%s\n' 'action: tag' 'metrics: {listen: "127.0.0.1:0"}' 'input: {format: json}' >>"$config"
+cluster_topics "$config" 1
+
+# Story: 14 random words (about 80 characters). Repost 1 changes a letter of
+# one word (Jaccard about 0.88); repost 2 changes a letter of another word of
+# repost 1 (0.88 to it, about 0.78 to the story). Each repost comes a few
+# dozen records after what it repeats.
+python3 - "$work/feed.jsonl" <<'PY'
+import json, random, sys
+rng = random.Random(7)
+word = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 6)))
+def edit(words, i):
+    w = list(words[i]); w[len(w) // 2] = "z" if w[len(w) // 2] != "z" else "y"
+    out = list(words); out[i] = "".join(w); return out
+events = []
+for i in range(1200):
+    story = [word() for _ in range(14)]
+    first = edit(story, rng.randrange(0, 5))
+    second = edit(first, rng.randrange(9, 14))
+    t = i * 3
+    events.append((t, f"s{i}", " ".join(story)))
+    events.append((t + rng.randint(1, 40), f"r{i}", " ".join(first)))
+    events.append((t + rng.randint(41, 80), f"q{i}", " ".join(second)))
+events.sort(key=lambda e: e[0])
+with open(sys.argv[1], "w") as f:
+    for _, id_, text in events:
+        f.write(json.dumps({"id": id_, "text": text}) + "\n")
+PY
+records=$(grep -c . "$work/feed.jsonl")
+"$NEARDUP" scan "$work/feed.jsonl" >"$work/scan.jsonl"
+want=$(grep -c '"verdict":"duplicate"' "$work/scan.jsonl" || true)
+printf 'dedup:\n  sketch: {recent: 0}\n' >"$work/norecent.yaml"
+"$NEARDUP" scan --config "$work/norecent.yaml" "$work/feed.jsonl" >"$work/scan0.jsonl"
+without=$(grep -c '"verdict":"duplicate"' "$work/scan0.jsonl" || true)
+chained=$(python3 - "$work/scan.jsonl" <<'PY'
+import json, sys
+# second reposts caught as duplicates of their story
+print(sum(1 for l in open(sys.argv[1]) if (r := json.loads(l))["id"].startswith("q") and r["verdict"] == "duplicate"))
+PY
+)
+[ "$without" -lt "$want" ] && [ "$chained" -ge 1100 ] && pass ||
+  fail "the feed does not exercise the chains: scan finds $want duplicates, $without without the recent-text stage, $chained second reposts"
+
+start_instance 1
+start_instance 2
+kcat -b "$brokers" -P -t "$(topic input)" -p 0 -l "$work/feed.jsonl" || fail "kcat could not produce"
+out_count() { kcat -b "$brokers" -C -t "$(topic output)" -e -q -X isolation.level=read_committed -f 'x%h\n' 2>/dev/null | grep -c '^x' || true; }
+all_out() { [ "$(out_count)" -ge "$records" ]; }
+wait_for 240 all_out || { cp "$work/run1.err" "$work/run.err"; fail "$(out_count) of $records records on the output"; }
+kcat -b "$brokers" -C -t "$(topic output)" -e -q -X isolation.level=read_committed -f 'x%h\n' 2>/dev/null >"$work/out.txt" || true
+got_records=$(grep -c '^x' "$work/out.txt" || true)
+got=$(grep -c 'neardup-verdict=duplicate' "$work/out.txt" || true)
+cp "$work/run1.err" "$work/run.err"
+[ "$got_records" = "$records" ] && [ "$got" = "$want" ] && pass ||
+  fail "the group tagged $got duplicates in $got_records records; scan finds $want in $records"
+finish
