@@ -144,7 +144,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
 
   const std::uint64_t examined_before = window_.candidates();
   const ScopeId scope = options_.window.scoped ? analysis.scope : ScopeId{};
-  bool decided_exactly = false;  // verdict.similarity is an exact Jaccard
+  ExactOutcome exact;  // what the recent-text stage found
   if (!sketches_ || summary.sketch.shingles == 0) {
     verdict.match = window_.probe(summary.fingerprint, time, ref, scope);
   } else {
@@ -223,8 +223,8 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     }
     if (exact_stage) {
       const std::uint64_t before = verdict.match ? verdict.match->sequence : 0;
-      decided_exactly = decide_exact(summary, ref, scope, std::span(short_of.data(), short_count),
-                                     verdict.match, simhash_similarity);
+      exact = decide_exact(summary, ref, scope, std::span(short_of.data(), short_count),
+                           verdict.match, simhash_similarity);
       band_only = band_only && verdict.match && verdict.match->sequence == before;
     }
     if (band_only) ++counts_.sketch_matches;
@@ -245,12 +245,11 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
              &summary.exact);
       verdict.refreshed = true;
       ++counts_.refreshed;
-    } else if (recent_ && !summary.exact.empty() &&
-               !(decided_exactly && verdict.similarity && *verdict.similarity >= 1.0)) {
+    } else if (exact.ran && !exact.identical) {
       // A short repost that says something its original does not stays a
       // recent text, standing for the original: a repost of it finds the
-      // original through it. (A copy with the same shingles adds nothing.)
-      recent_->insert_repost(verdict.match->sequence, summary.exact);
+      // original through it. (A copy of a recent text adds nothing.)
+      recent_->insert_repost(verdict.match->sequence, ref.value, summary.exact);
       ++counts_.recent_reposts;
     }
   } else {
@@ -261,12 +260,14 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
   return verdict;
 }
 
-bool Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
-                          std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
-                          std::optional<double>& similarity) {
+Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                                          std::span<const std::uint64_t> fell_short,
+                                          std::optional<Match>& match,
+                                          std::optional<double>& similarity) {
   const ExactShingles& mine = summary.exact;
   const double threshold = options_.sketch.exact_threshold;
-  bool exact = false;
+  ExactOutcome outcome;
+  outcome.ran = true;
   // The sketch's match, when it is a recent text too, is judged again exactly.
   if (match) {
     if (const ExactShingles* theirs = recent_->find(match->sequence)) {
@@ -277,19 +278,27 @@ bool Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
         ++counts_.exact_vetoes;
       } else {
         similarity = j;
-        exact = true;
+        outcome.exact = true;
+        outcome.identical = j >= 1.0;
       }
     }
   }
+  // A record kept before (judged again after an aborted transaction) meets
+  // its own entry, which the window skips; reposts decided after it, or its
+  // own, do not count either, so it is judged as the first time.
+  const std::optional<std::uint64_t> own = window_.last_probe_self();
   double best = -1.0;
   std::optional<std::uint64_t> best_sequence;
   const std::uint64_t oldest = oldest_live();
-  auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs) {
+  auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs,
+                      const RecentTexts::Visited& slot) {
     if (sequence < oldest) return;
+    if (slot.repost && (slot.ref == ref.value || (own && slot.after >= *own))) return;
     const double j = exact_jaccard_at_least(mine, theirs, std::max(threshold, best));
     if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
     const auto e = window_.entry(sequence);
     if (!e || e->of == ref || e->scope != scope) return;
+    outcome.identical = outcome.identical || j >= 1.0;
     // of equal ones the oldest wins, as in the window
     if (j == best && best_sequence && sequence > *best_sequence) return;
     best = j;
@@ -297,13 +306,15 @@ bool Engine::decide_exact(const TextSummary& summary, RecordRef ref, ScopeId sco
   };
   recent_->for_each_candidate(mine, threshold, consider);
   for (const std::uint64_t sequence : fell_short)
-    if (const ExactShingles* theirs = recent_->find(sequence)) consider(sequence, *theirs);
-  if (!best_sequence || (match && similarity && *similarity >= best)) return exact;
+    if (const ExactShingles* theirs = recent_->find(sequence))
+      consider(sequence, *theirs, RecentTexts::Visited{});
+  if (!best_sequence || (match && similarity && *similarity >= best)) return outcome;
   if (!match) ++counts_.exact_matches;
   match = window_.entry(*best_sequence);
   match->distance = hamming_distance(summary.fingerprint, match->fingerprint);
   similarity = best;
-  return true;
+  outcome.exact = true;
+  return outcome;
 }
 
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope) {

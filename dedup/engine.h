@@ -158,10 +158,15 @@ class Engine {
   /// by exact Jaccard among the recent texts (those sharing a recent-text band,
   /// and the sketch candidates `fell_short` of the estimate) and re-judges
   /// `match` (a sketch match, `similarity` its estimate) when that one is a
-  /// recent text too. True when `similarity` is then an exact Jaccard.
-  bool decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
-                    std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
-                    std::optional<double>& similarity);
+  /// recent text too.
+  struct ExactOutcome {
+    bool ran = false;        // the stage judged this text
+    bool exact = false;      // `similarity` is then an exact Jaccard
+    bool identical = false;  // a live recent text has the very same shingles
+  };
+  ExactOutcome decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                            std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
+                            std::optional<double>& similarity);
 
   DedupOptions options_;
   Fingerprinter fingerprinter_;

@@ -14,22 +14,26 @@ RecentTexts::RecentTexts(std::size_t capacity, int bands)
   heads_.assign(static_cast<std::size_t>(bands_) * buckets_, 0);
   sequences_.assign(slots_.size(), 0);
   order_.assign(slots_.size(), 0);
+  refs_.assign(slots_.size(), 0);
 }
 
 void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
   newest_kept_ = sequence;
-  keep(sequence, 2 * sequence, text);
+  keep(sequence, 2 * sequence, 0, text);
 }
 
-void RecentTexts::insert_repost(std::uint64_t original, const ExactShingles& text) {
-  keep(original, 2 * newest_kept_ + 1, text);
+void RecentTexts::insert_repost(std::uint64_t original, std::uint64_t ref,
+                                const ExactShingles& text) {
+  keep(original, 2 * newest_kept_ + 1, ref, text);
 }
 
-void RecentTexts::keep(std::uint64_t sequence, std::uint64_t order, const ExactShingles& text) {
+void RecentTexts::keep(std::uint64_t sequence, std::uint64_t order, std::uint64_t ref,
+                       const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
   Slot& s = slots_[(number - 1) & mask_];
   sequences_[(number - 1) & mask_] = sequence;
   order_[(number - 1) & mask_] = order;
+  refs_[(number - 1) & mask_] = ref;
   s.shingles = static_cast<std::uint32_t>(text.hashes().size());
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
@@ -73,7 +77,7 @@ const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
 std::size_t RecentTexts::bytes() const {
   std::size_t sets = 0;
   for (const Slot& s : slots_) sets += s.text.capacity_bytes();
-  return slots_.size() * (sizeof(Slot) + 2 * sizeof(std::uint64_t)) + sets +
+  return slots_.size() * (sizeof(Slot) + 3 * sizeof(std::uint64_t)) + sets +
          heads_.size() * sizeof(std::uint64_t);
 }
 

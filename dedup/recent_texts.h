@@ -50,16 +50,25 @@ class RecentTexts {
   /// Keeps `text` (not empty) for the window entry `sequence`; sequences
   /// must increase from one insert to the next. Evicts the oldest when full. O(bands).
   void insert(std::uint64_t sequence, const ExactShingles& text);
-  /// Keeps `text` (not empty), a repost of window entry `original` that is no
-  /// window entry itself: for_each_candidate visits it as `original`, find()
-  /// does not return it. Evicts the oldest when full. O(bands).
-  void insert_repost(std::uint64_t original, const ExactShingles& text);
+  /// Keeps `text` (not empty) of the record `ref`, a repost of window entry
+  /// `original` that is no window entry itself: for_each_candidate visits it
+  /// as `original`, find() does not return it. Evicts the oldest when full. O(bands).
+  void insert_repost(std::uint64_t original, std::uint64_t ref, const ExactShingles& text);
 
-  /// Calls visit(sequence, const ExactShingles&) for every kept text that
-  /// shares a band key with `text`, newest first per band (a text met in two
-  /// bands is visited once; a repost as its original's sequence), except those whose size rules out
-  /// a Jaccard of `min_jaccard` (the smaller set under min_jaccard times the larger), which are
-  /// skipped without reading their sets. O(bands + candidates).
+  /// Calls visit(sequence, const ExactShingles&, const Slot&) for every kept
+  /// text that shares a band key with `text`, newest first per band (a text
+  /// met in two bands is visited once; a repost as its original's sequence),
+  /// except those whose size rules out a Jaccard of `min_jaccard` (the smaller
+  /// set under min_jaccard times the larger), which are skipped without
+  /// reading their sets; at most kMaxVisits of them (a story reposted
+  /// hundreds of times fills its bands' chains). O(bands + kMaxVisits).
+  struct Visited {
+    std::uint64_t after =
+        0;  // a repost's: the newest kept text's sequence when it came; 0 for a kept text
+    std::uint64_t ref = 0;  // a repost's record ref; 0 for a kept text
+    bool repost = false;
+  };
+  static constexpr std::size_t kMaxVisits = 64;
   template <typename Visit>
   void for_each_candidate(const ExactShingles& text, double min_jaccard, Visit&& visit) const;
 
@@ -92,7 +101,8 @@ class RecentTexts {
     return number != 0 && number + slots_.size() > inserted_;
   }
   const Slot& slot(std::uint64_t number) const { return slots_[(number - 1) & mask_]; }
-  void keep(std::uint64_t sequence, std::uint64_t order, const ExactShingles& text);
+  void keep(std::uint64_t sequence, std::uint64_t order, std::uint64_t ref,
+            const ExactShingles& text);
 
   std::vector<Slot> slots_;  // a power of two of them
   // Each slot's window sequence (a repost's: its original's), side by side
@@ -102,6 +112,7 @@ class RecentTexts {
   // insertion order: 2 * sequence for a kept text, 2 * the newest kept text's
   // sequence + 1 for a repost.
   std::vector<std::uint64_t> order_;
+  std::vector<std::uint64_t> refs_;   // a repost's record ref, beside order_
   std::uint64_t newest_kept_ = 0;     // the sequence of the newest kept (not repost) text
   std::uint64_t mask_;                // slots_.size() - 1
   std::vector<std::uint64_t> heads_;  // bands * buckets_: insert number + 1, 0: empty
@@ -116,7 +127,7 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jacca
                                      Visit&& visit) const {
   // A text sharing several bands is met once per band: remember the few seen
   // (by insert number: a text and its repost stand for one sequence).
-  std::uint64_t seen[64];
+  std::uint64_t seen[kMaxVisits];
   std::size_t seen_count = 0;
   const auto mine = static_cast<double>(text.hashes().size());
   for (int band = 0; band < bands_; ++band) {
@@ -132,8 +143,11 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jacca
       bool again = false;
       for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == number;
       if (again) continue;
-      if (seen_count < 64) seen[seen_count++] = number;
-      visit(sequences_[(number - 1) & mask_], s.text);
+      seen[seen_count++] = number;
+      const std::size_t i = (number - 1) & mask_;
+      const bool repost = order_[i] & 1;
+      visit(sequences_[i], s.text, Visited{repost ? order_[i] / 2 : 0, refs_[i], repost});
+      if (seen_count == kMaxVisits) return;
     }
   }
 }

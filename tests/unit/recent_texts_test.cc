@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dedup/engine.h"
@@ -138,7 +139,7 @@ TEST(RecentTexts, CandidatesShareABandAndAreVisitedOnce) {
   recent.insert(3, exact_of("Storm closes the north bridge tonight"));
   std::multiset<std::uint64_t> seen;
   recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
-                            [&](std::uint64_t s, const ExactShingles&) { seen.insert(s); });
+                            [&](std::uint64_t s, auto&&...) { seen.insert(s); });
   EXPECT_EQ(seen, (std::multiset<std::uint64_t>{1, 3}));
 }
 
@@ -148,17 +149,22 @@ TEST(RecentTexts, ARepostIsVisitedAsItsOriginalAndFindReturnsTheOriginalOnly) {
   const ExactShingles repost = exact_of("Storm closes the north bridge tonight!! #storm");
   recent.insert(4, original);
   recent.insert(6, exact_of("A completely different message about lunch"));
-  recent.insert_repost(4, repost);
-  recent.insert_repost(6, exact_of("A completely different message about dinner"));
+  recent.insert_repost(4, 104, repost);
+  recent.insert_repost(6, 106, exact_of("A completely different message about dinner"));
   recent.insert(9, exact_of("Yet another message, about the weather"));
-  std::vector<std::pair<std::uint64_t, std::size_t>> seen;  // (sequence, shingles)
-  recent.for_each_candidate(repost, 0.5, [&](std::uint64_t s, const ExactShingles& text) {
-    seen.emplace_back(s, text.hashes().size());
-  });
+  // (sequence, shingles, after, ref, repost)
+  std::vector<std::tuple<std::uint64_t, std::size_t, std::uint64_t, std::uint64_t, bool>> seen;
+  recent.for_each_candidate(
+      repost, 0.5, [&](std::uint64_t s, const ExactShingles& text, const RecentTexts::Visited& v) {
+        seen.emplace_back(s, text.hashes().size(), v.after, v.ref, v.repost);
+      });
   std::sort(seen.begin(), seen.end());
   ASSERT_EQ(seen.size(), 2u) << "the original and its repost, each once";
-  EXPECT_EQ(seen[0], std::make_pair(std::uint64_t{4}, original.hashes().size()));
-  EXPECT_EQ(seen[1], std::make_pair(std::uint64_t{4}, repost.hashes().size()));
+  EXPECT_EQ(seen[0], std::make_tuple(std::uint64_t{4}, original.hashes().size(), std::uint64_t{0},
+                                     std::uint64_t{0}, false));
+  EXPECT_EQ(seen[1], std::make_tuple(std::uint64_t{4}, repost.hashes().size(), std::uint64_t{6},
+                                     std::uint64_t{104}, true))
+      << "kept after kept text 6, for record 104";
   auto same = [](const ExactShingles* a, const ExactShingles& b) {
     return a && std::ranges::equal(a->hashes(), b.hashes());
   };
@@ -170,12 +176,26 @@ TEST(RecentTexts, ARepostIsVisitedAsItsOriginalAndFindReturnsTheOriginalOnly) {
 
   RecentTexts small(2, kRecentBands);
   small.insert(4, original);
-  small.insert_repost(4, repost);
+  small.insert_repost(4, 104, repost);
   small.insert(5, exact_of("one"));
   EXPECT_EQ(small.find(4), nullptr) << "evicted";
   int visits = 0;
-  small.for_each_candidate(repost, 0.5, [&](std::uint64_t, const ExactShingles&) { ++visits; });
+  small.for_each_candidate(repost, 0.5, [&](auto&&...) { ++visits; });
   EXPECT_EQ(visits, 1) << "the repost outlives its original's slot";
+}
+
+TEST(RecentTexts, AWalkVisitsAtMostKMaxVisitsTexts) {
+  RecentTexts recent(1024, kRecentBands);
+  const ExactShingles story = exact_of("Storm closes the north bridge tonight");
+  for (std::uint64_t s = 1; s <= 200; ++s) recent.insert_repost(1, 1000 + s, story);
+  std::vector<std::uint64_t> refs;
+  recent.for_each_candidate(
+      story, 0.8, [&](std::uint64_t, const ExactShingles&, const RecentTexts::Visited& v) {
+        refs.push_back(v.ref);
+      });
+  ASSERT_EQ(refs.size(), RecentTexts::kMaxVisits);
+  EXPECT_EQ(refs.front(), 1200u) << "newest first";
+  EXPECT_EQ(refs.back(), 1200u - RecentTexts::kMaxVisits + 1);
 }
 
 TEST(RecentTexts, EvictedTextsAreNoCandidates) {
@@ -185,7 +205,7 @@ TEST(RecentTexts, EvictedTextsAreNoCandidates) {
   recent.insert(3, exact_of("two"));
   int visits = 0;
   recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
-                            [&](std::uint64_t, const ExactShingles&) { ++visits; });
+                            [&](auto&&...) { ++visits; });
   EXPECT_EQ(visits, 0);
 }
 
@@ -346,10 +366,52 @@ TEST(EngineRecentTexts, ARepostOfARepostIsADuplicateOfTheOriginal) {
   EXPECT_EQ(feed.engine.stats().recent_reposts, 2u);
   EXPECT_EQ(feed.engine.stats().window.entries, 1u) << "reposts are no window entries";
 
+  // A copy of a recent text is not kept again, even when its original's own
+  // set is gone from the ring (here: the original fell out of a ring of 2).
+  DedupOptions small;
+  small.sketch.recent = 2;
+  Feed copies{small};
+  copies(original);
+  copies(first);  // a repost: kept
+  copies("A completely different message about the school lunch menu");
+  EXPECT_EQ(copies.engine.stats().recent_reposts, 1u);
+  EXPECT_EQ(copies(first).kind, VerdictKind::duplicate);
+  EXPECT_EQ(copies.engine.stats().recent_reposts, 1u) << "the same shingles as a recent repost";
+
   // Without the first repost, the second is another story.
   Feed direct{DedupOptions{}};
   direct(original);
   EXPECT_EQ(direct(second).kind, VerdictKind::unique);
+}
+
+// After an aborted transaction the same records are decided again, and the
+// window and the recent texts keep what the first pass added: a record kept
+// then is kept again, and a repost is judged as the first time.
+// J(story, late) = 0.855, J(kept, late) = 0.844, J(story, kept) = 0.721.
+TEST(EngineRecentTexts, RecordsDecidedAgainAfterARewindGetTheirFirstVerdicts) {
+  constexpr std::string_view story =
+      "the quick brown fox jumps over the lazy dog near the river bank";
+  constexpr std::string_view kept =
+      "the quick brown fox jumps over the lazy dogs near the rivers banks";
+  constexpr std::string_view late =
+      "the quick brown fox jumps over the lazy dogs near the river bank";
+  Engine engine{DedupOptions{}};
+  const std::int64_t t = 1'700'000'000'000;
+  ASSERT_EQ(engine.process(story, EventTime{t}, RecordRef{1}).kind, VerdictKind::unique);
+  ASSERT_EQ(engine.process(kept, EventTime{t + 1}, RecordRef{2}).kind, VerdictKind::unique);
+  const Verdict first = engine.process(late, EventTime{t + 2}, RecordRef{3});
+  ASSERT_EQ(first.kind, VerdictKind::duplicate);
+  ASSERT_EQ(first.match->of.value, 1u);
+  ASSERT_NEAR(*first.similarity, 0.855, 0.0005);
+  ASSERT_EQ(engine.stats().recent_reposts, 1u);
+
+  const Verdict again = engine.process(kept, EventTime{t + 1}, RecordRef{2});
+  EXPECT_EQ(again.kind, VerdictKind::unique)
+      << "the later repost (0.844 to it, standing for the story) does not count";
+  const Verdict late_again = engine.process(late, EventTime{t + 2}, RecordRef{3});
+  ASSERT_EQ(late_again.kind, VerdictKind::duplicate);
+  EXPECT_EQ(late_again.match->of.value, 1u);
+  EXPECT_NEAR(*late_again.similarity, 0.855, 0.0005) << "not 1.0 against its own repost";
 }
 
 }  // namespace
