@@ -24,7 +24,7 @@
 // as well), so eviction costs nothing. Keyed by the window's sequence of the
 // entry; the caller checks that the entry is still in the window.
 //
-// Memory: per slot 144 bytes (128 in the slot, 16 beside it) and its set (4
+// Memory: per slot 152 bytes (128 in the slot, 24 beside it) and its set (4
 // bytes per shingle plus 104, kept as the largest the slot has held), plus 8
 // bytes per bucket head (2 * capacity buckets per band, rounded up to a power
 // of two): at most 7.3 MB at the default 8192 texts (1.2 MB of slots, 1 MB of
