@@ -509,7 +509,7 @@ void Consumer::close() {
   // librdkafka before 2.3.0 keeps the cooperative-sticky assignor's state
   // from the first assignment on, and asserts in rd_kafka_destroy that it
   // exists: a consumer destroyed between joining its group and its first
-  // assignment aborts the process (librdkafka issue 4312, fixed in 2.3.0).
+  // assignment aborts the process (confluentinc/librdkafka#4312, fixed in 2.3.0).
   // Such a consumer is polled until that assignment comes; librdkafka
   // ignores assignments once it is closing.
   const bool exposed = rd_kafka_version() < 0x020300ff && subscribed_ && cooperative_configured_;
@@ -532,7 +532,7 @@ void Consumer::close() {
               "kafka: a consumer closed before its group assigned it anything is left "
               "undestroyed until the process exits (librdkafka " +
                   std::string(rd_kafka_version_str()) +
-                  " can abort when destroying it: its issue 4312)");
+                  " can abort when destroying it: confluentinc/librdkafka#4312)");
     if (queue_) rd_kafka_queue_destroy(queue_);
     queue_ = nullptr;
     (void)rk_.release();

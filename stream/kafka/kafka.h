@@ -467,7 +467,7 @@ class Consumer {
   /// A cooperative-sticky consumer that has joined its group but not yet been
   /// assigned first waits for that assignment (up to 2 s, polling without
   /// telling the handler): librdkafka before 2.3.0 aborts the process when
-  /// such a consumer is destroyed (its issue 4312). If none comes (or it
+  /// such a consumer is destroyed (confluentinc/librdkafka#4312). If none comes (or it
   /// never joined), the handle is left undestroyed (its memory and threads,
   /// until the process exits).
   void close();
