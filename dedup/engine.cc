@@ -49,9 +49,9 @@ const SketchResult& Engine::keyed(const SketchResult& sketch, ScopeId scope,
 
 std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
                              const SketchResult* sketch, ScopeId scope, std::uint32_t duplicates,
-                             const ExactShingles* exact) {
+                             const ExactShingles* exact, RecordRef record) {
   const std::uint64_t sequence = window_.insert(fp, time, ref, scope, duplicates);
-  if (recent_ && exact && !exact->empty()) recent_->insert(sequence, *exact);
+  if (recent_ && exact && !exact->empty()) recent_->insert(sequence, record.value, *exact);
   next_sequence_ = sequence + 1;
   inserted_ = true;
   if (sketches_) {
@@ -242,7 +242,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       // sketch (a story that drifts stays matched by its latest wording).
       window_.retire(verdict.match->sequence);
       insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count,
-             &summary.exact);
+             &summary.exact, ref);
       verdict.refreshed = true;
       ++counts_.refreshed;
     } else if (exact.ran && !exact.identical) {
@@ -253,7 +253,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       ++counts_.recent_reposts;
     }
   } else {
-    insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact);
+    insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact, ref);
     last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }
@@ -283,17 +283,12 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
       }
     }
   }
-  // A record kept before (judged again after an aborted transaction) meets
-  // its own entry, which the window skips; reposts decided after it, or its
-  // own, do not count either, so it is judged as the first time.
-  const std::optional<std::uint64_t> own = window_.last_probe_self();
   double best = -1.0;
   std::optional<std::uint64_t> best_sequence;
   const std::uint64_t oldest = oldest_live();
   auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs,
-                      const RecentTexts::Visited& slot) {
+                      const RecentTexts::Visited&) {
     if (sequence < oldest) return;
-    if (slot.repost && (slot.ref == ref.value || (own && slot.after >= *own))) return;
     const double j = exact_jaccard_at_least(mine, theirs, std::max(threshold, best));
     if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
     const auto e = window_.entry(sequence);
@@ -304,7 +299,9 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
     best = j;
     best_sequence = sequence;
   };
-  recent_->for_each_candidate(mine, threshold, consider);
+  // (a record decided again meets neither its own texts nor reposts kept
+  // after it: RecentTexts::for_each_candidate)
+  recent_->for_each_candidate(mine, threshold, ref.value, consider);
   for (const std::uint64_t sequence : fell_short)
     if (const ExactShingles* theirs = recent_->find(sequence))
       consider(sequence, *theirs, RecentTexts::Visited{});

@@ -151,9 +151,11 @@ class Engine {
   bool due_for_refresh(const Match& original, EventTime now) const;
   /// Keeps an entry in the window and, with the sketch stage on, its sketch
   /// (nullptr, or one with no shingles: judged by SimHash alone, in no band).
+  /// `exact`, if any, is kept among the recent texts as the record `record`'s
+  /// (the refreshing duplicate's when `ref` is its original's).
   std::uint64_t insert(Fingerprint fp, EventTime time, RecordRef ref, const SketchResult* sketch,
                        ScopeId scope, std::uint32_t duplicates = 0,
-                       const ExactShingles* exact = nullptr);
+                       const ExactShingles* exact = nullptr, RecordRef record = {});
   /// The recent-text stage of decide() for a short text: finds its best match
   /// by exact Jaccard among the recent texts (those sharing a recent-text band,
   /// and the sketch candidates `fell_short` of the estimate) and re-judges

@@ -15,11 +15,12 @@ RecentTexts::RecentTexts(std::size_t capacity, int bands)
   sequences_.assign(slots_.size(), 0);
   order_.assign(slots_.size(), 0);
   refs_.assign(slots_.size(), 0);
+  first_.reserve(slots_.size());
 }
 
-void RecentTexts::insert(std::uint64_t sequence, const ExactShingles& text) {
+void RecentTexts::insert(std::uint64_t sequence, std::uint64_t ref, const ExactShingles& text) {
   newest_kept_ = sequence;
-  keep(sequence, 2 * sequence, 0, text);
+  keep(sequence, 2 * sequence, ref, text);
 }
 
 void RecentTexts::insert_repost(std::uint64_t original, std::uint64_t ref,
@@ -30,10 +31,16 @@ void RecentTexts::insert_repost(std::uint64_t original, std::uint64_t ref,
 void RecentTexts::keep(std::uint64_t sequence, std::uint64_t order, std::uint64_t ref,
                        const ExactShingles& text) {
   const std::uint64_t number = ++inserted_;
-  Slot& s = slots_[(number - 1) & mask_];
-  sequences_[(number - 1) & mask_] = sequence;
-  order_[(number - 1) & mask_] = order;
-  refs_[(number - 1) & mask_] = ref;
+  const std::size_t i = (number - 1) & mask_;
+  if (number > slots_.size()) {  // the slot's text leaves the ring
+    const auto it = first_.find(refs_[i]);
+    if (it != first_.end() && it->second == number - slots_.size()) first_.erase(it);
+  }
+  first_.try_emplace(ref, number);
+  Slot& s = slots_[i];
+  sequences_[i] = sequence;
+  order_[i] = order;
+  refs_[i] = ref;
   s.shingles = static_cast<std::uint32_t>(text.hashes().size());
   s.text = text;
   for (int band = 0; band < bands_; ++band) {
@@ -77,8 +84,9 @@ const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
 std::size_t RecentTexts::bytes() const {
   std::size_t sets = 0;
   for (const Slot& s : slots_) sets += s.text.capacity_bytes();
+  // (the map: a node of two 8-byte values and a next pointer, and a bucket pointer)
   return slots_.size() * (sizeof(Slot) + 3 * sizeof(std::uint64_t)) + sets +
-         heads_.size() * sizeof(std::uint64_t);
+         first_.size() * 4 * sizeof(std::uint64_t) + heads_.size() * sizeof(std::uint64_t);
 }
 
 }  // namespace neardup::dedup

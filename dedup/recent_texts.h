@@ -24,7 +24,8 @@
 // as well), so eviction costs nothing. Keyed by the window's sequence of the
 // entry; the caller checks that the entry is still in the window.
 //
-// Memory: per slot 152 bytes (128 in the slot, 24 beside it) and its set (4
+// Memory: per slot 152 bytes (128 in the slot, 24 beside it), an entry of a
+// map by record (about 32 bytes) and its set (4
 // bytes per shingle plus 104, kept as the largest the slot has held), plus 8
 // bytes per bucket head (2 * capacity buckets per band, rounded up to a power
 // of two): at most 7.3 MB at the default 8192 texts (1.2 MB of slots, 1 MB of
@@ -34,6 +35,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "dedup/sketch.h"
@@ -47,30 +49,37 @@ class RecentTexts {
   /// power of two.
   RecentTexts(std::size_t capacity, int bands);
 
-  /// Keeps `text` (not empty) for the window entry `sequence`; sequences
-  /// must increase from one insert to the next. Evicts the oldest when full. O(bands).
-  void insert(std::uint64_t sequence, const ExactShingles& text);
+  /// Keeps `text` (not empty) of the record `ref` for the window entry
+  /// `sequence`; sequences must increase from one insert to the next. Evicts
+  /// the oldest when full. O(bands).
+  void insert(std::uint64_t sequence, std::uint64_t ref, const ExactShingles& text);
   /// Keeps `text` (not empty) of the record `ref`, a repost of window entry
   /// `original` that is no window entry itself: for_each_candidate visits it
   /// as `original`, find() does not return it. Evicts the oldest when full. O(bands).
   void insert_repost(std::uint64_t original, std::uint64_t ref, const ExactShingles& text);
 
-  /// Calls visit(sequence, const ExactShingles&, const Slot&) for every kept
-  /// text that shares a band key with `text`, newest first per band (a text
-  /// met in two bands is visited once; a repost as its original's sequence),
-  /// except those whose size rules out a Jaccard of `min_jaccard` (the smaller
-  /// set under min_jaccard times the larger), which are skipped without
-  /// reading their sets; at most kMaxVisits of them (a story reposted
+  /// Calls visit(sequence, const ExactShingles&, const Visited&) for every
+  /// kept text that shares a band key with `text`, newest first in each band
+  /// (a text met in two bands is visited once; a repost as its original's
+  /// sequence), except those whose size rules out a Jaccard of `min_jaccard`
+  /// (the smaller set under min_jaccard times the larger), which are skipped
+  /// without reading their sets; at most kMaxVisits of them (a story reposted
   /// hundreds of times fills its bands' chains). O(bands + kMaxVisits).
+  ///
+  /// `self` is the record being decided. A record decided again (after an
+  /// aborted transaction, or a request sent to the judge again) meets what
+  /// its first decision and later ones kept: the texts it kept itself, and
+  /// the reposts kept after its first decision, are not visited, so it is
+  /// judged as the first time (kept texts after it are no duplicates of it
+  /// either way). Its first decision is known while a text of it is in the ring.
   struct Visited {
-    std::uint64_t after =
-        0;  // a repost's: the newest kept text's sequence when it came; 0 for a kept text
-    std::uint64_t ref = 0;  // a repost's record ref; 0 for a kept text
+    std::uint64_t ref = 0;  // the record that kept this text
     bool repost = false;
   };
   static constexpr std::size_t kMaxVisits = 64;
   template <typename Visit>
-  void for_each_candidate(const ExactShingles& text, double min_jaccard, Visit&& visit) const;
+  void for_each_candidate(const ExactShingles& text, double min_jaccard, std::uint64_t self,
+                          Visit&& visit) const;
 
   /// Starts loading the bucket heads for_each_candidate(text) reads first
   /// (a cache miss each); call it a record or two ahead. No state change. O(bands).
@@ -112,7 +121,9 @@ class RecentTexts {
   // insertion order: 2 * sequence for a kept text, 2 * the newest kept text's
   // sequence + 1 for a repost.
   std::vector<std::uint64_t> order_;
-  std::vector<std::uint64_t> refs_;   // a repost's record ref, beside order_
+  std::vector<std::uint64_t> refs_;  // the record that kept each text
+  // The first live text each record kept: insert number by ref.
+  std::unordered_map<std::uint64_t, std::uint64_t> first_;
   std::uint64_t newest_kept_ = 0;     // the sequence of the newest kept (not repost) text
   std::uint64_t mask_;                // slots_.size() - 1
   std::vector<std::uint64_t> heads_;  // bands * buckets_: insert number + 1, 0: empty
@@ -124,7 +135,11 @@ class RecentTexts {
 
 template <typename Visit>
 void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jaccard,
-                                     Visit&& visit) const {
+                                     std::uint64_t self, Visit&& visit) const {
+  // A record decided before sees, of what came after its first decision's
+  // text, kept texts only.
+  std::uint64_t first = ~std::uint64_t{0};
+  if (const auto it = first_.find(self); it != first_.end()) first = it->second;
   // A text sharing several bands is met once per band: remember the few seen
   // (by insert number: a text and its repost stand for one sequence).
   std::uint64_t seen[kMaxVisits];
@@ -140,13 +155,14 @@ void RecentTexts::for_each_candidate(const ExactShingles& text, double min_jacca
       if (s.tag[static_cast<std::size_t>(band)] != tag) continue;
       const auto theirs = static_cast<double>(s.shingles);
       if (std::min(mine, theirs) < min_jaccard * std::max(mine, theirs)) continue;
-      bool again = false;
-      for (std::size_t i = 0; i < seen_count; ++i) again |= seen[i] == number;
-      if (again) continue;
-      seen[seen_count++] = number;
       const std::size_t i = (number - 1) & mask_;
       const bool repost = order_[i] & 1;
-      visit(sequences_[i], s.text, Visited{repost ? order_[i] / 2 : 0, refs_[i], repost});
+      if (refs_[i] == self || (repost && number > first)) continue;
+      bool again = false;
+      for (std::size_t k = 0; k < seen_count; ++k) again |= seen[k] == number;
+      if (again) continue;
+      seen[seen_count++] = number;
+      visit(sequences_[i], s.text, Visited{refs_[i], repost});
       if (seen_count == kMaxVisits) return;
     }
   }

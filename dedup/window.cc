@@ -122,7 +122,6 @@ struct Window::Impl {
   std::size_t sweep_cursor = 0;
 
   WindowStats counters;
-  std::optional<std::uint64_t> probe_self;  // last_probe_self()
 
   std::size_t live() const { return static_cast<std::size_t>(tail_seq - head_seq); }
 
@@ -232,8 +231,6 @@ Window::~Window() = default;
 Window::Window(Window&&) noexcept = default;
 Window& Window::operator=(Window&&) noexcept = default;
 
-std::optional<std::uint64_t> Window::last_probe_self() const { return impl_->probe_self; }
-
 std::optional<Match> Window::probe(Fingerprint fp, EventTime now, RecordRef self, ScopeId scope) {
   return probe_filtered(fp, now, self, scope, &no_filter, nullptr);
 }
@@ -243,7 +240,6 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
   Impl& w = *impl_;
   w.advance(now);
   ++w.counters.probes;
-  w.probe_self.reset();
   if (w.live() == 0) return std::nullopt;
 
   const auto oldest = static_cast<std::uint32_t>(w.head_seq);
@@ -282,11 +278,8 @@ std::optional<Match> Window::probe_filtered(Fingerprint fp, EventTime now, Recor
         const std::size_t pos = w.pos_of(seq);
         const Entry& e = w.ring[pos];
         const int d = std::popcount(e.fp ^ fp.bits);
-        if (d > best_distance || (d == best_distance && seq >= best_seq)) return false;
-        if (e.ref == self.value) {
-          if (e.count() != kRetired) w.probe_self = seq;
+        if (d > best_distance || (d == best_distance && seq >= best_seq) || e.ref == self.value)
           return false;
-        }
         if (e.count() == kRetired || (w.options.scoped && w.scopes[pos] != scope.value))
           return false;
         const Match m = w.match_at(seq, d);

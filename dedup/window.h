@@ -131,10 +131,6 @@ class Window {
   std::size_t size() const;
   /// Index cells examined by all probes so far (stats().candidates, likewise). O(1).
   std::uint64_t candidates() const;
-  /// The sequence of a live entry whose ref was the last probe's `self` (the
-  /// record was kept before: judged again after a rewind), if that probe met
-  /// one. O(1).
-  std::optional<std::uint64_t> last_probe_self() const;
   int max_distance() const;
 
  private:

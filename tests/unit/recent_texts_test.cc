@@ -18,6 +18,8 @@
 namespace neardup::dedup {
 namespace {
 
+constexpr std::uint64_t kNobody = ~std::uint64_t{0};  // a record that kept nothing
+
 ExactShingles exact_of(std::string_view text, int bits = 2) {
   SketchOptions options;
   options.bits = bits;
@@ -119,7 +121,7 @@ TEST(ExactShingles, MustMatchConflictNeedsATokenOnEachSide) {
 TEST(RecentTexts, FindsAKeptTextBySequenceUntilItIsEvicted) {
   RecentTexts recent(4, kRecentBands);
   for (std::uint64_t s = 10; s < 16; ++s)
-    recent.insert(s * 2, exact_of("text " + std::to_string(s)));
+    recent.insert(s * 2, s, exact_of("text " + std::to_string(s)));
   EXPECT_EQ(recent.find(20), nullptr) << "evicted: capacity 4";
   EXPECT_EQ(recent.find(22), nullptr);
   ASSERT_NE(recent.find(24), nullptr);
@@ -134,11 +136,11 @@ TEST(RecentTexts, FindsAKeptTextBySequenceUntilItIsEvicted) {
 
 TEST(RecentTexts, CandidatesShareABandAndAreVisitedOnce) {
   RecentTexts recent(8, kRecentBands);
-  recent.insert(1, exact_of("Storm closes the north bridge tonight"));
-  recent.insert(2, exact_of("A completely different message about lunch"));
-  recent.insert(3, exact_of("Storm closes the north bridge tonight"));
+  recent.insert(1, 1, exact_of("Storm closes the north bridge tonight"));
+  recent.insert(2, 2, exact_of("A completely different message about lunch"));
+  recent.insert(3, 3, exact_of("Storm closes the north bridge tonight"));
   std::multiset<std::uint64_t> seen;
-  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
+  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8, kNobody,
                             [&](std::uint64_t s, auto&&...) { seen.insert(s); });
   EXPECT_EQ(seen, (std::multiset<std::uint64_t>{1, 3}));
 }
@@ -147,24 +149,41 @@ TEST(RecentTexts, ARepostIsVisitedAsItsOriginalAndFindReturnsTheOriginalOnly) {
   RecentTexts recent(8, kRecentBands);
   const ExactShingles original = exact_of("Storm closes the north bridge tonight");
   const ExactShingles repost = exact_of("Storm closes the north bridge tonight!! #storm");
-  recent.insert(4, original);
-  recent.insert(6, exact_of("A completely different message about lunch"));
+  recent.insert(4, 4, original);
+  recent.insert(6, 6, exact_of("A completely different message about lunch"));
   recent.insert_repost(4, 104, repost);
   recent.insert_repost(6, 106, exact_of("A completely different message about dinner"));
-  recent.insert(9, exact_of("Yet another message, about the weather"));
-  // (sequence, shingles, after, ref, repost)
-  std::vector<std::tuple<std::uint64_t, std::size_t, std::uint64_t, std::uint64_t, bool>> seen;
+  recent.insert(9, 9, exact_of("Yet another message, about the weather"));
+  // (sequence, shingles, ref, repost)
+  std::vector<std::tuple<std::uint64_t, std::size_t, std::uint64_t, bool>> seen;
   recent.for_each_candidate(
-      repost, 0.5, [&](std::uint64_t s, const ExactShingles& text, const RecentTexts::Visited& v) {
-        seen.emplace_back(s, text.hashes().size(), v.after, v.ref, v.repost);
+      repost, 0.5, kNobody,
+      [&](std::uint64_t s, const ExactShingles& text, const RecentTexts::Visited& v) {
+        seen.emplace_back(s, text.hashes().size(), v.ref, v.repost);
       });
   std::sort(seen.begin(), seen.end());
   ASSERT_EQ(seen.size(), 2u) << "the original and its repost, each once";
-  EXPECT_EQ(seen[0], std::make_tuple(std::uint64_t{4}, original.hashes().size(), std::uint64_t{0},
-                                     std::uint64_t{0}, false));
-  EXPECT_EQ(seen[1], std::make_tuple(std::uint64_t{4}, repost.hashes().size(), std::uint64_t{6},
-                                     std::uint64_t{104}, true))
-      << "kept after kept text 6, for record 104";
+  EXPECT_EQ(seen[0],
+            std::make_tuple(std::uint64_t{4}, original.hashes().size(), std::uint64_t{4}, false));
+  EXPECT_EQ(seen[1],
+            std::make_tuple(std::uint64_t{4}, repost.hashes().size(), std::uint64_t{104}, true))
+      << "kept by record 104";
+
+  // Decided again, record 104 meets neither its own repost nor anything kept
+  // after its first decision but kept texts; record 4 does not meet its own text.
+  std::vector<std::uint64_t> refs;
+  auto refs_seen = [&](std::uint64_t self) {
+    refs.clear();
+    recent.for_each_candidate(
+        repost, 0.5, self, [&](std::uint64_t, const ExactShingles&, const RecentTexts::Visited& v) {
+          refs.push_back(v.ref);
+        });
+    std::sort(refs.begin(), refs.end());
+    return refs;
+  };
+  EXPECT_EQ(refs_seen(104), std::vector<std::uint64_t>{4});
+  EXPECT_TRUE(refs_seen(4).empty()) << "its own text, and the repost kept after it";
+  EXPECT_EQ(refs_seen(kNobody), (std::vector<std::uint64_t>{4, 104}));
   auto same = [](const ExactShingles* a, const ExactShingles& b) {
     return a && std::ranges::equal(a->hashes(), b.hashes());
   };
@@ -175,12 +194,12 @@ TEST(RecentTexts, ARepostIsVisitedAsItsOriginalAndFindReturnsTheOriginalOnly) {
   EXPECT_EQ(recent.find(7), nullptr);
 
   RecentTexts small(2, kRecentBands);
-  small.insert(4, original);
+  small.insert(4, 4, original);
   small.insert_repost(4, 104, repost);
-  small.insert(5, exact_of("one"));
+  small.insert(5, 5, exact_of("one"));
   EXPECT_EQ(small.find(4), nullptr) << "evicted";
   int visits = 0;
-  small.for_each_candidate(repost, 0.5, [&](auto&&...) { ++visits; });
+  small.for_each_candidate(repost, 0.5, kNobody, [&](auto&&...) { ++visits; });
   EXPECT_EQ(visits, 1) << "the repost outlives its original's slot";
 }
 
@@ -190,7 +209,7 @@ TEST(RecentTexts, AWalkVisitsAtMostKMaxVisitsTexts) {
   for (std::uint64_t s = 1; s <= 200; ++s) recent.insert_repost(1, 1000 + s, story);
   std::vector<std::uint64_t> refs;
   recent.for_each_candidate(
-      story, 0.8, [&](std::uint64_t, const ExactShingles&, const RecentTexts::Visited& v) {
+      story, 0.8, kNobody, [&](std::uint64_t, const ExactShingles&, const RecentTexts::Visited& v) {
         refs.push_back(v.ref);
       });
   ASSERT_EQ(refs.size(), RecentTexts::kMaxVisits);
@@ -200,11 +219,11 @@ TEST(RecentTexts, AWalkVisitsAtMostKMaxVisitsTexts) {
 
 TEST(RecentTexts, EvictedTextsAreNoCandidates) {
   RecentTexts recent(2, kRecentBands);
-  recent.insert(1, exact_of("Storm closes the north bridge tonight"));
-  recent.insert(2, exact_of("one"));
-  recent.insert(3, exact_of("two"));
+  recent.insert(1, 1, exact_of("Storm closes the north bridge tonight"));
+  recent.insert(2, 2, exact_of("one"));
+  recent.insert(3, 3, exact_of("two"));
   int visits = 0;
-  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8,
+  recent.for_each_candidate(exact_of("Storm closes the north bridge tonight"), 0.8, kNobody,
                             [&](auto&&...) { ++visits; });
   EXPECT_EQ(visits, 0);
 }
@@ -405,13 +424,15 @@ TEST(EngineRecentTexts, RecordsDecidedAgainAfterARewindGetTheirFirstVerdicts) {
   ASSERT_NEAR(*first.similarity, 0.855, 0.0005);
   ASSERT_EQ(engine.stats().recent_reposts, 1u);
 
-  const Verdict again = engine.process(kept, EventTime{t + 1}, RecordRef{2});
-  EXPECT_EQ(again.kind, VerdictKind::unique)
-      << "the later repost (0.844 to it, standing for the story) does not count";
-  const Verdict late_again = engine.process(late, EventTime{t + 2}, RecordRef{3});
-  ASSERT_EQ(late_again.kind, VerdictKind::duplicate);
-  EXPECT_EQ(late_again.match->of.value, 1u);
-  EXPECT_NEAR(*late_again.similarity, 0.855, 0.0005) << "not 1.0 against its own repost";
+  for (int round = 0; round < 2; ++round) {  // aborted twice
+    const Verdict again = engine.process(kept, EventTime{t + 1}, RecordRef{2});
+    EXPECT_EQ(again.kind, VerdictKind::unique)
+        << "the later repost (0.844 to it, standing for the story) does not count";
+    const Verdict late_again = engine.process(late, EventTime{t + 2}, RecordRef{3});
+    ASSERT_EQ(late_again.kind, VerdictKind::duplicate);
+    EXPECT_EQ(late_again.match->of.value, 1u);
+    EXPECT_NEAR(*late_again.similarity, 0.855, 0.0005) << "not 1.0 against its own repost";
+  }
 }
 
 }  // namespace
