@@ -64,8 +64,9 @@ PY
 [ "$without" -lt "$want" ] && [ "$chained" -ge 1100 ] && pass ||
   fail "the feed does not exercise the chains: scan finds $want duplicates, $without without the recent-text stage, $chained second reposts"
 
-start_instance 1
-start_instance 2
+# (each its own transactional.id: one host name would give both the same)
+NEARDUP_KAFKA_TRANSACTIONAL_ID="${prefix}tx1" start_instance 1
+NEARDUP_KAFKA_TRANSACTIONAL_ID="${prefix}tx2" start_instance 2
 kcat -b "$brokers" -P -t "$(topic input)" -p 0 -l "$work/feed.jsonl" || fail "kcat could not produce"
 out_count() { kcat -b "$brokers" -C -t "$(topic output)" -e -q -X isolation.level=read_committed -f 'x%h\n' 2>/dev/null | grep -c '^x' || true; }
 all_out() { [ "$(out_count)" -ge "$records" ]; }
@@ -73,7 +74,10 @@ wait_for 240 all_out || { cp "$work/run1.err" "$work/run.err"; fail "$(out_count
 kcat -b "$brokers" -C -t "$(topic output)" -e -q -X isolation.level=read_committed -f 'x%h\n' 2>/dev/null >"$work/out.txt" || true
 got_records=$(grep -c '^x' "$work/out.txt" || true)
 got=$(grep -c 'neardup-verdict=duplicate' "$work/out.txt" || true)
-cp "$work/run1.err" "$work/run.err"
+cat "$work/run1.err" "$work/run2.err" >"$work/run.err"
+for i in 1 2; do
+  kill -0 "${run_pids[$i]}" 2>/dev/null || fail "instance $i stopped: $(tail -3 "$work/run$i.err")"
+done
 [ "$got_records" = "$records" ] && [ "$got" = "$want" ] && pass ||
   fail "the group tagged $got duplicates in $got_records records; scan finds $want in $records"
 finish
