@@ -21,16 +21,17 @@
 // A ring of `capacity` slots in insertion order; per band a table of bucket
 // heads, each a chain through the slots from newest to oldest. A slot that
 // the ring has reused ends every chain through it (everything older is gone
-// as well), so eviction costs nothing. Keyed by the window's sequence of the
-// entry; the caller checks that the entry is still in the window.
+// as well), so eviction touches no chain (only the map of each record's first
+// text). Keyed by the window's sequence of the entry; the caller checks that
+// the entry is still in the window.
 //
-// Memory: per slot 152 bytes (128 in the slot, 24 beside it), an entry of a
-// map by record (about 32 bytes) and its set (4
-// bytes per shingle plus 104, kept as the largest the slot has held), plus 8
-// bytes per bucket head (2 * capacity buckets per band, rounded up to a power
-// of two): at most 7.6 MB at the default 8192 texts (1.5 MB of slots, 1 MB of
-// heads, 5 MB of sets of 128 shingles; 3.5 MB for texts of 40), whatever the
-// window's size. Not thread-safe: one per Engine.
+// Memory: per slot 152 bytes (128 in the slot, 24 beside it), an entry of the
+// map by record (about 32 bytes) and its set (4 bytes per shingle plus 104,
+// kept as the largest the slot has held), plus 8 bytes per bucket head (2 *
+// capacity buckets per band, rounded up to a power of two): at most 7.6 MB at
+// the default 8192 texts (1.5 MB of slots, 1 MB of heads, 5 MB of sets of 128
+// shingles; 3.5 MB for texts of 40), whatever the window's size. Not
+// thread-safe: one per Engine.
 
 #include <algorithm>
 #include <cstddef>
