@@ -278,7 +278,6 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
         ++counts_.exact_vetoes;
       } else {
         similarity = j;
-        outcome.exact = true;
         outcome.identical = j >= 1.0;
       }
     }
@@ -310,7 +309,6 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   match = window_.entry(*best_sequence);
   match->distance = hamming_distance(summary.fingerprint, match->fingerprint);
   similarity = best;
-  outcome.exact = true;
   return outcome;
 }
 

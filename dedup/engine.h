@@ -163,7 +163,6 @@ class Engine {
   /// recent text too.
   struct ExactOutcome {
     bool ran = false;        // the stage judged this text
-    bool exact = false;      // `similarity` is then an exact Jaccard
     bool identical = false;  // a live recent text has the very same shingles
   };
   ExactOutcome decide_exact(const TextSummary& summary, RecordRef ref, ScopeId scope,

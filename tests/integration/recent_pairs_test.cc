@@ -20,6 +20,11 @@ constexpr const char* kStoryAgain =
     "STORM closes the harbour bridge, as rivers rise across the county!";
 constexpr const char* kOther = "Council approves the new school budget after a long debate";
 
+// A header's value on an output record, or "" when it has none.
+std::string header_of(const Record& r, const std::string& name) {
+  return r.headers.count(name) ? r.headers.at(name) : std::string();
+}
+
 class RecentPairsTest : public BrokerTest, public ::testing::WithParamInterface<bool> {
  protected:
   void SetUp() override {
@@ -81,10 +86,8 @@ TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEith
   ASSERT_EQ(out.size(), 2u);
   for (const Record& r : out) {
     if (r.value != repost) continue;
-    EXPECT_EQ(r.headers.count("neardup-verdict") ? r.headers.at("neardup-verdict") : "",
-              "duplicate");
-    EXPECT_EQ(r.headers.count("neardup-similarity") ? r.headers.at("neardup-similarity") : "",
-              "0.800");
+    EXPECT_EQ(header_of(r, "neardup-verdict"), "duplicate");
+    EXPECT_EQ(header_of(r, "neardup-similarity"), "0.800");
   }
 }
 
@@ -106,15 +109,12 @@ TEST_P(RecentPairsTest, ARepostOfARepostIsADuplicateOfTheOriginalWithEitherDecid
   EXPECT_EQ(running->last.duplicate, 2u);
   const std::vector<Record> out = read_all("output");
   ASSERT_EQ(out.size(), 3u);
-  auto header = [](const Record& r, const std::string& name) {
-    return r.headers.count(name) ? r.headers.at(name) : std::string();
-  };
-  EXPECT_EQ(header(out[0], "neardup-verdict"), "");
-  EXPECT_EQ(header(out[1], "neardup-similarity"), "0.818");
-  EXPECT_EQ(header(out[2], "neardup-verdict"), "duplicate");
-  EXPECT_EQ(header(out[2], "neardup-similarity"), "0.893");
-  EXPECT_EQ(header(out[2], "neardup-of"), header(out[1], "neardup-of"));
-  EXPECT_EQ(header(out[2], "neardup-count"), "2");
+  EXPECT_EQ(header_of(out[0], "neardup-verdict"), "");
+  EXPECT_EQ(header_of(out[1], "neardup-similarity"), "0.818");
+  EXPECT_EQ(header_of(out[2], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(out[2], "neardup-similarity"), "0.893");
+  EXPECT_EQ(header_of(out[2], "neardup-of"), header_of(out[1], "neardup-of"));
+  EXPECT_EQ(header_of(out[2], "neardup-count"), "2");
 }
 
 // Short texts carry their shingle sets to the judge (up to ~600 bytes each):
