@@ -17,7 +17,8 @@ namespace {
 // What CPUID (and XGETBV, for the AVX-512 register state) report, read once.
 // The only place in neardup that asks the CPU.
 struct X86Features {
-  bool popcnt, avx512f, avx512bw, avx512dq, avx512vbmi, avx512vbmi2, avx512vpopcntdq;
+  bool popcnt, avx2, avx512f, avx512bw, avx512dq, avx512vl, avx512vbmi, avx512vbmi2,
+      avx512vpopcntdq;
 };
 
 const X86Features& x86() {
@@ -25,9 +26,11 @@ const X86Features& x86() {
     __builtin_cpu_init();
     return X86Features{
         .popcnt = __builtin_cpu_supports("popcnt") != 0,
+        .avx2 = __builtin_cpu_supports("avx2") != 0,
         .avx512f = __builtin_cpu_supports("avx512f") != 0,
         .avx512bw = __builtin_cpu_supports("avx512bw") != 0,
         .avx512dq = __builtin_cpu_supports("avx512dq") != 0,
+        .avx512vl = __builtin_cpu_supports("avx512vl") != 0,
         .avx512vbmi = __builtin_cpu_supports("avx512vbmi") != 0,
         .avx512vbmi2 = __builtin_cpu_supports("avx512vbmi2") != 0,
         .avx512vpopcntdq = __builtin_cpu_supports("avx512vpopcntdq") != 0,
@@ -41,7 +44,14 @@ struct Requirement {
   bool X86Features::*present;
 };
 constexpr Requirement kPopcnt[] = {{"popcnt", &X86Features::popcnt}};
-// The union of what the AVX-512 kernels' target attributes name.
+// Each list is the union of what its variant's kernels' target attributes
+// name, including the kernels it takes from the variants below it.
+constexpr Requirement kAvx2[] = {{"popcnt", &X86Features::popcnt}, {"avx2", &X86Features::avx2}};
+constexpr Requirement kAvx512bw[] = {
+    {"popcnt", &X86Features::popcnt},     {"avx2", &X86Features::avx2},
+    {"avx512f", &X86Features::avx512f},   {"avx512bw", &X86Features::avx512bw},
+    {"avx512dq", &X86Features::avx512dq}, {"avx512vl", &X86Features::avx512vl},
+};
 constexpr Requirement kAvx512[] = {
     {"avx512f", &X86Features::avx512f},         {"avx512bw", &X86Features::avx512bw},
     {"avx512dq", &X86Features::avx512dq},       {"avx512vbmi", &X86Features::avx512vbmi},
@@ -54,6 +64,10 @@ std::span<const Requirement> requirements(Variant variant) {
       return {};
     case Variant::popcnt:
       return kPopcnt;
+    case Variant::avx2:
+      return kAvx2;
+    case Variant::avx512bw:
+      return kAvx512bw;
     case Variant::avx512:
       return kAvx512;
   }
@@ -79,6 +93,10 @@ std::string_view name(Variant variant) {
       return "portable";
     case Variant::popcnt:
       return "popcnt";
+    case Variant::avx2:
+      return "avx2";
+    case Variant::avx512bw:
+      return "avx512bw";
     case Variant::avx512:
       return "avx512";
   }

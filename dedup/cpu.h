@@ -10,13 +10,13 @@
 //
 // The choice is the best variant this build contains and this CPU runs,
 // unless the environment variable NEARDUP_CPU names one (portable, popcnt,
-// avx512). Every variant computes the same results bit for bit; forcing one
-// is for tests, benchmarks and ruling out a kernel when debugging. A
-// NEARDUP_CPU that is unknown or that this CPU (or build) cannot run is a
-// startup error: the choice is made while the program loads, the message on
-// stderr names the variants available, and the process exits with status 2
-// (a usage error) before main. Falling back silently would let a benchmark
-// measure a kernel other than the one it asked for.
+// avx2, avx512bw, avx512). Every variant computes the same results bit for
+// bit; forcing one is for tests, benchmarks and ruling out a kernel when
+// debugging. A NEARDUP_CPU that is unknown or that this CPU (or build)
+// cannot run is a startup error: the choice is made while the program loads,
+// the message on stderr names the variants available, and the process exits
+// with status 2 (a usage error) before main. Falling back silently would let
+// a benchmark measure a kernel other than the one it asked for.
 //
 // Only the kernels above are chosen at run time. The SSE2/SSE4.1 code in
 // normalize.cc and sketch.cc follows the compiler's target (-march, by
@@ -44,14 +44,17 @@ namespace neardup::dedup::cpu {
 enum class Variant : std::uint8_t {
   portable,  // plain C++: any CPU, any compiler; the reference the others must match
   popcnt,    // x86-64 POPCNT: the index filters count bits in one instruction
+  avx2,      // AVX2 and POPCNT (Haswell, Zen 1 and later): the index filters, SimHash
+  avx512bw,  // AVX-512 F, BW, DQ, VL (Skylake-X, Cascade Lake): the kernels that need no
+             // VBMI, VBMI2 or VPOPCNTDQ
   avx512,    // AVX-512 F, BW, DQ, VBMI, VBMI2, VPOPCNTDQ (Ice Lake, Zen 4 and later): every kernel
 };
 
 /// Every variant the code knows, whether or not this build contains it.
-inline constexpr std::array<Variant, 3> kVariants{Variant::portable, Variant::popcnt,
-                                                  Variant::avx512};
+inline constexpr std::array<Variant, 5> kVariants{Variant::portable, Variant::popcnt, Variant::avx2,
+                                                  Variant::avx512bw, Variant::avx512};
 
-/// "portable", "popcnt", "avx512": the values NEARDUP_CPU accepts.
+/// "portable", "popcnt", "avx2", "avx512bw", "avx512": the values NEARDUP_CPU accepts.
 std::string_view name(Variant variant);
 
 /// Whether this build contains `variant`'s code and this CPU (and OS) runs it.

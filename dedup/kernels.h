@@ -80,6 +80,18 @@ std::uint32_t filter_popcnt(const std::uint32_t* res, std::uint32_t n, std::uint
                             std::uint16_t* hits);
 std::uint32_t filter24_popcnt(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
                               int k, std::uint16_t* hits);
+std::uint32_t filter_avx2(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                          std::uint16_t* hits);
+std::uint32_t filter24_avx2(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue, int k,
+                            std::uint16_t* hits);
+std::uint32_t filter_avx512bw(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
+                              int k, std::uint16_t* hits);
+std::uint32_t filter24_avx512bw(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
+                                int k, std::uint16_t* hits);
+void accumulate_unit_avx2(const std::uint64_t* hashes, const std::uint32_t* weights, std::size_t n,
+                          std::int32_t* sums);
+void accumulate_weighted_avx2(const std::uint64_t* hashes, const std::uint32_t* weights,
+                              std::size_t n, std::int32_t* sums);
 std::uint32_t filter_avx512(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue, int k,
                             std::uint16_t* hits);
 std::uint32_t filter24_avx512(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
@@ -89,6 +101,7 @@ void accumulate_unit_avx512(const std::uint64_t* hashes, const std::uint32_t* we
 void accumulate_weighted_avx512(const std::uint64_t* hashes, const std::uint32_t* weights,
                                 std::size_t n, std::int32_t* sums);
 std::size_t join_ascii_avx512(const char* text, std::size_t size, char* out);
+void hash_windows_avx512bw(const char* data, std::size_t count, std::uint64_t* out);
 void hash_windows_avx512(const char* data, std::size_t count, std::uint64_t* out);
 void densify_avx512(std::uint32_t* minima, int bins);
 std::size_t sort_low32_avx512(const std::uint64_t* hashes, std::size_t count, std::uint32_t* out);

@@ -111,6 +111,32 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_window
     _mm512_storeu_si512(out + i, x);
   }
 }
+
+// The same without VBMI: the 16 bytes are copied to every 128-bit lane, where
+// vpshufb cuts out that lane's two windows.
+__attribute__((target("avx512f,avx512dq,avx512bw"))) void hash_windows_avx512bw(
+    const char* data, std::size_t count, std::uint64_t* out) {
+  alignas(64) std::int8_t order[64];
+  for (int lane = 0; lane < 8; ++lane)
+    for (int k = 0; k < 8; ++k)
+      order[8 * lane + k] = static_cast<std::int8_t>(k < 5 ? lane + k : -1);
+  const __m512i index = _mm512_load_si512(order);
+  const __m512i offset =
+      _mm512_set1_epi64(static_cast<long long>(5 * 0x9e3779b97f4a7c15ULL + kShingleSeed));
+  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
+  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
+  for (std::size_t i = 0; i < count; i += 8) {
+    const __m512i bytes =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
+    __m512i x = _mm512_add_epi64(_mm512_shuffle_epi8(bytes, index), offset);
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+    x = _mm512_mullo_epi64(x, m1);
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+    x = _mm512_mullo_epi64(x, m2);
+    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+    _mm512_storeu_si512(out + i, x);
+  }
+}
 #pragma GCC diagnostic pop
 
 // The ASCII tokens joined by single spaces, for a text whose bytes are all

@@ -35,6 +35,8 @@ TEST_F(Cpu, PortableIsSupportedEverywhereAndNamesRoundTrip) {
   }
   EXPECT_EQ(name(Variant::portable), "portable");
   EXPECT_EQ(name(Variant::popcnt), "popcnt");
+  EXPECT_EQ(name(Variant::avx2), "avx2");
+  EXPECT_EQ(name(Variant::avx512bw), "avx512bw");
   EXPECT_EQ(name(Variant::avx512), "avx512");
 }
 
@@ -58,11 +60,12 @@ TEST_F(Cpu, ActiveIsTheBestUnlessNeardupCpuForcesOne) {
 }
 
 TEST_F(Cpu, UnknownChoiceNamesEveryVariantAndTheAvailableOnes) {
-  const std::string message = message_of("avx2");
-  EXPECT_NE(message.find("NEARDUP_CPU=avx2: unknown CPU variant"), std::string::npos) << message;
-  EXPECT_NE(message.find("portable, popcnt, avx512"), std::string::npos) << message;
+  const std::string message = message_of("sse4");
+  EXPECT_NE(message.find("NEARDUP_CPU=sse4: unknown CPU variant"), std::string::npos) << message;
+  EXPECT_NE(message.find("portable, popcnt, avx2, avx512bw, avx512"), std::string::npos) << message;
   EXPECT_NE(message.find("this machine runs: portable"), std::string::npos) << message;
   EXPECT_NE(message_of("AVX512"), "") << "names are exact";
+  EXPECT_NE(message_of("avx512b"), "") << "names are exact";
   EXPECT_NE(message_of(""), "");
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -112,6 +113,41 @@ TEST_P(EveryVariant, IndexFiltersFindTheCellsWithinKOfTheProbe) {
           EXPECT_GE(slot, 1100U) << "every size fits the slot";
         }
       }
+    }
+  }
+}
+
+TEST_P(EveryVariant, FiltersMatchPortableAtEverySizeAndKReadingNoFurtherThanAllowed) {
+  // The kernels directly, on buffers exactly as large as their contracts
+  // allow (filter24: 3n bytes and one more; filter: n words), so the ASan
+  // build reports a read past them. Every n from 0 to 257 (each tail of every
+  // vector width) and k from 0 to 8, with residues near the probe so that
+  // hits come in every lane.
+  std::mt19937_64 rng(23);
+  for (std::uint32_t n = 0; n <= 257; ++n) {
+    const std::uint32_t probe = static_cast<std::uint32_t>(rng()) & CellTables::kResidueMask;
+    std::vector<std::uint32_t> wide(n);
+    for (auto& r : wide) r = near_or_random(probe, rng);
+    std::vector<std::uint8_t> packed(3 * std::size_t{n} + 1);
+    for (std::uint32_t i = 0; i < n; ++i)
+      for (int b = 0; b < 3; ++b) packed[3 * i + b] = static_cast<std::uint8_t>(wide[i] >> (8 * b));
+    packed.back() = static_cast<std::uint8_t>(rng());  // the byte the contract lets it read
+    // The 32-bit filter reads res[0, n) exactly: a new allocation of n words.
+    const auto words = std::make_unique<std::uint32_t[]>(n);
+    std::copy(wide.begin(), wide.end(), words.get());
+    for (int k = 0; k <= 8; ++k) {
+      const auto [tested, portable] = both([&] {
+        std::vector<std::uint16_t> hits24(std::max<std::uint32_t>(n, 1)), hits(hits24.size());
+        hits24.resize(kernels::active().filter24(packed.data(), n, probe, k, hits24.data()));
+        hits.resize(kernels::active().filter(words.get(), n, probe, k, hits.data()));
+        return std::pair(hits24, hits);
+      });
+      ASSERT_EQ(tested, portable) << "n " << n << ", k " << k;
+      std::vector<std::uint16_t> want;
+      for (std::uint32_t i = 0; i < n; ++i)
+        if (std::popcount((wide[i] & CellTables::kResidueMask) ^ probe) <= k)
+          want.push_back(static_cast<std::uint16_t>(i));
+      ASSERT_EQ(tested.first, want) << "filter24, n " << n << ", k " << k;
     }
   }
 }
@@ -318,6 +354,18 @@ TEST(KernelTable, EachRowHoldsItsVariantsKernels) {
   EXPECT_EQ(avx512.hash_windows, &kernels::hash_windows_avx512);
   EXPECT_EQ(avx512.densify, &kernels::densify_avx512);
   EXPECT_EQ(avx512.sort_low32, &kernels::sort_low32_avx512);
+  const kernels::Kernels& avx2 = row(cpu::Variant::avx2);
+  EXPECT_EQ(avx2.filter, &kernels::filter_avx2);
+  EXPECT_EQ(avx2.filter24, &kernels::filter24_avx2);
+  EXPECT_EQ(avx2.simhash_unit, &kernels::accumulate_unit_avx2);
+  EXPECT_EQ(avx2.simhash_weighted, &kernels::accumulate_weighted_avx2);
+  EXPECT_EQ(avx2.hash_windows, portable.hash_windows);
+  const kernels::Kernels& avx512bw = row(cpu::Variant::avx512bw);
+  EXPECT_EQ(avx512bw.filter, &kernels::filter_avx512bw);
+  EXPECT_EQ(avx512bw.filter24, &kernels::filter24_avx512bw);
+  EXPECT_EQ(avx512bw.simhash_unit, &kernels::accumulate_unit_avx512);
+  EXPECT_EQ(avx512bw.hash_windows, &kernels::hash_windows_avx512bw);
+  EXPECT_EQ(avx512bw.sort_low32, &kernels::sort_low32_avx512);
 #else
   // Without x86 kernels every row is portable's (and cpu::supported() picks none but it).
   for (const cpu::Variant v : cpu::kVariants) {
