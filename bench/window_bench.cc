@@ -8,10 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "bench/feed.h"
+#include "dedup/index.h"
 #include "dedup/window.h"
 
 namespace neardup::dedup {
@@ -97,6 +100,56 @@ BENCHMARK(BM_WindowProbeInsertPrefetched)
     ->Arg(1'000'000)
     ->Arg(10'000'000)
     ->Unit(benchmark::kNanosecond);
+
+// The floor under BM_WindowProbeInsert/10000000 that no code change of the
+// default layout can go below: the same memory reads and writes with no
+// work on them. Per op, as the probe and insert at 10M entries (4 tables,
+// ~153 cells a bucket): for each table a random slot of the window's size,
+// its header and packed 3-byte residues read (8 + 3 * 153 bytes), the
+// sequence at the bucket's front read and one at its tail written (two more
+// random lines), and one 24-byte ring entry written; all of it in an array
+// as large as the window's (bytes_per_entry * entries, huge pages as the
+// window), and the next op's slots prefetched one op ahead as the engine does.
+void BM_WindowMemoryFloor(benchmark::State& state) {
+  const auto entries = static_cast<std::size_t>(state.range(0));
+  constexpr std::size_t kSlot = 1344;  // the window's slot stride at 10M entries
+  constexpr std::size_t kTables = 4;
+  const std::size_t slots = kTables * 65536;
+  HugeArray<std::uint64_t> memory(slots * kSlot / 8);
+  HugeArray<std::uint64_t> ring(entries * 3);
+  for (std::size_t i = 0; i < memory.size(); i += 512) memory[i] = i;  // fault every page in
+  for (std::size_t i = 0; i < ring.size(); i += 512) ring[i] = i;
+  std::uint64_t rng = 99, sum = 0, tail = 0;
+  auto slot_of = [&](std::uint64_t r, std::size_t t) {
+    return reinterpret_cast<const unsigned char*>(memory.begin()) +
+           (t * 65536 + ((r >> (16 * t)) & 0xffff)) * kSlot;
+  };
+  std::uint64_t next = splitmix64(rng);
+  for (auto _ : state) {
+    const std::uint64_t r = next;
+    next = splitmix64(rng);
+    for (std::size_t t = 0; t < kTables; ++t)
+      for (std::size_t l = 0; l < 8; ++l) __builtin_prefetch(slot_of(next, t) + 64 * l);
+    for (std::size_t t = 0; t < kTables; ++t) {
+      const unsigned char* slot = slot_of(r, t);
+      for (std::size_t b = 0; b < 8 + 3 * 153; b += 64) {
+        std::uint64_t word;
+        std::memcpy(&word, slot + b, 8);
+        sum += word;
+      }
+      // front sequence (read) and tail sequence (written): the back half of the slot
+      std::uint64_t word;
+      std::memcpy(&word, slot + 8 + 3 * 185 + 4 * ((r >> 7) % 185), 4);
+      sum += word;
+      auto* write = const_cast<unsigned char*>(slot) + 8 + 3 * 185 + 4 * ((r >> 23) % 185);
+      std::memcpy(write, &sum, 4);
+    }
+    ring[(tail++ % entries) * 3] = sum;
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WindowMemoryFloor)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
 
 // Query-only, radius 3 (compare: Faiss IndexBinaryMultiHash at ~6.5k queries/s here).
 void BM_WindowQueryRadius3(benchmark::State& state) {

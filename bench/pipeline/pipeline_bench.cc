@@ -198,6 +198,11 @@ struct Result {
 /// the window decision of every message of `feed`, in order, on this thread,
 /// two messages ahead as stream/pipeline/dedup_worker.cc does. CPU microseconds per message.
 double isolated_cpu_us(const std::vector<std::string>& feed, const config::Config& config) {
+  // Named apart from Service::run's thread, so a profile (bench/profile) can tell them apart.
+  pthread_setname_np(pthread_self(), "bench-isolated");
+  struct Rename {
+    ~Rename() { pthread_setname_np(pthread_self(), "pipeline"); }
+  } rename;
   stream::Analyzer analyzer(config);
   stream::Classifier classifier(config);
   stream::Prepared prepared[3];  // record i in slot i % 3
@@ -805,7 +810,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     pthread_setname_np(pthread_self(), "pipeline");
-    auto feed = make_feed(messages);
+    pthread_setname_np(pthread_self(), "bench-feed");
+  auto feed = make_feed(messages);
+  pthread_setname_np(pthread_self(), "pipeline");
     std::size_t bytes = 0;
     for (const auto& t : feed) bytes += t.size();
     std::printf(
@@ -835,7 +842,9 @@ int main(int argc, char** argv) {
         broker.create_topic(run_name(side, r) + suffix,
                             1);  // the group judge's (stream/judge/judge.h)
   }
+  pthread_setname_np(pthread_self(), "bench-feed");
   auto feed = make_feed(messages);
+  pthread_setname_np(pthread_self(), "pipeline");
   std::size_t bytes = 0;
   for (const auto& t : feed) bytes += t.size();
   std::printf("feed: %zu messages, %.0f bytes average, %d partitions, embedded broker %s\n",
