@@ -264,12 +264,8 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t filter_avx512(
     const __mmask16 lanes =
         n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1U << (n - i)) - 1);
     const __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi32(lanes, res + i), r);
-    unsigned mask = _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(x), limit);
-    while (mask != 0) {
-      hits[count++] =
-          static_cast<std::uint16_t>(i + static_cast<std::uint32_t>(std::countr_zero(mask)));
-      mask &= mask - 1;
-    }
+    const unsigned mask = _mm512_mask_cmple_epu32_mask(lanes, _mm512_popcnt_epi32(x), limit);
+    if (mask != 0) count = add_hits(mask, i, hits, count);
   }
   return count;
 }

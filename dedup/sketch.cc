@@ -84,6 +84,17 @@ void hash_windows(const char* data, std::size_t count, std::uint64_t* out) {
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+// splitmix64's finalizer on 8 lanes (the window's bytes plus the offset in each).
+__attribute__((target("avx512f,avx512dq"))) inline __m512i finish_windows_avx512(__m512i x) {
+  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
+  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+  x = _mm512_mullo_epi64(x, m1);
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+  x = _mm512_mullo_epi64(x, m2);
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
 // The same, 8 windows per step: one byte permutation cuts 8 overlapping 5-byte
 // windows out of a 16-byte load, then splitmix64's finalizer runs on 8 lanes.
 // Writes out[0, count rounded up to 8); reads data[0, count + 15).
@@ -97,18 +108,11 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi"))) void hash_window
   const __mmask64 keep = 0x1f1f1f1f1f1f1f1fULL;  // 5 bytes of every lane, the rest zero
   const __m512i offset =
       _mm512_set1_epi64(static_cast<long long>(5 * 0x9e3779b97f4a7c15ULL + kShingleSeed));
-  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
-  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
   for (std::size_t i = 0; i < count; i += 8) {
     const __m512i bytes =
         _mm512_zextsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
     __m512i x = _mm512_add_epi64(_mm512_maskz_permutexvar_epi8(keep, index, bytes), offset);
-    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
-    x = _mm512_mullo_epi64(x, m1);
-    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
-    x = _mm512_mullo_epi64(x, m2);
-    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
-    _mm512_storeu_si512(out + i, x);
+    _mm512_storeu_si512(out + i, finish_windows_avx512(x));
   }
 }
 
@@ -123,18 +127,11 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) void hash_windows_avx512bw(
   const __m512i index = _mm512_load_si512(order);
   const __m512i offset =
       _mm512_set1_epi64(static_cast<long long>(5 * 0x9e3779b97f4a7c15ULL + kShingleSeed));
-  const __m512i m1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
-  const __m512i m2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
   for (std::size_t i = 0; i < count; i += 8) {
     const __m512i bytes =
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
     __m512i x = _mm512_add_epi64(_mm512_shuffle_epi8(bytes, index), offset);
-    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
-    x = _mm512_mullo_epi64(x, m1);
-    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
-    x = _mm512_mullo_epi64(x, m2);
-    x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
-    _mm512_storeu_si512(out + i, x);
+    _mm512_storeu_si512(out + i, finish_windows_avx512(x));
   }
 }
 #pragma GCC diagnostic pop
