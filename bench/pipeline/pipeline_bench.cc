@@ -811,8 +811,8 @@ int main(int argc, char** argv) {
     }
     pthread_setname_np(pthread_self(), "pipeline");
     pthread_setname_np(pthread_self(), "bench-feed");
-  auto feed = make_feed(messages);
-  pthread_setname_np(pthread_self(), "pipeline");
+    auto feed = make_feed(messages);
+    pthread_setname_np(pthread_self(), "pipeline");
     std::size_t bytes = 0;
     for (const auto& t : feed) bytes += t.size();
     std::printf(
