@@ -151,6 +151,76 @@ void BM_WindowMemoryFloor(benchmark::State& state) {
 }
 BENCHMARK(BM_WindowMemoryFloor)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
 
+// The probe's own work without its memory waits: the same fingerprint probed
+// `repeat` times per iteration (the repeats find its buckets cached), so
+// (time at 5 - time at 1) / 4 is one cached probe at 10M entries.
+void BM_WindowProbeRepeated(benchmark::State& state) {
+  FilledWindow& w = filled(10'000'000);
+  Window& window = *w.window;
+  const auto repeat = state.range(0);
+  std::uint64_t query_rng = 777;
+  std::uint64_t found = 0;
+  for (auto _ : state) {
+    const Fingerprint fp{splitmix64(query_rng)};
+    for (int r = 0; r < repeat; ++r)
+      found += window.probe(fp, EventTime{0}, RecordRef{~0ULL}).has_value();
+  }
+  benchmark::DoNotOptimize(found);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WindowProbeRepeated)->Arg(1)->Arg(5);
+
+// Probe+insert at 10M entries with the hints further ahead: bucket headers
+// `ahead` items ahead, cells ahead/2 items ahead (BM_WindowProbeInsertPrefetched
+// is ahead = 2).
+void BM_WindowProbeInsertAhead(benchmark::State& state) {
+  FilledWindow& w = filled(10'000'000);
+  Window& window = *w.window;
+  const auto ahead = static_cast<std::size_t>(state.range(0));
+  std::vector<Fingerprint> ring(ahead + 1);
+  std::uint64_t gen = w.rng;
+  for (std::size_t i = 0; i <= ahead; ++i) ring[i] = Fingerprint{splitmix64(gen)};
+  std::size_t i = 0;
+  std::uint64_t duplicates = 0;
+  for (auto _ : state) {
+    const Fingerprint fp = ring[i % (ahead + 1)];
+    window.prefetch(ring[(i + ahead) % (ahead + 1)]);
+    window.prefetch_cells(ring[(i + ahead / 2) % (ahead + 1)]);
+    duplicates += probe_or_insert(window, fp, RecordRef{w.next_ref++});
+    ring[i % (ahead + 1)] = Fingerprint{splitmix64(gen)};
+    ++i;
+  }
+  w.rng = gen;
+  benchmark::DoNotOptimize(duplicates);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WindowProbeInsertAhead)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
+
+// Insert alone at 10M entries (every insert evicts), hinted `ahead` items
+// ahead (0: no hint).
+void BM_WindowInsertOnly(benchmark::State& state) {
+  FilledWindow& w = filled(10'000'000);
+  Window& window = *w.window;
+  const auto ahead = static_cast<std::size_t>(state.range(0));
+  std::vector<Fingerprint> ring(ahead + 1);
+  std::uint64_t gen = w.rng;
+  for (std::size_t i = 0; i <= ahead; ++i) ring[i] = Fingerprint{splitmix64(gen)};
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const Fingerprint fp = ring[i % (ahead + 1)];
+    if (ahead > 0) {
+      window.prefetch(ring[(i + ahead) % (ahead + 1)]);
+      window.prefetch_cells(ring[(i + ahead / 2) % (ahead + 1)]);
+    }
+    window.insert(fp, EventTime{0}, RecordRef{w.next_ref++});
+    ring[i % (ahead + 1)] = Fingerprint{splitmix64(gen)};
+    ++i;
+  }
+  w.rng = gen;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WindowInsertOnly)->Arg(0)->Arg(2)->Arg(8);
+
 // Query-only, radius 3 (compare: Faiss IndexBinaryMultiHash at ~6.5k queries/s here).
 void BM_WindowQueryRadius3(benchmark::State& state) {
   FilledWindow& w = filled(static_cast<std::size_t>(state.range(0)));

@@ -77,6 +77,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <new>
 #include <random>
 #include <sstream>
 #include <string>
@@ -98,6 +99,86 @@
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/pipeline.h"
 #include "stream/service/service.h"
+
+// Every C++ allocation of the process (global operator new; librdkafka's C
+// mallocs are not counted) is counted per thread, so the bench can print each
+// thread's allocations per message: the steady state of the pipeline thread
+// and the dedup worker should allocate nothing per message.
+namespace allocations {
+
+struct Slot {
+  std::atomic<long> tid{0};
+  std::atomic<std::uint64_t> count{0};
+};
+constexpr std::size_t kSlots = 1024;  // threads over the bench's life; more are not counted
+Slot g_slots[kSlots];
+std::atomic<std::size_t> g_used{0};
+thread_local Slot* t_slot = nullptr;
+
+void count() noexcept {
+  if (t_slot == nullptr) {
+    const std::size_t i = g_used.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kSlots) return;
+    g_slots[i].tid.store(static_cast<long>(gettid()), std::memory_order_relaxed);
+    t_slot = &g_slots[i];
+  }
+  t_slot->count.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Allocations so far by thread id (threads that allocated at least once).
+std::map<long, std::uint64_t> by_thread() {
+  std::map<long, std::uint64_t> out;
+  const std::size_t used = std::min(g_used.load(std::memory_order_relaxed), kSlots);
+  for (std::size_t i = 0; i < used; ++i)
+    out[g_slots[i].tid.load(std::memory_order_relaxed)] +=
+        g_slots[i].count.load(std::memory_order_relaxed);
+  return out;
+}
+
+void* allocate(std::size_t size, std::size_t alignment) {
+  count();
+  void* p = nullptr;
+  if (alignment <= alignof(std::max_align_t)) {
+    p = std::malloc(size == 0 ? 1 : size);
+  } else if (posix_memalign(&p, alignment, size == 0 ? alignment : size) != 0) {
+    p = nullptr;
+  }
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace allocations
+
+void* operator new(std::size_t size) { return allocations::allocate(size, 0); }
+void* operator new[](std::size_t size) { return allocations::allocate(size, 0); }
+void* operator new(std::size_t size, std::align_val_t a) {
+  return allocations::allocate(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a) {
+  return allocations::allocate(size, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return allocations::allocate(size, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return allocations::allocate(size, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -138,10 +219,12 @@ double stat_cpu_seconds(const std::string& path) {
 struct ThreadCpu {
   std::string name;
   double seconds = 0;
-  double slices = 0;  ///< times scheduled onto a CPU (schedstat's third field; 0 without it)
+  double slices = 0;       ///< times scheduled onto a CPU (schedstat's third field; 0 without it)
+  double allocations = 0;  ///< C++ allocations so far (operator new, counted above)
 };
 std::map<long, ThreadCpu> sample_threads() {
   std::map<long, ThreadCpu> threads;
+  const std::map<long, std::uint64_t> allocated = allocations::by_thread();
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
     const std::string dir = entry.path().string();
@@ -157,7 +240,10 @@ std::map<long, ThreadCpu> sample_threads() {
       thread.seconds = stat_cpu_seconds(dir + "/stat");
       if (thread.seconds < 0) continue;
     }
-    threads[std::atol(entry.path().filename().c_str())] = thread;
+    const long tid = std::atol(entry.path().filename().c_str());
+    if (const auto a = allocated.find(tid); a != allocated.end())
+      thread.allocations = static_cast<double>(a->second);
+    threads[tid] = thread;
   }
   return threads;
 }
@@ -192,6 +278,8 @@ struct Result {
   /// Times each thread was put on a CPU, per 1000 messages, by thread name: a
   /// thread that sleeps and wakes often starts often with cold caches.
   std::map<std::string, double> thread_slices;
+  /// C++ allocations per message, by thread name.
+  std::map<std::string, double> thread_allocations;
 };
 
 /// The dedup worker's work without the service around it: decode, analysis and
@@ -530,6 +618,10 @@ Result run_one(const std::string& brokers, const std::vector<std::string>& feed,
        cpu_by_name(before_threads, after_threads, &ThreadCpu::slices)) {
     r.thread_slices[thread] = slices * 1000 / static_cast<double>(feed.size());
   }
+  for (const auto& [thread, count] :
+       cpu_by_name(before_threads, after_threads, &ThreadCpu::allocations)) {
+    r.thread_allocations[thread] = count / static_cast<double>(feed.size());
+  }
   return r;
 }
 
@@ -545,6 +637,12 @@ void print_threads(const char* side, const Result& result) {
   for (const auto& [us, name] : busiest) {
     const auto slices = result.thread_slices.find(name);
     if (slices != result.thread_slices.end()) std::printf(" %s=%.1f", name.c_str(), slices->second);
+  }
+  std::printf("\n%s threads, C++ allocations per msg:", side);
+  for (const auto& [us, name] : busiest) {
+    const auto count = result.thread_allocations.find(name);
+    if (count != result.thread_allocations.end())
+      std::printf(" %s=%.3f", name.c_str(), count->second);
   }
   std::printf("\n");
 }

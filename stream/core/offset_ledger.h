@@ -20,8 +20,8 @@
 // Not thread-safe: the pipeline thread owns it (delivery reports are served on
 // that thread by Producer::poll).
 
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -125,9 +125,46 @@ class OffsetLedger {
     std::int64_t timestamp_ms = -1;
     std::uint32_t outstanding = 0;
   };
+  /// A FIFO of entries with indexed access, in one array that doubles when
+  /// full and never shrinks: in steady state adding and finishing entries
+  /// allocates nothing (a std::deque allocates a block every few entries).
+  class EntryRing {
+   public:
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Entry& operator[](std::size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+    const Entry& operator[](std::size_t i) const {
+      return slots_[(head_ + i) & (slots_.size() - 1)];
+    }
+    Entry& front() { return slots_[head_]; }
+    void push_back(const Entry& e) {
+      if (size_ == slots_.size()) grow();
+      slots_[(head_ + size_) & (slots_.size() - 1)] = e;
+      ++size_;
+    }
+    void pop_front() {
+      head_ = (head_ + 1) & (slots_.size() - 1);
+      --size_;
+    }
+    void clear() {
+      head_ = 0;
+      size_ = 0;
+    }
+
+   private:
+    void grow() {
+      std::vector<Entry> next(slots_.empty() ? 64 : 2 * slots_.size());
+      for (std::size_t i = 0; i < size_; ++i) next[i] = (*this)[i];
+      slots_ = std::move(next);
+      head_ = 0;
+    }
+    std::vector<Entry> slots_;  // a power of two long, or empty
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+  };
   struct Partition {
     bool assigned = false;
-    std::deque<Entry> entries;  ///< in read order; entries[i] has seq first_seq + i
+    EntryRing entries;  ///< in read order; entries[i] has seq first_seq + i
     std::uint64_t first_seq = 0;
     std::uint64_t next_seq = 0;   ///< never reset: a revoked assignment's tickets stay invalid
     std::int64_t last_read = -1;  ///< offset of the last add() in this assignment

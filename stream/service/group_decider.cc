@@ -117,6 +117,11 @@ class GroupDecider final : public Decider {
   std::uint64_t next_request = 0;
   JudgeVerdicts verdicts_buffer;
   std::vector<kafka::MessagePtr> verdicts_polled;
+  /// Concluded batches, emptied, whose vectors keep their capacity: the next
+  /// batches are built in them, so a steady stream allocates nothing per batch.
+  std::vector<Awaiting> spare_batches;
+  Awaiting take_batch();
+  void recycle(Awaiting&& batch);
   std::uint64_t verdicts_corrupt_logged = 0;
 };
 
@@ -279,9 +284,28 @@ void GroupDecider::send_request(std::uint64_t number, std::string_view value) {
   }
 }
 
+GroupDecider::Awaiting GroupDecider::take_batch() {
+  if (spare_batches.empty()) return Awaiting{};
+  Awaiting batch = std::move(spare_batches.back());
+  spare_batches.pop_back();
+  return batch;
+}
+
+void GroupDecider::recycle(Awaiting&& batch) {
+  constexpr std::size_t kMaxSpare = 8;  // a few batches in flight at a time
+  if (spare_batches.size() >= kMaxSpare) return;
+  batch.messages.clear();
+  batch.prepared.clear();
+  batch.outcomes.clear();
+  batch.sources.clear();
+  batch.tickets.clear();
+  batch.request.clear();
+  spare_batches.push_back(std::move(batch));
+}
+
 void GroupDecider::send_for_judgement(Slot& slot) {
   const std::size_t n = slot.messages.size();
-  Awaiting batch;
+  Awaiting batch = take_batch();
   std::uint64_t number = next_request++;
   requests.start(s_.instance_id, number);
   for (std::size_t i = 0; i < n; ++i) {
@@ -305,7 +329,7 @@ void GroupDecider::send_for_judgement(Slot& slot) {
     // (1 MB by default): short texts carry their shingle sets, up to ~600 bytes each.
     if (requests.bytes() >= kMaxRequestBytes && i + 1 < n) {
       send_batch(std::move(batch), number);
-      batch = Awaiting{};
+      batch = take_batch();
       number = next_request++;
       requests.start(s_.instance_id, number);
     }
@@ -315,9 +339,13 @@ void GroupDecider::send_for_judgement(Slot& slot) {
 }
 
 void GroupDecider::send_batch(Awaiting batch, std::uint64_t number) {
-  if (batch.messages.empty()) return;
+  if (batch.messages.empty()) {
+    recycle(std::move(batch));
+    return;
+  }
   if (requests.entries() == 0) {  // every one invalid: nothing to judge
     conclude(batch, nullptr);
+    recycle(std::move(batch));
     return;
   }
   batch.request.assign(requests.finish());
@@ -359,6 +387,7 @@ void GroupDecider::poll_verdicts(std::chrono::milliseconds timeout) {
     awaiting_messages -= batch.messages.size();
     s_.stats.judge_round_trip.observe_ms(wall_ms() - batch.sent_ms);
     conclude(batch, &verdicts_buffer);
+    recycle(std::move(batch));
   }
 }
 

@@ -226,5 +226,34 @@ TEST(OffsetLedger, MatchesASimpleModelUnderRandomOperations) {
   }
 }
 
+TEST(OffsetLedger, KeepsOrderAndOffsetsWhileItsRingWrapsAndGrows) {
+  // Entries are added and finished in waves, so the ring wraps around and
+  // then grows while wrapped; every entry keeps its offset and the commits
+  // follow the acknowledged prefix exactly.
+  OffsetLedger ledger;
+  ledger.assign(SourceIndex(0));
+  std::vector<Ticket> open;
+  std::int64_t next = 0;
+  std::int64_t acked_up_to = 0;  // every offset below is acknowledged
+  for (int wave = 1; wave <= 12; ++wave) {
+    for (int i = 0; i < 40 * wave; ++i) {  // more each wave: the ring grows while wrapped
+      open.push_back(ledger.add(SourceIndex(0), Offset(next++), 0).ticket);
+      ledger.expect(open.back());
+    }
+    for (std::size_t i = 0; i < open.size(); ++i)
+      ASSERT_EQ(ledger.offset_of(open[i]),
+                std::optional<Offset>(Offset(acked_up_to + static_cast<std::int64_t>(i))));
+    // Acknowledge the older two thirds, newest first: nothing finishes until the oldest does.
+    const std::size_t done = open.size() * 2 / 3;
+    for (std::size_t i = done; i-- > 0;) ledger.acknowledge(open[i]);
+    acked_up_to += static_cast<std::int64_t>(done);
+    EXPECT_EQ(as_map(ledger.take_commits()),
+              (std::map<std::uint32_t, std::int64_t>{{0, acked_up_to}}));
+    EXPECT_EQ(ledger.pending(SourceIndex(0)), open.size() - done);
+    EXPECT_EQ(ledger.offset_of(open[done - 1]), std::nullopt);  // finished and gone
+    open.erase(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(done));
+  }
+}
+
 }  // namespace
 }  // namespace neardup::stream
