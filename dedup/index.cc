@@ -344,6 +344,19 @@ void* huge_allocate(std::size_t bytes) {
   return memory;
 }
 
+void* huge_reallocate(void* memory, std::size_t old_bytes, std::size_t new_bytes) {
+  if (memory == nullptr) return huge_allocate(new_bytes);
+  const std::size_t old_mapped = huge_mapped_bytes(old_bytes);
+  const std::size_t new_mapped = huge_mapped_bytes(new_bytes);
+  if (new_mapped <= old_mapped) return memory;
+  void* moved = mremap(memory, old_mapped, new_mapped, MREMAP_MAYMOVE);
+  if (moved == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (new_bytes >= kHugePage) madvise(moved, new_mapped, MADV_HUGEPAGE);  // a hint, as above
+#endif
+  return moved;
+}
+
 void huge_free(void* memory, std::size_t bytes) noexcept {
   if (memory != nullptr) munmap(memory, huge_mapped_bytes(bytes));
 }
@@ -493,31 +506,65 @@ void CellTables::reserve(std::size_t expected_entries, std::uint32_t oldest, std
   int fewest_bits = 64;
   for (std::size_t t = 0; t < layout_->tables(); ++t)
     fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
-  if (slot_cells_for(fewest_bits, expected_entries) <= slot_cells_) return;
-  CellTables next(*layout_, expected_entries);
-  for (std::size_t i = 0; i < buckets_; ++i) {
-    Bucket& from = bucket_at(i);
-    Bucket& to = next.bucket_at(i);
-    // Front to back, so the new bucket keeps FIFO order.
-    auto move = [&](std::uint32_t residue, std::uint32_t sequence) {
-      if (static_cast<std::uint32_t>(sequence - oldest) < live) next.push(to, residue, sequence);
-    };
-    if (from.spill != 0) {
-      const Spill& s = spills_[from.spill - 1];
-      for (std::uint32_t j = 0, pos = s.head; j < s.size;
-           ++j, pos = pos + 1 == s.cap ? 0 : pos + 1) {
-        move(s.cells[pos], s.cells[s.cap + pos]);
-      }
-    } else {
-      const std::uint8_t* res = residues(from);
-      const std::uint32_t* seq = sequences(from);
-      for (std::uint32_t j = 0, pos = from.head; j < from.size;
-           ++j, pos = pos + 1 == slot_cells_ ? 0 : pos + 1) {
-        move(residue24(res + 3 * pos), seq[pos]);
-      }
+  const std::uint32_t cells = slot_cells_for(fewest_bits, expected_entries);
+  if (cells <= slot_cells_) return;
+  // In place: the array grows (mremap: the pages touched so far stay), then
+  // every bucket moves to its wider slot, last first, so a slot is written
+  // only where no unmoved bucket lies (slot i starts at i * stride, at or
+  // after its old start, and past the end of every old slot below i). A new
+  // array would fault in and zero every page again at each growth.
+  const std::size_t old_stride = stride_;
+  const std::size_t old_sequence_offset = sequence_offset_;
+  const std::uint32_t old_cells = slot_cells_;
+  const std::size_t stride = slot_bytes_for(cells);
+  slots_.grow(buckets_ * stride / sizeof(std::uint64_t));
+  slot_cells_ = cells;
+  stride_ = stride;
+  sequence_offset_ = sizeof(Bucket) + ((3 * std::size_t{cells} + 1 + 3) & ~std::size_t{3});
+  const double mean = std::ldexp(static_cast<double>(expected_entries), -fewest_bits);
+  prefetch_lines_ =
+      static_cast<std::uint32_t>(std::min(16.0, (sizeof(Bucket) + 3 * mean) / 64 + 1));
+
+  std::vector<std::uint32_t> residues_kept(old_cells);
+  std::vector<std::uint32_t> sequences_kept(old_cells);
+  auto* base = reinterpret_cast<unsigned char*>(slots_.begin());
+  std::size_t dropped = 0;
+  for (std::size_t i = buckets_; i-- > 0;) {
+    const unsigned char* from = base + i * old_stride;
+    Bucket header;
+    std::memcpy(&header, from, sizeof header);
+    unsigned char* to = base + i * stride;
+    if (header.spill != 0) {  // its live cells stay in their ring, or fit the slot again
+      const Bucket moved{0, 0, header.spill};
+      std::memcpy(to, &moved, sizeof moved);
+      spill_pop(*reinterpret_cast<Bucket*>(to), oldest, live);
+      continue;
     }
+    const std::uint8_t* res = from + sizeof(Bucket);
+    std::uint32_t n = 0;
+    for (std::uint32_t j = 0, pos = header.head; j < header.size;
+         ++j, pos = pos + 1 == old_cells ? 0 : pos + 1) {
+      std::uint32_t sequence;
+      std::memcpy(&sequence, from + old_sequence_offset + 4 * std::size_t{pos}, 4);
+      if (static_cast<std::uint32_t>(sequence - oldest) >= live) {
+        ++dropped;
+        continue;
+      }
+      residues_kept[n] = residue24(res + 3 * pos);
+      sequences_kept[n] = sequence;
+      ++n;
+    }
+    const Bucket moved{0, static_cast<std::uint16_t>(n), 0};
+    std::memcpy(to, &moved, sizeof moved);
+    std::uint8_t* out = to + sizeof(Bucket);
+    for (std::uint32_t j = 0; j < n; ++j) {
+      out[3 * j] = static_cast<std::uint8_t>(residues_kept[j]);
+      out[3 * j + 1] = static_cast<std::uint8_t>(residues_kept[j] >> 8);
+      out[3 * j + 2] = static_cast<std::uint8_t>(residues_kept[j] >> 16);
+    }
+    std::memcpy(to + sequence_offset_, sequences_kept.data(), 4 * std::size_t{n});
   }
-  *this = std::move(next);
+  cells_ -= dropped;
 }
 
 void CellTables::spill_out(Bucket& b) {

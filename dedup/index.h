@@ -31,6 +31,11 @@ namespace neardup::dedup {
 /// std::bad_alloc. Thread-compatible.
 void* huge_allocate(std::size_t bytes);
 void huge_free(void* memory, std::size_t bytes) noexcept;
+/// Grows a huge_allocate block from `old_bytes` to `new_bytes` (>= old_bytes)
+/// in place or by moving its pages (mremap: no copy, and the pages already
+/// touched are not faulted in again); the contents are kept and the rest is
+/// zero-filled. Returns the block's address. Throws std::bad_alloc.
+void* huge_reallocate(void* memory, std::size_t old_bytes, std::size_t new_bytes);
 
 /// A fixed-size, zero-initialized array of an implicit-lifetime type (all-zero
 /// bytes must be a valid value) in huge_allocate memory. Move-only.
@@ -54,6 +59,13 @@ class HugeArray {
       other.size_ = 0;
     }
     return *this;
+  }
+  /// Grows to `size` elements (no shrinking): the first size() keep their
+  /// values, the new ones are zero. Pointers into the array are invalidated.
+  void grow(std::size_t size) {
+    if (size <= size_) return;
+    data_ = static_cast<T*>(huge_reallocate(data_, size_ * sizeof(T), size * sizeof(T)));
+    size_ = size;
   }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -190,23 +191,33 @@ struct Window::Impl {
     resize_ring(cap);
   }
 
-  // Moves the live entries into a ring of `cap` (capped at max_entries, at
-  // least live()) and re-sizes the bucket slots for it.
+  // Grows the ring to `cap` entries (capped at max_entries, at least live())
+  // in place and re-sizes the bucket slots for it. The live entries keep
+  // their order: those that wrapped around the old end move once, to right
+  // after it or (when fewer fit there) the front part to the new end.
   void resize_ring(std::size_t cap) {
     if (cap > options.max_entries) cap = options.max_entries;
-    HugeArray<Entry> next(cap);
-    HugeArray<std::uint32_t> next_scopes(options.scoped ? cap : 0);
-    const std::size_t n = live();
-    for (std::size_t i = 0; i < n; ++i) {
-      std::size_t pos = head_pos + i;
-      if (pos >= ring_cap) pos -= ring_cap;
-      next[i] = ring[pos];
-      if (options.scoped) next_scopes[i] = scopes[pos];
+    if (cap > ring_cap) {
+      const std::size_t old_cap = ring_cap;
+      const std::size_t n = live();
+      ring.grow(cap);
+      if (options.scoped) scopes.grow(cap);
+      if (head_pos + n > old_cap) {
+        const std::size_t wrapped = head_pos + n - old_cap;  // at [0, wrapped)
+        if (wrapped <= cap - old_cap) {
+          std::memcpy(&ring[old_cap], &ring[0], wrapped * sizeof(Entry));
+          if (options.scoped)
+            std::memcpy(&scopes[old_cap], &scopes[0], wrapped * sizeof(std::uint32_t));
+        } else {
+          const std::size_t front = old_cap - head_pos;  // at [head_pos, old_cap)
+          std::memmove(&ring[cap - front], &ring[head_pos], front * sizeof(Entry));
+          if (options.scoped)
+            std::memmove(&scopes[cap - front], &scopes[head_pos], front * sizeof(std::uint32_t));
+          head_pos = cap - front;
+        }
+      }
+      ring_cap = cap;
     }
-    ring = std::move(next);
-    scopes = std::move(next_scopes);
-    ring_cap = cap;
-    head_pos = 0;
     // Bucket slots sized for the new capacity: buckets rarely spill, and a probe
     // finds a bucket's cells at a position computed from the fingerprint.
     cells.reserve(cap, static_cast<std::uint32_t>(head_seq), static_cast<std::uint32_t>(live()));

@@ -106,7 +106,8 @@ class Window {
 
   /// Sizes the ring and the bucket slots for `entries` (at most max_entries) at
   /// once, where inserts would grow them by half again and again, each time
-  /// moving every entry and cell into fresh memory: for callers that know how
+  /// moving every cell to its wider slot (in place: the memory grows by
+  /// mremap, so only the new part faults in): for callers that know how
   /// many entries come (a window rebuilt from its changelog). Never shrinks;
   /// changes no answer. Throws std::bad_alloc. O(live entries + buckets).
   void reserve(std::size_t entries);

@@ -411,6 +411,39 @@ TEST(Window, ReserveChangesNoAnswerWhetherEmptyOrHoldingEntries) {
   }
 }
 
+TEST(Window, MatchesBruteForceWhenItsRingGrowsWhileWrapped) {
+  // The first 1024 entries fill the ring; then the `evicted` oldest expire by
+  // time and every later entry comes at one time, so the ring is full again
+  // with its front at `evicted` when it grows: its wrapped part moves after the
+  // old end (200) or its front part to the new end (900), at each growth. A
+  // scoped window moves its scopes along (every entry has scope 7 here).
+  for (const std::size_t evicted : {std::size_t{200}, std::size_t{900}}) {
+    for (const bool scoped : {false, true}) {
+      const milliseconds duration(100'000);
+      WindowOptions options = small_window(100'000, duration);
+      options.scoped = scoped;
+      Window window(IndexOptions{3, 4}, options);
+      OracleWindow oracle(3, options);
+      const PigeonholeLayout layout(4, 3, options.max_entries);
+      Generator gen(evicted + (scoped ? 1 : 0), layout);
+      const ScopeId scope{scoped ? 7u : 0u};
+      const std::string label = "evicted " + std::to_string(evicted) + (scoped ? " scoped" : "");
+      const std::int64_t later = static_cast<std::int64_t>(evicted) + 1 + duration.count();
+      for (std::uint64_t i = 1; i <= 4000; ++i) {
+        const EventTime at{i <= 1024 ? static_cast<std::int64_t>(i) : later};
+        const Fingerprint fp = gen.next(static_cast<int>(gen() % 4));
+        expect_same(window.probe(fp, at, RecordRef{i}, scope), oracle.probe(fp, at, RecordRef{i}),
+                    label + " op " + std::to_string(i));
+        if (HasFailure()) return;
+        window.insert(fp, at, RecordRef{i}, scope);
+        oracle.insert(fp, at, RecordRef{i});
+      }
+      EXPECT_EQ(window.stats().entries, 4000U - evicted) << label;
+      EXPECT_EQ(window.stats().evictions, evicted) << label;
+    }
+  }
+}
+
 TEST(Window, ReserveStopsAtMaxEntriesAndNeverShrinks) {
   const WindowOptions options = small_window(5000, std::chrono::hours(1));
   Window exact(IndexOptions{3, 0}, options), beyond(IndexOptions{3, 0}, options);
