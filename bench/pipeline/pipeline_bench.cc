@@ -126,11 +126,13 @@ void count() noexcept {
 }
 
 /// Allocations so far by thread id (threads that allocated at least once).
+/// The kernel reuses the ids of threads that ended: the newest slot of an id
+/// is the live thread's.
 std::map<long, std::uint64_t> by_thread() {
   std::map<long, std::uint64_t> out;
   const std::size_t used = std::min(g_used.load(std::memory_order_relaxed), kSlots);
   for (std::size_t i = 0; i < used; ++i)
-    out[g_slots[i].tid.load(std::memory_order_relaxed)] +=
+    out[g_slots[i].tid.load(std::memory_order_relaxed)] =
         g_slots[i].count.load(std::memory_order_relaxed);
   return out;
 }

@@ -2,15 +2,17 @@
 
 namespace neardup::stream {
 
-ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
-                           dedup::EventTime time, dedup::Fingerprint fingerprint,
-                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
-                           dedup::ScopeId scope) {
-  ChangelogRecord r;
+void fill_kept_entry(ChangelogRecord& r, std::string_view topic, std::int32_t partition,
+                     std::int64_t offset, dedup::EventTime time, dedup::Fingerprint fingerprint,
+                     const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
+                     dedup::ScopeId scope) {
+  std::string reused = std::move(r.topic);
+  r = ChangelogRecord{};
+  r.topic = std::move(reused);
+  r.topic.assign(topic);
   r.scope = scope;
   r.fingerprint = fingerprint;
   r.time = time;
-  r.topic = std::string(topic);
   r.partition = partition;
   r.offset = offset;
   if (options.enabled && sketch.shingles != 0) {
@@ -21,6 +23,14 @@ ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::
     r.bands = options.bands;
     r.sketch = sketch;
   }
+}
+
+ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::int64_t offset,
+                           dedup::EventTime time, dedup::Fingerprint fingerprint,
+                           const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
+                           dedup::ScopeId scope) {
+  ChangelogRecord r;
+  fill_kept_entry(r, topic, partition, offset, time, fingerprint, sketch, options, scope);
   return r;
 }
 
@@ -34,9 +44,9 @@ ChangelogWriter::ChangelogWriter(const config::Config& config, kafka::Producer& 
 void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offset,
                              dedup::EventTime time, dedup::Fingerprint fingerprint,
                              const dedup::SketchResult& sketch, dedup::ScopeId scope) {
-  const ChangelogRecord r = kept_entry(src.topic, src.partition, offset, time, fingerprint, sketch,
-                                       cfg_.dedup.sketch, scope);
-  batch_.add(r);
+  fill_kept_entry(entry_, src.topic, src.partition, offset, time, fingerprint, sketch,
+                  cfg_.dedup.sketch, scope);
+  batch_.add(entry_);
   batch_tickets_.push_back(ticket);
   ledger_.expect(ticket);
   if (batch_.entries() >= kBatchMaxEntries || batch_.bytes() >= kBatchMaxBytes) flush();

@@ -28,6 +28,12 @@ ChangelogRecord kept_entry(std::string_view topic, std::int32_t partition, std::
                            dedup::EventTime time, dedup::Fingerprint fingerprint,
                            const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
                            dedup::ScopeId scope);
+/// The same, written over `out` (every field; its topic's buffer is reused),
+/// for a writer that makes one entry after another without allocating.
+void fill_kept_entry(ChangelogRecord& out, std::string_view topic, std::int32_t partition,
+                     std::int64_t offset, dedup::EventTime time, dedup::Fingerprint fingerprint,
+                     const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
+                     dedup::ScopeId scope);
 
 class ChangelogWriter {
  public:
@@ -58,6 +64,7 @@ class ChangelogWriter {
   kafka::Producer& producer_;
   OffsetLedger& ledger_;
   ChangelogBatch batch_;               // the entries not yet produced
+  ChangelogRecord entry_;              // the entry being appended (its buffers reused)
   std::vector<Ticket> batch_tickets_;  // their input messages
   std::unordered_map<std::uint64_t, std::vector<Ticket>> in_flight_;  // by batch number
   std::uint64_t next_batch_ = 0;

@@ -3,7 +3,9 @@
 // index (a "source") names a partition in window refs, ledger tickets and
 // delivery opaques. Pipeline thread only (the worker reads only indices).
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,10 +52,8 @@ class Sources {
   /// The index of (topic, partition), interning it on first sight. Throws
   /// kafka::KafkaError (fatal) past 65534 partitions.
   SourceIndex intern(std::string_view topic, std::int32_t partition) {
-    std::string key(topic);
-    key.push_back('\0');
-    key += std::to_string(partition);
-    auto it = index_.find(key);
+    // Looked up by view: a message of a known partition allocates nothing.
+    auto it = index_.find(KeyView{topic, partition});
     if (it != index_.end()) return it->second;
     if (sources_.size() >= Ticket::kMaxSources) {
       throw kafka::KafkaError("more than 65534 input partitions", kafka::errc::fail,
@@ -64,7 +64,7 @@ class Sources {
     source.topic = std::string(topic);
     source.partition = partition;
     sources_.push_back(std::move(source));
-    index_.emplace(std::move(key), index);
+    index_.emplace(Key{std::string(topic), partition}, index);
     return index;
   }
   Source& operator[](SourceIndex index) { return sources_[index.value]; }
@@ -100,8 +100,35 @@ class Sources {
   auto end() const { return sources_.end(); }
 
  private:
+  struct Key {
+    std::string topic;
+    std::int32_t partition;
+  };
+  struct KeyView {
+    std::string_view topic;
+    std::int32_t partition;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(const KeyView& k) const noexcept {
+      return std::hash<std::string_view>{}(k.topic) ^
+             (static_cast<std::size_t>(static_cast<std::uint32_t>(k.partition)) *
+              0x9e3779b97f4a7c15ULL);
+    }
+    std::size_t operator()(const Key& k) const noexcept {
+      return (*this)(KeyView{k.topic, k.partition});
+    }
+  };
+  struct KeyEqual {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const noexcept {
+      return a.partition == b.partition && std::string_view(a.topic) == std::string_view(b.topic);
+    }
+  };
+
   std::vector<Source> sources_;
-  std::unordered_map<std::string, SourceIndex> index_;  // "topic\0partition"
+  std::unordered_map<Key, SourceIndex, KeyHash, KeyEqual> index_;
 };
 
 }  // namespace neardup::stream

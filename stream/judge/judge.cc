@@ -51,6 +51,7 @@ struct Judge::State {
   dedup::FingerprintSchema schema;  // this judge's (dedup/schema.h)
   SchemaCompatibility schemas;
   ChangelogBatch changelog;
+  ChangelogRecord kept_record;  // the entry being added (its topic buffer reused)
   JudgeVerdictWriter verdicts;
   JudgeRequest request;
   std::vector<kafka::MessagePtr> polled;
@@ -343,10 +344,9 @@ struct Judge::State {
   }
 
   void remember(const JudgeRequestEntry& e, dedup::Fingerprint fingerprint) {
-    const ChangelogRecord r =
-        kept_entry(e.source.topic, e.source.partition, e.source.offset, e.time, fingerprint,
-                   engine->last_kept_sketch(), cfg.dedup.sketch, e.analysis.scope);
-    changelog.add(r);
+    fill_kept_entry(kept_record, e.source.topic, e.source.partition, e.source.offset, e.time,
+                    fingerprint, engine->last_kept_sketch(), cfg.dedup.sketch, e.analysis.scope);
+    changelog.add(kept_record);
     ++unconfirmed_entries;
     if (changelog.entries() >= ChangelogWriter::kBatchMaxEntries ||
         changelog.bytes() >= ChangelogWriter::kBatchMaxBytes)

@@ -119,7 +119,13 @@ bool read_exact(Reader& r, dedup::ExactShingles& out) {
 }  // namespace
 
 bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string* error) {
-  out.entries.clear();  // all or nothing, also when the header is refused
+  // All or nothing: every refusal leaves no entries. A request that is read
+  // writes over the entries of the one before (their buffers kept: a topic
+  // name longer than the short-string buffer is not allocated again).
+  auto refuse = [&out]() {
+    out.entries.clear();
+    return false;
+  };
   Reader r(value);
   std::vector<std::string> topics;
   std::uint32_t n = 0;
@@ -131,7 +137,7 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
                            : with_schema ? kRequestMagic3
                                          : kRequestMagic2,
                            kNotThis, out.instance, out.batch, topics, n, error))
-    return false;
+    return refuse();
   out.bits = r.get<std::uint8_t>();
   out.band_bins = r.get<std::uint8_t>();
   out.bands = r.get<std::uint8_t>();
@@ -142,17 +148,17 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
     out.schema_description = r.bytes(r.get<std::uint8_t>());
     if (r.ok && out.schema == 0) {
       *error = "the schema id is 0";
-      return false;
+      return refuse();
     }
   }
   if (!r.ok || out.bands > dedup::kMaxSketchBands) {
     *error = "truncated header or more bands than a sketch has";
-    return false;
+    return refuse();
   }
   // (every entry takes at least 48 bytes: a count beyond that is malformed, not a huge allocation)
   if (n > value.size() / 48 + 1) {
     *error = "entry count larger than the record";
-    return false;
+    return refuse();
   }
   out.entries.resize(n);
   bool bad_exact = false;
@@ -189,8 +195,7 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
     *error = bad_exact ? "an exact shingle set that is too long or not sorted"
              : r.ok    ? "bytes after the last entry"
                        : "truncated entry";
-    out.entries.clear();
-    return false;
+    return refuse();
   }
   return true;
 }

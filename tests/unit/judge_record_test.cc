@@ -227,6 +227,51 @@ TEST(JudgeRecord, TheVerdictKeyIsTheInstanceBigEndian) {
   EXPECT_EQ(verdict_key(0x0102030405060708ULL), std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
 }
 
+TEST(JudgeRecord, ARequestDecodedOverAnotherKeepsNothingOfIt) {
+  // The judge decodes every request into one JudgeRequest, whose entries keep
+  // their buffers: an entry written over one with a sketch, an exact set and
+  // a long topic must read exactly as if decoded into a fresh one.
+  dedup::Analysis with_all = analysis_of(21, true);
+  const std::vector<std::uint32_t> hashes = {5, 6, 7};
+  with_all.summary.exact.assign(hashes, {});
+  JudgeRequestWriter first(dedup::fingerprint_schema({}));
+  first.start(1, 1);
+  for (int i = 0; i < 3; ++i)
+    first.add("a-topic-name-longer-than-the-short-string-buffer", 3, 100 + i,
+              dedup::EventTime{50 + i}, with_all);
+  JudgeRequestWriter second(dedup::fingerprint_schema({}));
+  second.start(2, 9);
+  second.add("t", 1, 7, dedup::EventTime{8}, analysis_of(22, false));
+  second.add("u", 2, 9, dedup::EventTime{10}, analysis_of(23, false));
+  const std::string value(second.finish());
+  JudgeRequest reused, fresh;
+  std::string error;
+  ASSERT_TRUE(decode_judge_request(first.finish(), reused, &error)) << error;
+  ASSERT_TRUE(decode_judge_request(value, reused, &error)) << error;
+  ASSERT_TRUE(decode_judge_request(value, fresh, &error)) << error;
+  ASSERT_EQ(reused.entries.size(), 2u);
+  EXPECT_EQ(reused.instance, 2u);
+  EXPECT_EQ(reused.batch, 9u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const JudgeRequestEntry& r = reused.entries[i];
+    const JudgeRequestEntry& f = fresh.entries[i];
+    EXPECT_EQ(r.source.topic, f.source.topic) << i;
+    EXPECT_EQ(r.source.partition, f.source.partition) << i;
+    EXPECT_EQ(r.source.offset, f.source.offset) << i;
+    EXPECT_EQ(r.time.ms, f.time.ms) << i;
+    EXPECT_EQ(r.analysis.scope, f.analysis.scope) << i;
+    EXPECT_EQ(r.analysis.text_bytes, f.analysis.text_bytes) << i;
+    EXPECT_EQ(r.analysis.summary.fingerprint, f.analysis.summary.fingerprint) << i;
+    EXPECT_EQ(r.analysis.summary.features, f.analysis.summary.features) << i;
+    EXPECT_EQ(r.analysis.summary.chars, f.analysis.summary.chars) << i;
+    EXPECT_EQ(r.analysis.summary.invalid_bytes, f.analysis.summary.invalid_bytes) << i;
+    EXPECT_EQ(r.analysis.summary.sketch.shingles, 0u) << i;
+    EXPECT_EQ(r.analysis.summary.sketch.sketch, f.analysis.summary.sketch.sketch) << i;
+    EXPECT_EQ(r.analysis.summary.sketch.band_keys, f.analysis.summary.sketch.band_keys) << i;
+    EXPECT_TRUE(r.analysis.summary.exact.empty()) << i;
+  }
+}
+
 TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
   JudgeRequestWriter requests{dedup::fingerprint_schema({})};
   requests.start(1, 2);
