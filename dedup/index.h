@@ -222,8 +222,10 @@ class CellTables {
   std::uint32_t slot_cells() const { return slot_cells_; }
 
   /// Grows the slots to fit `expected_entries` per table, if they would grow:
-  /// moves every cell whose sequence is live (oldest, live as in pop_expired)
-  /// into new slots. Invalidates Bucket references. O(buckets + cells).
+  /// the array grows in place (huge_reallocate) and every cell whose sequence
+  /// is live (oldest, live as in pop_expired) moves to its bucket's wider
+  /// slot; a spilled bucket keeps its ring unless it now fits half the slot.
+  /// Invalidates Bucket references. O(buckets + cells).
   void reserve(std::size_t expected_entries, std::uint32_t oldest, std::uint32_t live);
 
   /// Appends a cell (the residue's low 24 bits), spilling the bucket when its slot is full.
