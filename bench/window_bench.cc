@@ -170,27 +170,42 @@ void BM_WindowProbeRepeated(benchmark::State& state) {
 }
 BENCHMARK(BM_WindowProbeRepeated)->Arg(1)->Arg(5);
 
-// Probe+insert at 10M entries with the hints further ahead: bucket headers
-// `ahead` items ahead, cells ahead/2 items ahead (BM_WindowProbeInsertPrefetched
-// is ahead = 2).
+// The next fingerprints of a FilledWindow's stream, `ahead` + 1 of them
+// known at a time, with the hints a pipeline that far ahead gives: bucket
+// headers `ahead` items ahead, cells ahead/2 items ahead (none at 0).
+class Lookahead {
+ public:
+  Lookahead(FilledWindow& w, std::size_t ahead) : w_(w), ahead_(ahead), ring_(ahead + 1) {
+    for (Fingerprint& fp : ring_) fp = Fingerprint{splitmix64(w_.rng)};
+  }
+  /// The next fingerprint, after hinting the ones ahead of it.
+  Fingerprint next() {
+    const std::size_t n = ring_.size();
+    const Fingerprint fp = ring_[i_ % n];
+    if (ahead_ > 0) {
+      w_.window->prefetch(ring_[(i_ + ahead_) % n]);
+      w_.window->prefetch_cells(ring_[(i_ + ahead_ / 2) % n]);
+    }
+    ring_[i_ % n] = Fingerprint{splitmix64(w_.rng)};
+    ++i_;
+    return fp;
+  }
+
+ private:
+  FilledWindow& w_;
+  std::size_t ahead_;
+  std::vector<Fingerprint> ring_;
+  std::size_t i_ = 0;
+};
+
+// Probe+insert at 10M entries with the hints further ahead
+// (BM_WindowProbeInsertPrefetched is ahead = 2).
 void BM_WindowProbeInsertAhead(benchmark::State& state) {
   FilledWindow& w = filled(10'000'000);
-  Window& window = *w.window;
-  const auto ahead = static_cast<std::size_t>(state.range(0));
-  std::vector<Fingerprint> ring(ahead + 1);
-  std::uint64_t gen = w.rng;
-  for (std::size_t i = 0; i <= ahead; ++i) ring[i] = Fingerprint{splitmix64(gen)};
-  std::size_t i = 0;
+  Lookahead stream(w, static_cast<std::size_t>(state.range(0)));
   std::uint64_t duplicates = 0;
-  for (auto _ : state) {
-    const Fingerprint fp = ring[i % (ahead + 1)];
-    window.prefetch(ring[(i + ahead) % (ahead + 1)]);
-    window.prefetch_cells(ring[(i + ahead / 2) % (ahead + 1)]);
-    duplicates += probe_or_insert(window, fp, RecordRef{w.next_ref++});
-    ring[i % (ahead + 1)] = Fingerprint{splitmix64(gen)};
-    ++i;
-  }
-  w.rng = gen;
+  for (auto _ : state)
+    duplicates += probe_or_insert(*w.window, stream.next(), RecordRef{w.next_ref++});
   benchmark::DoNotOptimize(duplicates);
   state.SetItemsProcessed(state.iterations());
 }
@@ -200,23 +215,8 @@ BENCHMARK(BM_WindowProbeInsertAhead)->Arg(2)->Arg(4)->Arg(8)->Arg(16);
 // ahead (0: no hint).
 void BM_WindowInsertOnly(benchmark::State& state) {
   FilledWindow& w = filled(10'000'000);
-  Window& window = *w.window;
-  const auto ahead = static_cast<std::size_t>(state.range(0));
-  std::vector<Fingerprint> ring(ahead + 1);
-  std::uint64_t gen = w.rng;
-  for (std::size_t i = 0; i <= ahead; ++i) ring[i] = Fingerprint{splitmix64(gen)};
-  std::size_t i = 0;
-  for (auto _ : state) {
-    const Fingerprint fp = ring[i % (ahead + 1)];
-    if (ahead > 0) {
-      window.prefetch(ring[(i + ahead) % (ahead + 1)]);
-      window.prefetch_cells(ring[(i + ahead / 2) % (ahead + 1)]);
-    }
-    window.insert(fp, EventTime{0}, RecordRef{w.next_ref++});
-    ring[i % (ahead + 1)] = Fingerprint{splitmix64(gen)};
-    ++i;
-  }
-  w.rng = gen;
+  Lookahead stream(w, static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) w.window->insert(stream.next(), EventTime{0}, RecordRef{w.next_ref++});
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_WindowInsertOnly)->Arg(0)->Arg(2)->Arg(8);

@@ -443,17 +443,25 @@ CellTables::CellTables(const PigeonholeLayout& layout, std::size_t expected_entr
   layout_slots(expected_entries);
 }
 
-void CellTables::layout_slots(std::size_t expected_entries) {
+int CellTables::fewest_bucket_bits() const {
   // One slot size for all tables: the one with the fewest buckets (the most cells each) decides.
   int fewest_bits = 64;
   for (std::size_t t = 0; t < layout_->tables(); ++t)
     fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
-  slot_cells_ = slot_cells_for(fewest_bits, expected_entries);
-  stride_ = slot_bytes_for(slot_cells_);
-  sequence_offset_ = sizeof(Bucket) + ((3 * std::size_t{slot_cells_} + 1 + 3) & ~std::size_t{3});
-  const double mean = std::ldexp(static_cast<double>(expected_entries), -fewest_bits);
+  return fewest_bits;
+}
+
+void CellTables::shape_slots(std::uint32_t cells, std::size_t expected_entries) {
+  slot_cells_ = cells;
+  stride_ = slot_bytes_for(cells);
+  sequence_offset_ = sizeof(Bucket) + ((3 * std::size_t{cells} + 1 + 3) & ~std::size_t{3});
+  const double mean = std::ldexp(static_cast<double>(expected_entries), -fewest_bucket_bits());
   prefetch_lines_ =
       static_cast<std::uint32_t>(std::min(16.0, (sizeof(Bucket) + 3 * mean) / 64 + 1));
+}
+
+void CellTables::layout_slots(std::size_t expected_entries) {
+  shape_slots(slot_cells_for(fewest_bucket_bits(), expected_entries), expected_entries);
   slots_ = HugeArray<std::uint64_t>(buckets_ * stride_ / sizeof(std::uint64_t));
 }
 
@@ -503,10 +511,7 @@ void CellTables::free_all_spills() {
 }
 
 void CellTables::reserve(std::size_t expected_entries, std::uint32_t oldest, std::uint32_t live) {
-  int fewest_bits = 64;
-  for (std::size_t t = 0; t < layout_->tables(); ++t)
-    fewest_bits = std::min(fewest_bits, layout_->bucket_bits(t));
-  const std::uint32_t cells = slot_cells_for(fewest_bits, expected_entries);
+  const std::uint32_t cells = slot_cells_for(fewest_bucket_bits(), expected_entries);
   if (cells <= slot_cells_) return;
   // In place: the array grows (mremap: the pages touched so far stay), then
   // every bucket moves to its wider slot, last first, so a slot is written
@@ -517,13 +522,8 @@ void CellTables::reserve(std::size_t expected_entries, std::uint32_t oldest, std
   const std::size_t old_sequence_offset = sequence_offset_;
   const std::uint32_t old_cells = slot_cells_;
   const std::size_t stride = slot_bytes_for(cells);
-  slots_.grow(buckets_ * stride / sizeof(std::uint64_t));
-  slot_cells_ = cells;
-  stride_ = stride;
-  sequence_offset_ = sizeof(Bucket) + ((3 * std::size_t{cells} + 1 + 3) & ~std::size_t{3});
-  const double mean = std::ldexp(static_cast<double>(expected_entries), -fewest_bits);
-  prefetch_lines_ =
-      static_cast<std::uint32_t>(std::min(16.0, (sizeof(Bucket) + 3 * mean) / 64 + 1));
+  slots_.grow(buckets_ * stride / sizeof(std::uint64_t));  // first: a failure changes nothing
+  shape_slots(cells, expected_entries);
 
   std::vector<std::uint32_t> residues_kept(old_cells);
   std::vector<std::uint32_t> sequences_kept(old_cells);

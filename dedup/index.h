@@ -376,6 +376,10 @@ class CellTables {
   }
 
   void layout_slots(std::size_t expected_entries);
+  int fewest_bucket_bits() const;
+  // Sets slot_cells_, stride_, sequence_offset_ and prefetch_lines_ for
+  // slots of `cells` cells in a window of `expected_entries`.
+  void shape_slots(std::uint32_t cells, std::size_t expected_entries);
   void spill_out(Bucket& b);
   void spill_push(Spill& s, std::uint32_t residue, std::uint32_t sequence) {
     if (s.size == s.cap) resize(s, s.cap + spill_step(s.cap));

@@ -214,18 +214,20 @@ std::uint16_t JudgeVerdictWriter::topic_index(std::string_view topic) {
   return intern(topics_, topic);
 }
 
-void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) {
+void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) { add(e, e.of ? &*e.of : nullptr); }
+
+void JudgeVerdictWriter::add(const JudgeVerdictEntry& e, const SourceName* of) {
   put(body_, static_cast<std::uint8_t>(e.kind));
   put(body_, e.fingerprint.bits);
   put(body_, e.features);
   put(body_, e.candidates);
-  const std::uint8_t flags = static_cast<std::uint8_t>((e.of ? 1 : 0) | (e.similarity ? 2 : 0) |
-                                                       (e.foreign_schema ? 4 : 0));
+  const std::uint8_t flags =
+      static_cast<std::uint8_t>((of ? 1 : 0) | (e.similarity ? 2 : 0) | (e.foreign_schema ? 4 : 0));
   put(body_, flags);
-  if (e.of) {
-    put(body_, topic_index(e.of->topic));
-    put(body_, e.of->partition);
-    put(body_, e.of->offset);
+  if (of) {
+    put(body_, topic_index(of->topic));
+    put(body_, of->partition);
+    put(body_, of->offset);
     put(body_, e.of_time.ms);
     put(body_, e.of_fingerprint.bits);
     put(body_, static_cast<std::uint8_t>(e.distance));

@@ -117,6 +117,10 @@ class JudgeVerdictWriter {
  public:
   void start(std::uint64_t instance, std::uint64_t batch);
   void add(const JudgeVerdictEntry& entry);
+  /// The same with the original named by `of` (null: none) instead of
+  /// entry.of, for a writer that keeps one SourceName and so allocates
+  /// nothing per duplicate.
+  void add(const JudgeVerdictEntry& entry, const SourceName* of);
   std::size_t entries() const { return entries_; }
   std::string_view finish();
 
