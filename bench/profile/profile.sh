@@ -74,7 +74,7 @@ if [ "$what" = pipeline ] || [ "$what" = all ]; then
   echo
   echo "## neardup_pipeline_bench --only neardup, embedded broker: $records messages, $secs CPU s sampled"
   echo
-  echo "$out" | tail -3 | sed 's/^/    /'
+  echo "$out" | grep -E "threads,|worker/isolated" | sed "s/^/    /"
   echo
   report "$dir/perf.data" | python3 "$here/stages.py" --pipeline --cpu-seconds "$secs" --messages "$records" --title "stage (thread)"
 fi
