@@ -79,6 +79,10 @@ class GroupDecider final : public Decider {
   /// request records of at most about kMaxRequestBytes (invalid ones wait with
   /// them, in order).
   void send_for_judgement(Slot& slot);
+  /// An empty batch: a spare one (its vectors keep their capacity) or a new one.
+  Awaiting take_batch();
+  /// Keeps a concluded batch's vectors for a later one (up to a few batches).
+  void recycle(Awaiting&& batch);
   /// Sends `batch`'s request (the one `requests` holds) as record `number`
   /// and waits for its verdict; concludes it at once when nothing in it needs one.
   void send_batch(Awaiting batch, std::uint64_t number);
@@ -120,8 +124,6 @@ class GroupDecider final : public Decider {
   /// Concluded batches, emptied, whose vectors keep their capacity: the next
   /// batches are built in them, so a steady stream allocates nothing per batch.
   std::vector<Awaiting> spare_batches;
-  Awaiting take_batch();
-  void recycle(Awaiting&& batch);
   std::uint64_t verdicts_corrupt_logged = 0;
 };
 
