@@ -151,10 +151,22 @@ void OutputRouter::send(const std::string& topic, std::int32_t partition, kafka:
   if (!err) return;
   ++stats_.produce_errors;
   ledger_.acknowledge(ticket);  // never produced; the dead letter below counts its own record
+  if (refused_by_transaction(err)) return;
   // The record itself cannot be written (e.g. too large for the topic): it
   // goes to the dead-letter topic rather than vanishing.
   dead_letter(in, ticket,
               std::string("output to '") + topic + "' rejected: " + kafka::describe(err));
+}
+
+bool OutputRouter::refused_by_transaction(kafka::ErrorCode err) {
+  // A transactional producer takes no record while its transaction must be
+  // aborted (librdkafka answers _STATE): the record is fine, the transaction
+  // is not. It is aborted and its input judged again; a dead letter would
+  // only be refused the same way.
+  if (!exactly_once_ || kafka::classify(err) == kafka::Severity::message) return false;
+  if (transaction_refusal_.empty())
+    transaction_refusal_ = "the transaction refuses records: " + kafka::describe(err);
+  return true;
 }
 
 void OutputRouter::dead_letter(kafka::Message in, Ticket ticket, std::string_view reason) {
@@ -218,6 +230,7 @@ void OutputRouter::send_letter(Letter letter) {
   if (!err) return;
   ++stats_.produce_errors;
   ledger_.acknowledge(letter.ticket);
+  if (refused_by_transaction(err)) return;
   if (letter.bare) {
     // Not even neardup's own headers go through: the topic is unusable. The
     // input's offset is never committed past (its ledger entry stays open).

@@ -70,8 +70,15 @@ class OutputRouter {
   /// aborted messages are judged again, that input goes to the dead letters
   /// (cut to half the limit; bare if the dead letter was refused too).
   void set_exactly_once(bool on) { exactly_once_ = on; }
-  /// Drops queued resends (their transaction was aborted).
-  void forget_resends() { resends_.clear(); }
+  /// exactly-once: why the producer refused a record for a reason of its
+  /// transaction's, not of the record's (empty: it did not). Such a
+  /// transaction must be aborted, never committed: the record is not in it.
+  const std::string& transaction_refusal() const { return transaction_refusal_; }
+  /// Drops queued resends and any refusal (their transaction was aborted).
+  void forget_resends() {
+    resends_.clear();
+    transaction_refusal_.clear();
+  }
   bool has_resends() const { return !resends_.empty(); }
 
   /// The input's partition on `topic` when it has as many partitions as the
@@ -103,6 +110,8 @@ class OutputRouter {
   Letter letter_for(kafka::Message m, Ticket ticket, std::int64_t offset, std::string reason,
                     std::size_t record_limit, bool bare) const;
   void send_letter(Letter letter);
+  /// True, noting the reason, when `err` refused a record for its transaction's sake.
+  bool refused_by_transaction(kafka::ErrorCode err);
   int partitions_of(const std::string& topic);
 
   const config::Config& cfg_;
@@ -114,6 +123,7 @@ class OutputRouter {
   std::map<std::string, int> topic_partitions_;  // cached partition counts (-1: unknown)
   std::vector<Letter> resends_;                  // refused records, for the dead-letter topic
   bool exactly_once_ = false;
+  std::string transaction_refusal_;
   struct Refusal {
     std::string reason;
     bool dead_letter_refused = false;

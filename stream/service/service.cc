@@ -303,7 +303,8 @@ int Service::Impl::run() {
       serve_deliveries(std::chrono::milliseconds(0));
       raise_if_fatal();
       const auto now = Clock::now();
-      if (now - last_commit >= options.commit_interval) {
+      if (now - last_commit >= options.commit_interval ||
+          (txn && !router->transaction_refusal().empty())) {
         decider->tick();
         commit_progress(false);
         last_commit = now;

@@ -61,6 +61,12 @@ void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
 
 void Service::Impl::commit_transaction() {
   decider->flush();
+  if (const std::string& refusal = router->transaction_refusal(); !refusal.empty()) {
+    log(config::LogLevel::warn, "transaction aborted (its messages are judged again): " + refusal);
+    txn->abort();
+    rewind();
+    return;
+  }
   kafka::TopicPartitions offsets(8);
   std::vector<SourceIndex> moved;
   for (const SourceIndex i : sources.indices()) {

@@ -461,5 +461,55 @@ TEST_F(TwoBrokerServiceTest, ARecordTheBrokerRefusesIsDeadLetteredAndTheServiceG
   EXPECT_EQ(running->last.dead_letters_truncated, 1u);
 }
 
+// Exactly-once: a refused output makes its whole transaction abortable, and
+// until it is aborted the producer takes no record at all (librdkafka
+// answers _STATE). Those records are not at fault: none of them goes to the
+// dead letters, the service does not stop, the transaction is aborted and
+// its messages judged again. Only the refused record's input ends up as a
+// dead letter; every other input is committed with its output.
+TEST_F(TwoBrokerServiceTest, UnderExactlyOnceAnAbortableTransactionIsAbortedNotDeadLettered) {
+  config::Config cfg = cfg_;
+  cfg.action = config::Action::tag;
+  cfg.kafka.changelog_topic = "";
+  cfg.kafka.delivery = config::Delivery::exactly_once;
+  cfg.kafka.transactional_id = "neardup-abortable";
+  const auto texts = distinct_texts(400, 19);
+  auto running = start_service(cfg);
+  produce({texts.begin(), texts.begin() + 5}, 0);
+  ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 5; }));
+  refuse_next_produces(1);
+  // Small batches close together: some are produced between the refusal's
+  // delivery report and the abort.
+  for (std::size_t at = 5; at < texts.size(); at += 5) {
+    produce({texts.begin() + static_cast<std::ptrdiff_t>(at),
+             texts.begin() + static_cast<std::ptrdiff_t>(at + 5)},
+            0);
+  }
+  ASSERT_TRUE(
+      eventually([&] { return committed_offsets()[0] >= 400 || running->status.load() != -1; },
+                 std::chrono::seconds(60)));
+  ASSERT_EQ(running->status.load(), -1)
+      << "the service stopped: " << running->service->fatal_error();
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(committed_offsets()[0], 400);
+  EXPECT_GE(running->last.produce_errors, 1u);
+  // The mock broker keeps aborted transactions' records readable (see
+  // exactly_once_test.cc), so outputs may repeat; an input missing from the
+  // outputs is a dead letter, refused for itself, once.
+  std::map<std::string, int> seen;
+  for (const auto& r : read_all("output")) ++seen[r.value];
+  std::set<std::string> dead_sources;
+  for (const auto& r : read_all("dead-letters")) {
+    EXPECT_EQ(r.headers.at("neardup-error"),
+              "output to 'output' rejected by the broker: Broker: Message size too large");
+    EXPECT_TRUE(dead_sources.insert(r.headers.at("neardup-source")).second)
+        << "dead-lettered twice: " << r.headers.at("neardup-source");
+  }
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    if (seen[texts[i]] > 0) continue;
+    EXPECT_EQ(dead_sources.count("input/0/" + std::to_string(i)), 1u) << "lost: input/0/" << i;
+  }
+}
+
 }  // namespace
 }  // namespace neardup::stream
