@@ -2,7 +2,7 @@
 // stream/records/changelog_record.h): an instance encoding a request, the judge decoding it,
 // encoding one verdict per entry and a changelog entry per kept message, and
 // the instance decoding the verdicts. What the judge thread spends besides the
-// decisions themselves (docs/CONTRIBUTING.md "The service against isolation").
+// decisions themselves (docs/PERFORMANCE.md, the pipeline's "judge" stage).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

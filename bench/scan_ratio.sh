@@ -10,8 +10,8 @@
 #   NEARDUP_BIN=/path/to/neardup bench/scan_ratio.sh   another build of neardup
 #   NEARDUP_BASELINE_BIN=/path/to/neardup bench/scan_ratio.sh
 #       the other side is that build with its default configuration instead of
-#       this build with the sketch off: e.g. a build of deca923, the commit
-#       before the sketch stage ("what it was without the change")
+#       this build with the sketch off: e.g. a build without the sketch
+#       stage (commit deca923), to compare the two binaries
 #
 # Needs the release build: cmake --preset release && cmake --build --preset release
 set -euo pipefail
