@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and tests the variants deploy/test.sh does not cover, one after the
 # other, and prints one summary line per variant:
-#   portable   NEARDUP_PORTABLE (no x86 intrinsics, no -march): build, ctest -L unit
+#   portable   NEARDUP_PORTABLE (no x86 intrinsics, no -march): build the unit tests, ctest -L unit
 #   tsan       ThreadSanitizer: build, ctest -L unit, ctest -L integration
 #              (TSAN_OPTIONS with tests/tsan.supp come from the test preset)
 #   clang-tsa  clang -Wthread-safety -Werror=thread-safety: libraries and neardup compile
@@ -22,14 +22,14 @@ steps_of() {
   case "$1" in
     portable)
       echo "cmake --preset portable"
-      echo "cmake --build --preset portable -j $jobs"
-      echo "ctest --preset portable -j $jobs --timeout 600 -L unit"
+      echo "cmake --build --preset portable -j $jobs --target neardup_unit_tests"
+      echo "ctest --preset portable -j $((jobs * 3)) --timeout 600 -L unit"
       ;;
     tsan)
       echo "cmake --preset tsan"
       echo "cmake --build --preset tsan -j $jobs"
-      echo "ctest --preset tsan -j $jobs --timeout 600 -L unit"
-      echo "ctest --preset tsan -j $jobs --timeout 600 -L integration"
+      echo "ctest --preset tsan -j $((jobs * 3)) --timeout 600 -L unit"
+      echo "ctest --preset tsan -j $((jobs * 3)) --timeout 600 -L integration"
       ;;
     clang-tsa)
       echo "cmake --preset clang-tsa"
