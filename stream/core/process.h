@@ -2,6 +2,7 @@
 // Process-wide services of the `neardup` commands: the log (through metrics'
 // logger, configured from the `log:` section) and the stop signals.
 
+#include <chrono>
 #include <string_view>
 
 #include "config/config.h"
@@ -14,9 +15,16 @@ void log(config::LogLevel level, std::string_view message);
 /// Applies the `log:` section (format, level) to the process-wide logger.
 void configure_logging(const config::LogOptions& options);
 
+/// How long a stop may take from the first SIGTERM/SIGINT (docs/KAFKA.md).
+inline constexpr std::chrono::seconds kStopBudget{10};
+
 /// SIGTERM and SIGINT set a process-wide flag (async-signal-safe); Service::run()
-/// and the broker command poll it.
-void install_stop_signal_handlers();
+/// and the broker command poll it. The stop is bounded whatever the brokers
+/// do: a watchdog thread, `budget` after the first signal, logs that the stop
+/// did not finish and ends the process with _exit(1) (what was not committed
+/// is read again at the next start). A second signal during the stop ends it
+/// at once the same way, with one line on stderr. Idempotent.
+void install_stop_signal_handlers(std::chrono::milliseconds budget = kStopBudget);
 bool stop_signalled();
 
 }  // namespace neardup::stream

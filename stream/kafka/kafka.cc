@@ -1,6 +1,10 @@
 #include "stream/kafka/kafka.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "base/log.h"
 #include "stream/kafka/broker_health.h"
@@ -378,9 +382,51 @@ void Consumer::create(const Properties& properties) {
   queue_ = rd_kafka_queue_get_consumer(rk);
 }
 
+namespace {
+
+std::atomic<int> g_abandoned_clients{0};
+std::atomic<int> g_unfinished_closes{0};
+
+/// rd_kafka_destroy_flags on a thread of its own, waited for at most
+/// `budget`. Its callbacks cannot run: the consumer is closed (or destroyed
+/// with RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE), and nothing polls it again.
+void destroy_within(rd_kafka_t* rk, int flags, std::chrono::milliseconds budget) {
+  struct Done {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  const std::string name = rd_kafka_name(rk);
+  std::thread([rk, flags, done] {
+    rd_kafka_destroy_flags(rk, flags);
+    const std::lock_guard lock(done->mutex);
+    done->done = true;
+    done->cv.notify_all();
+  }).detach();
+  std::unique_lock lock(done->mutex);
+  if (done->cv.wait_for(lock, budget, [&] { return done->done; })) return;
+  g_abandoned_clients.fetch_add(1);
+  base::log(base::LogLevel::warn,
+            "kafka: " + name + " not destroyed within " + std::to_string(budget.count()) +
+                " ms (librdkafka waits on a broker connection: brokers gone, or topics deleted "
+                "under it); its threads are abandoned to the process's exit");
+}
+
+}  // namespace
+
+int abandoned_clients() { return g_abandoned_clients.load(); }
+int unfinished_closes() { return g_unfinished_closes.load(); }
+
 Consumer::~Consumer() {
   close();
   if (queue_) rd_kafka_queue_destroy(queue_);
+  queue_ = nullptr;
+  if (rk_) {
+    destroy_within(rk_.release(), close_finished_ ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE,
+                   g_abandoned_clients.load() == 0 ? std::chrono::milliseconds(kDestroyBudget)
+                                                   : kDestroyBudgetAfterAbandon);
+  }
 }
 
 void Consumer::subscribe(const std::vector<std::string>& topics) {
@@ -503,8 +549,8 @@ int Consumer::partition_count(const std::string& topic, std::chrono::millisecond
   return kafka::partition_count(rk_.get(), topic, timeout);
 }
 
-void Consumer::close() {
-  if (closed_) return;
+bool Consumer::close() {
+  if (closed_) return close_finished_;
   closed_ = true;
   // librdkafka before 2.3.0 keeps the cooperative-sticky assignor's state
   // from the first assignment on, and asserts in rd_kafka_destroy that it
@@ -523,7 +569,7 @@ void Consumer::close() {
         rd_kafka_message_destroy(m);
     }
   }
-  rd_kafka_consumer_close(rk_.get());
+  close_finished_ = close_within(kCloseBudget);
   if (exposed && !assigned_once_) {
     // It may have joined since (or never, if no broker answered): destroying
     // it could abort. It has left its group, and none of its callbacks runs
@@ -537,6 +583,43 @@ void Consumer::close() {
     queue_ = nullptr;
     (void)rk_.release();
   }
+  return close_finished_;
+}
+
+bool Consumer::close_within(std::chrono::milliseconds budget) {
+  // rd_kafka_consumer_close waits for the group's goodbye without a limit;
+  // its queue form lets this thread serve the final revocation (the handler)
+  // and stop waiting at the deadline.
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_.get());
+  if (rd_kafka_error_t* error = rd_kafka_consumer_close_queue(rk_.get(), queue)) {
+    // (after a fatal error: destroying it closes what can be closed, at once)
+    rd_kafka_error_destroy(error);
+    rd_kafka_queue_destroy(queue);
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  bool finished = true;
+  while (!rd_kafka_consumer_closed(rk_.get())) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      finished = false;
+      break;
+    }
+    // Messages still fetched: never processed or committed, read again by
+    // their partitions' next owner.
+    if (rd_kafka_message_t* m = rd_kafka_consume_queue(queue, 100)) rd_kafka_message_destroy(m);
+  }
+  rd_kafka_queue_destroy(queue);
+  if (!finished) {
+    g_abandoned_clients.fetch_add(1);
+    g_unfinished_closes.fetch_add(1);
+    base::log(base::LogLevel::warn,
+              "kafka: " + std::string(rd_kafka_name(rk_.get())) +
+                  " did not finish leaving its group within " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(budget).count()) +
+                  " s (brokers unreachable, or its topics deleted); abandoned: what it had not "
+                  "committed is read again, and its partitions move on at the session timeout");
+  }
+  return finished;
 }
 
 void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,

@@ -403,7 +403,15 @@ class Consumer {
            BrokerHealth* health = nullptr);
   /// A consumer without a rebalance handler (assign(), or a group that needs none).
   Consumer(const Properties& properties, std::nullptr_t, BrokerHealth* health = nullptr);
-  ~Consumer();  ///< closes (leaves the group) and destroys
+  /// Closes (leaves the group, at most kCloseBudget) and destroys, waiting at
+  /// most kDestroyBudget for librdkafka's threads: one that does not end (seen
+  /// with librdkafka 2.0.2 after the consumer's topics were deleted) is left
+  /// to the process's exit, logged and counted in abandoned_clients().
+  ~Consumer();
+  /// (once one destroy was abandoned, the next ones get kDestroyBudgetAfterAbandon:
+  /// their threads wait on the same brokers)
+  static constexpr std::chrono::seconds kDestroyBudget{3};
+  static constexpr std::chrono::milliseconds kDestroyBudgetAfterAbandon{500};
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
 
@@ -463,14 +471,20 @@ class Consumer {
   /// time (kOffsetEnd: none is), as the partition's leader answers; waits up
   /// to `timeout`. Returns the request's error; each entry may carry its own.
   ErrorCode offsets_for_times(TopicPartitions& partitions, std::chrono::milliseconds timeout) const;
-  /// Leaves the group (serving a final revocation through the handler). Idempotent.
+  /// Leaves the group (serving a final revocation through the handler on this
+  /// thread), waiting at most kCloseBudget: brokers that are gone, or topics
+  /// deleted under the consumer, can keep librdkafka's close from ever
+  /// finishing. Returns false when it did not finish (logged; the consumer is
+  /// then destroyed without waiting for it, and counted in abandoned_clients()
+  /// if even that does not finish). Idempotent.
   /// A cooperative-sticky consumer that has joined its group but not yet been
   /// assigned first waits for that assignment (up to 2 s, polling without
   /// telling the handler): librdkafka before 2.3.0 aborts the process when
   /// such a consumer is destroyed (confluentinc/librdkafka#4312). If none comes (or it
   /// never joined), the handle is left undestroyed (its memory and threads,
   /// until the process exits).
-  void close();
+  bool close();
+  static constexpr std::chrono::seconds kCloseBudget{4};
   bool fatal() const { return !fatal_reason_.empty(); }
   const std::string& fatal_reason() const { return fatal_reason_; }
 
@@ -479,6 +493,7 @@ class Consumer {
 
  private:
   void create(const Properties& properties);
+  bool close_within(std::chrono::milliseconds budget);
   static void on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                               rd_kafka_topic_partition_list_t* partitions, void* opaque);
   static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
@@ -493,11 +508,21 @@ class Consumer {
   HandlePtr rk_;
   rd_kafka_queue_t* queue_ = nullptr;
   bool closed_ = false;
+  bool close_finished_ = true;  // false: the close ran out of time (destroy without it)
   bool subscribed_ = false;
   bool cooperative_configured_ = false;  // partition.assignment.strategy names cooperative-sticky
   bool assigned_once_ = false;           // a rebalance has assigned (perhaps no partitions)
   bool settling_ = false;                // close() waits for that: the handler hears nothing
 };
+
+/// Kafka clients (Consumer) whose close or destroy ran out of its budget:
+/// their threads may still run, so a process with any should end with _exit
+/// (its static destructors would race those threads). Thread-safe.
+int abandoned_clients();
+/// Of those, the consumers that did not finish leaving their group: what they
+/// were to commit may not be committed, and the process should end with a
+/// non-zero status. Thread-safe.
+int unfinished_closes();
 
 /// The value of the last header named `name` in librdkafka's headers, if any
 /// (Message::header and Headers::find).

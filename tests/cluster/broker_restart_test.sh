@@ -9,6 +9,7 @@
 # every input key is on the output at least once (the repeats are counted and
 # printed); exactly-once, a read_committed consumer sees every input record
 # exactly once. Messages produced after the return come out the same way.
+# Brokers: kfake only (kills every broker and restarts it from its data dir).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -8,6 +8,8 @@
 # then see every input exactly once on
 # the output topic, and the duplicates tagged must be at least 0.98 of those
 # `neardup scan` finds in the same messages, in order.
+# Brokers: topic creation and deletion, transactions (the ACLs of docs/KAFKA.md
+# "exactly-once"), group.min.session.timeout.ms at most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -9,6 +9,7 @@
 # and must carry the verdict they had), every pair must be decided one way
 # (exactly one of the two a duplicate, pointing at the other), and the pairs
 # found must be the ones `neardup scan` finds in the same messages.
+# Brokers: topic creation and deletion, group.min.session.timeout.ms at most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -9,6 +9,7 @@
 # way. With librdkafka's default (eager) assignors each join took the judge
 # topic's partition away and gave it to the member that sorted first, with a
 # hand-over and a rebuild each time.
+# Brokers: topic creation and deletion, group.min.session.timeout.ms at most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -3,6 +3,7 @@
 # implementation (kfake) or the cluster in NEARDUP_TEST_BROKERS, at-least-once
 # and exactly-once, each with the group judge: kcat produces messages with
 # known near-duplicates; a read_committed consumer reads the outputs.
+# Brokers: topic creation and deletion, transactions (the exactly-once run).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -33,9 +33,22 @@ else
   exit 77
 fi
 
-# On exit (before lib.sh's cleanup removes the scratch folder): an external
-# cluster loses the topics this test created.
+# On exit (before lib.sh's cleanup removes the scratch folder): every process
+# the test started but the brokers stops first (SIGTERM, then SIGKILL 15 s
+# later), while its topics still exist; then an external cluster loses the
+# topics this test created.
 cluster_cleanup() {
+  local pid deadline
+  for pid in "${pids[@]}"; do
+    [ "$pid" = "$kfake_pid" ] && continue
+    kill -TERM "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true
+  done
+  deadline=$((SECONDS + 15))
+  for pid in "${pids[@]}"; do
+    [ "$pid" = "$kfake_pid" ] && continue
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
   if [ "$cluster_mode" = external ]; then
     for c in "${cluster_configs[@]}"; do
       timeout 60 "$NEARDUP" topics delete --config "$c" --brokers "$brokers" --yes >/dev/null 2>&1 || true

@@ -8,6 +8,8 @@
 # must say 15 s; once the session ends it takes over the judging itself, its
 # /readyz is 200 again and every message it holds comes out. Also: brokers
 # that cannot be reached at start are named in the error.
+# Brokers: topic creation and deletion, group.max.session.timeout.ms at least 45000
+# (Kafka's default: 1800000).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

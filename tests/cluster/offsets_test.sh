@@ -8,6 +8,8 @@
 # offsets through its transactions: after a kill -9 mid-feed, an instance
 # restarted with the same transactional id leaves a read_committed consumer
 # every input record exactly once. For at-least-once and exactly-once.
+# Brokers: topic creation and deletion, transactions (the exactly-once runs),
+# group.min.session.timeout.ms at most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -11,6 +11,10 @@
 # neardup-source, the good ones come out exactly once, the service keeps
 # running, the metrics count them, and a restart reads nothing again: for
 # at-least-once and for exactly-once (read through a read_committed consumer).
+# Brokers: topic creation and deletion, transactions, group.min.session.timeout.ms
+# at most 6000, and message.max.bytes of at least 10485760 (kfake is started
+# so; on another cluster the test fails at once, saying so, when the brokers
+# refuse a 6 MB record).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
@@ -25,6 +29,17 @@ done
 
 # The brokers take 10 MB records: only neardup's own limits refuse the big ones.
 cluster_start -c message.max.bytes=10485760
+if [ "$cluster_mode" = external ]; then
+  # Another cluster keeps its own limit: a 6 MB record to a topic of this test's
+  # own says whether it is high enough.
+  cluster_config "$work/probe.yaml"
+  sed -i "s/$(topic input)/$(topic probe)/" "$work/probe.yaml"
+  cluster_topics "$work/probe.yaml" 1
+  head -c 6000000 /dev/zero | tr '\0' x >"$work/probe.txt"
+  timeout 60 kcat -b "$brokers" -P -t "$(topic probe)" -X message.max.bytes=8000000 "$work/probe.txt" \
+    >"$work/probe.out" 2>&1 \
+    || fail "the brokers refuse a 6 MB record ($(tr '\n' ' ' <"$work/probe.out")): this test needs their message.max.bytes (and the topics') at 10485760 or more"
+fi
 
 python3 - "$work" <<'PY'
 import json, random, sys

@@ -6,6 +6,7 @@
 # a copy of the story is unique again. `neardup changelog` names both schemas.
 # Then a second instance of the group still runs cjk_ngram 2: the judge
 # answers its requests invalid and they go to the dead letters, with the reason.
+# Brokers: topic creation and deletion.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

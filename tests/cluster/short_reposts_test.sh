@@ -6,6 +6,8 @@
 # exactly-once delivery. The duplicates tagged on the output must be exactly
 # those `neardup scan` finds in the same records, and the chains must matter:
 # scan without the recent-text stage (`dedup.sketch.recent: 0`) finds fewer.
+# Brokers: topic creation and deletion, transactions, group.min.session.timeout.ms at
+# most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

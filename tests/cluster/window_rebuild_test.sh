@@ -19,6 +19,7 @@
 # Then the duration bounds it: with window.duration 15s, 1,000 stories, a
 # pause past the duration, 300 more and a restart read the 300 (and the few
 # last records of each partition), not the 1,300.
+# Brokers: topic creation and deletion, transactions (the exactly-once mode).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}

@@ -9,6 +9,7 @@
 # input record exactly once, every pair decided one way. The zombie must say
 # that it was fenced or lost its partitions (a clear log line); it may exit 1
 # (fenced) or rejoin; the group goes on judging what comes after.
+# Brokers: kfake only (a zombie judge fenced by the brokers' transactions).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
