@@ -98,10 +98,12 @@ ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealt
   return conf;
 }
 
-/// The fatal error's reason as "ERR_NAME: text", for fatal_reason().
-std::string fatal_reason_of(rd_kafka_t* rk) {
+/// The fatal error's reason as "ERR_NAME: text", for fatal_reason(); its own
+/// code in `code` when given.
+std::string fatal_reason_of(rd_kafka_t* rk, ErrorCode* code = nullptr) {
   char buf[512];
   rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+  if (code) *code = orig ? orig : RD_KAFKA_RESP_ERR__FATAL;
   return std::string(rd_kafka_err2name(orig)) + ": " + buf;
 }
 
@@ -570,7 +572,8 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
 
 void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
+  if (err == RD_KAFKA_RESP_ERR__FATAL)
+    self->fatal_reason_ = fatal_reason_of(rk, &self->fatal_code_);
   if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
 }
 
