@@ -6,7 +6,9 @@
 # judges is killed with SIGKILL three times, 5 s apart, and each time started
 # again at once with its instance id (what Kubernetes does with a crashing
 # container). Every input must be out (distinct keys on the output topic)
-# within 60 s of the last message; the test prints how long it took.
+# within 60 s of the last message; the test prints how long it took. Then a
+# second process starts with the survivor's id: the survivor, fenced, must
+# exit 2 with a line naming the id.
 #
 # NEARDUP_CRASH_LOOP_DYNAMIC=1 runs the same scenario without
 # kafka.instance_id (dynamic members, the default) and only reports how long
@@ -118,7 +120,23 @@ fi
 [ "$(distinct)" = "$messages" ] || fail_later "$(distinct) distinct keys on the output topic, $messages expected"
 pass
 
-stop_gracefully "${run_pids[$survivor]}"
+if [ -z "$dynamic" ]; then
+  # A second process with the survivor's id: the coordinator fences the older,
+  # which says so and exits 2 (a restart would only fence the newer in turn).
+  [ "$survivor" = 1 ] && config="$work/a.yaml" || config="$work/b.yaml"
+  [ "$survivor" = 1 ] && id=crash-loop-a || id=crash-loop-b
+  start_instance 9
+  exited() { ! kill -0 "${run_pids[$survivor]}" 2>/dev/null; }
+  wait_for 60 exited || fail "instance $survivor still runs 60 s after another process joined with its instance id"
+  wait "${run_pids[$survivor]}" && status=0 || status=$?
+  [ "$status" = 2 ] || fail_later "the fenced instance exited $status, 2 expected"
+  grep -q "another instance uses kafka.instance_id '$id' in group '$group'" "$work/run$survivor.err" ||
+    fail_later "the fenced instance did not name its instance id: $(grep -i fenced "$work/run$survivor.err" | tail -2)"
+  pass
+  stop_gracefully "${run_pids[9]}"
+else
+  stop_gracefully "${run_pids[$survivor]}"
+fi
 stop_gracefully "${run_pids[$incarnation]}"
 pass
 finish
