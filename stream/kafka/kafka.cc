@@ -98,12 +98,10 @@ ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealt
   return conf;
 }
 
-/// The fatal error's reason as "ERR_NAME: text", for fatal_reason(); its own
-/// code in `code` when given.
-std::string fatal_reason_of(rd_kafka_t* rk, ErrorCode* code = nullptr) {
+/// The fatal error's reason as "ERR_NAME: text", for fatal_reason().
+std::string fatal_reason_of(rd_kafka_t* rk) {
   char buf[512];
   rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-  if (code) *code = orig ? orig : RD_KAFKA_RESP_ERR__FATAL;
   return std::string(rd_kafka_err2name(orig)) + ": " + buf;
 }
 
@@ -570,10 +568,20 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
   }
 }
 
+std::string Consumer::fatal_reason() const {
+  if (!fatal_reason_.empty() || fatal_code() == errc::no_error) return fatal_reason_;
+  return fatal_reason_of(rk_.get());
+}
+
+ErrorCode Consumer::fatal_code() const {
+  if (!rk_) return errc::no_error;
+  char ignored[8];
+  return rd_kafka_fatal_error(rk_.get(), ignored, sizeof ignored);
+}
+
 void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  if (err == RD_KAFKA_RESP_ERR__FATAL)
-    self->fatal_reason_ = fatal_reason_of(rk, &self->fatal_code_);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
   if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
 }
 

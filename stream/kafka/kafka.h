@@ -475,10 +475,12 @@ class Consumer {
   /// until the process exits).
   void close();
   bool fatal() const { return !fatal_reason_.empty(); }
-  const std::string& fatal_reason() const { return fatal_reason_; }
-  /// The fatal error's own code (e.g. errc::fenced_instance); errc::fatal
-  /// when librdkafka named none; errc::no_error while there is none.
-  ErrorCode fatal_code() const { return fatal_code_; }
+  /// The fatal error as "ERR_NAME: text", also when a polled message reported
+  /// it (errc::fatal) before the error callback ran; "" while there is none.
+  std::string fatal_reason() const;
+  /// The fatal error's own code (e.g. errc::fenced_instance), as librdkafka
+  /// holds it; errc::no_error while there is none.
+  ErrorCode fatal_code() const;
 
   /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
   rd_kafka_t* handle() const { return rk_.get(); }
@@ -496,7 +498,6 @@ class Consumer {
   CommitHandler on_commit_;
   BrokerHealth* health_;
   std::string fatal_reason_;
-  ErrorCode fatal_code_ = errc::no_error;
   HandlePtr rk_;
   rd_kafka_queue_t* queue_ = nullptr;
   bool closed_ = false;
