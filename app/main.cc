@@ -30,8 +30,8 @@ constexpr const char* kExitStatusHelp =
     "\nexit status: 0 success; 1 runtime failure that a restart may cure (fatal Kafka\n"
     "error, input unreadable, output unwritable, port in use); 2 usage or configuration\n"
     "error (bad option, invalid config file or NEARDUP_* variable, Kafka property\n"
-    "rejected, a judge or verdict topic of more than one partition): restarting will\n"
-    "not help.\n";
+    "rejected, a judge or verdict topic of more than one partition, another process\n"
+    "with this kafka.instance_id): restarting will not help.\n";
 
 void print_overview() {
   std::cout

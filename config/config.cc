@@ -343,6 +343,7 @@ const std::vector<Key>& keys() {
     k.push_back(string_key(
         "kafka.transactional_id",
         "exactly-once: the producer's `transactional.id`; `\"\"` = "
+        "`neardup-<group_id>-<instance_id>` with kafka.instance_id, else "
         "`neardup-<group_id>-<host name>` (stable per instance, distinct "
         "between instances)",
         "\"\" or a transactional id without spaces or control characters",
@@ -350,6 +351,19 @@ const std::vector<Key>& keys() {
           return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
         },
         [](auto& config) -> auto& { return config.kafka.transactional_id; }));
+    k.push_back(string_key(
+        "kafka.instance_id",
+        "static group membership (KIP-345): the input consumer's "
+        "`group.instance.id`, and `<id>-judge` the judge's; stable across "
+        "restarts of one instance, distinct between instances (the pod or host "
+        "name); an instance that restarts with it gets its partitions back "
+        "without a rebalance; a second process with the same id stops the first "
+        "(exit 2); `\"\"` = dynamic members (docs/KAFKA.md, \"Static membership\")",
+        "\"\" or an id of [a-zA-Z0-9._-], at most 243 characters",
+        [](const std::string& text) {
+          return text.empty() || (text.size() <= kMaxInstanceIdLength && is_topic_name(text));
+        },
+        [](auto& config) -> auto& { return config.kafka.instance_id; }));
     k.push_back(map_key(
         "kafka.consumer",
         "map of librdkafka properties, scalar values as text; names and "
@@ -781,6 +795,15 @@ std::vector<std::string> check_cross(const Config& config, const Locator& locato
         "): messages near input.max_bytes could not be republished. Lower input.max_bytes, or "
         "raise "
         "kafka.producer message.max.bytes (and the output topics' max.message.bytes)");
+  });
+  // One way to name the instance, so that the judge's id follows the input's.
+  check({"kafka.instance_id", "kafka.consumer"}, [&] {
+    if (config.kafka.instance_id.empty() || !config.kafka.consumer.contains("group.instance.id"))
+      return;
+    fail_expected(locator.where(blame({"kafka.instance_id", "kafka.consumer"})),
+                  "kafka.instance_id or kafka.consumer's group.instance.id, not both "
+                  "(kafka.instance_id sets group.instance.id)",
+                  quoted(config.kafka.instance_id));
   });
   const auto& sketch = config.dedup.sketch;
   check(

@@ -53,10 +53,18 @@ struct KafkaOptions {
   /// re-emits what was in flight). exactly-once: outputs, changelog entries and
   /// input offsets commit in one Kafka transaction (docs/KAFKA.md).
   Delivery delivery = Delivery::at_least_once;
-  /// exactly-once: the producer's transactional.id; "" = "neardup-<group_id>-<host name>".
+  /// exactly-once: the producer's transactional.id; "" = "neardup-<group_id>-<instance_id>"
+  /// with instance_id, else "neardup-<group_id>-<host name>".
   /// Stable across restarts of one instance (a restart then aborts what the
   /// previous run left open at once), distinct between instances.
   std::string transactional_id;
+  /// Static group membership (KIP-345): librdkafka's group.instance.id of the
+  /// input consumer, and "<id>-judge" of the judge's; "" = dynamic members.
+  /// A member that restarts with its id takes its partitions back without a
+  /// rebalance. Stable across restarts of one instance, distinct between
+  /// instances: a second process with the id fences the first (it stops, exit 2).
+  /// Under exactly-once it also names the default transactional id.
+  std::string instance_id;
 };
 
 struct InputOptions {
@@ -109,6 +117,9 @@ inline constexpr std::size_t kDefaultProducerMessageMaxBytes = 1'048'576;
 /// input's headers and neardup's. input.max_bytes + this must fit under the
 /// producer's message.max.bytes.
 inline constexpr std::size_t kRecordHeadroomBytes = 16 * 1024;
+/// kafka.instance_id's longest: Kafka's 249 for a group.instance.id, less the
+/// judge's "-judge".
+inline constexpr std::size_t kMaxInstanceIdLength = 243;
 /// The producer's message.max.bytes as the service will use it: kafka.producer's
 /// value when it is a number, else kDefaultProducerMessageMaxBytes.
 std::size_t producer_message_max_bytes(const KafkaOptions& kafka);

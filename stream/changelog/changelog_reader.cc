@@ -11,6 +11,7 @@ ChangelogReader::ChangelogReader(kafka::Properties properties, const std::string
     : topic_(topic), metadata_timeout_(metadata_timeout) {
   // Assigned partitions only: the group id is never joined nor committed to.
   properties["group.id"] = properties["group.id"] + ".changelog-reader";
+  properties.erase("group.instance.id");  // (a member's identity; this consumer is none)
   properties["enable.auto.commit"] = "false";
   properties["enable.partition.eof"] = "true";
   properties["auto.offset.reset"] = "earliest";

@@ -19,6 +19,7 @@
 #include "stream/core/process.h"
 #include "stream/core/service_stats.h"
 #include "stream/core/sources.h"
+#include "stream/kafka/client_properties.h"
 #include "stream/kafka/transaction.h"
 #include "stream/pipeline/event_time.h"
 #include "stream/records/judge_record.h"
@@ -441,12 +442,12 @@ struct Judge::State {
       consumer->poll_batch(polled, txn ? kRequestsPerTransaction : 500,
                            std::chrono::milliseconds(active ? 2 : 50));
       if (consumer->fatal())
-        throw KafkaError("judge consumer: " + consumer->fatal_reason(), kafka::errc::fatal,
+        throw KafkaError("judge consumer: " + consumer->fatal_reason(), consumer->fatal_code(),
                          kafka::Severity::fatal);
       for (const kafka::Message m : polled) {
         if (m.error()) {
           if (m.error() == kafka::errc::fatal)
-            throw KafkaError("judge consumer: " + consumer->fatal_reason(), m.error(),
+            throw KafkaError("judge consumer: " + consumer->fatal_reason(), consumer->fatal_code(),
                              kafka::Severity::fatal);
           continue;  // transient; librdkafka retries (and logs it through neardup's logger)
         }
@@ -483,18 +484,28 @@ std::string Judge::fatal_error() const {
   return fatal_;
 }
 
+kafka::ErrorCode Judge::fatal_code() const {
+  base::MutexLock lock(mutex_);
+  return fatal_code_;
+}
+
 void Judge::run() {
   pthread_setname_np(pthread_self(), "neardup-judge");
   State state(*this, options_.config);
-  auto fail = [&](const std::string& what) {
+  auto fail = [&](const std::string& what, kafka::ErrorCode code) {
     log(config::LogLevel::error, what);
     base::MutexLock lock(mutex_);
     fatal_ = what;
+    fatal_code_ = code;
     stats_.active = false;
   };
   try {
     kafka::Properties props = options_.consumer_properties;
     props["group.id"] = options_.config.kafka.group_id + ".judge";
+    // Static membership: a judge that restarts with its instance takes the
+    // judging back at once, without waiting out a rebalance.
+    if (auto it = props.find("group.instance.id"); it != props.end())
+      it->second = judge_instance_id(it->second);
     props.insert_or_assign("fetch.wait.max.ms", std::string("5"));  // (GCC 12: see take_over)
     // Every request since the group's committed offset, or all of them: a
     // request is never skipped (auto.offset.reset: latest would skip those
@@ -546,7 +557,7 @@ void Judge::run() {
     base::MutexLock lock(mutex_);
     stats_.active = false;
   } catch (const KafkaError& e) {
-    fail(e.what());
+    fail(e.what(), e.code());
     state.active = false;
     try {
       if (state.txn) state.txn->abort(false);
@@ -554,7 +565,7 @@ void Judge::run() {
     } catch (...) {
     }
   } catch (const std::exception& e) {
-    fail(std::string("judge: ") + e.what());
+    fail(std::string("judge: ") + e.what(), kafka::errc::fail);
     state.active = false;
     try {
       if (state.consumer) state.consumer->close();

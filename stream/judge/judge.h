@@ -92,6 +92,9 @@ class Judge {
   JudgeStats stats() const EXCLUDES(mutex_);
   /// Non-empty once the judge stopped on a fatal error (the service then stops too).
   std::string fatal_error() const EXCLUDES(mutex_);
+  /// The code of that error (kafka::errc::fenced_instance: another process
+  /// joined the judge group with this one's instance id); no_error before one.
+  kafka::ErrorCode fatal_code() const EXCLUDES(mutex_);
   /// Tests: the judge stops dead as at a crash point (the whole process "crashed").
   void simulate_crash() { crash_requested_.store(true); }
   /// True when the thread ended through a simulated crash (tests).
@@ -108,6 +111,7 @@ class Judge {
   mutable base::Mutex mutex_;
   JudgeStats stats_ GUARDED_BY(mutex_);
   std::string fatal_ GUARDED_BY(mutex_);
+  kafka::ErrorCode fatal_code_ GUARDED_BY(mutex_) = kafka::errc::no_error;
   friend struct State;
   std::thread thread_;  // last: starts after everything it uses
 };

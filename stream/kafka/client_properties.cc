@@ -51,6 +51,8 @@ std::map<std::string, std::string> consumer_properties(const std::string& broker
                                                        const config::KafkaOptions& kafka) {
   auto props = default_consumer_properties(brokers, kafka.group_id);
   for (const auto& [k, v] : kafka.consumer) props[k] = v;
+  // (config check refuses both this and kafka.consumer's group.instance.id)
+  if (!kafka.instance_id.empty()) props["group.instance.id"] = kafka.instance_id;
   // librdkafka requires max.poll.interval.ms >= session.timeout.ms: a session
   // longer than the default rebalance timeout lengthens that too.
   if (!kafka.consumer.count("max.poll.interval.ms")) {

@@ -17,9 +17,18 @@ std::map<std::string, std::string> default_producer_properties(const std::string
 /// The input consumer's max.poll.interval.ms (its rebalance timeout) unless
 /// kafka.consumer sets it, or sets a longer session.timeout.ms.
 inline constexpr long long kDefaultMaxPollIntervalMs = 60000;
-/// The defaults, then the user's kafka.consumer map over them.
+/// The defaults, then the user's kafka.consumer map over them, and
+/// group.instance.id = kafka.instance_id when set (static membership). A
+/// consumer of these properties that never joins a group (assign() only)
+/// drops group.instance.id; one that joins another group derives its own from
+/// it (judge_instance_id).
 std::map<std::string, std::string> consumer_properties(const std::string& brokers,
                                                        const config::KafkaOptions& kafka);
+/// The judge consumer's group.instance.id (group "<group_id>.judge") from the
+/// input consumer's: "<id>-judge".
+inline std::string judge_instance_id(const std::string& instance_id) {
+  return instance_id + "-judge";
+}
 
 /// The input consumer's and the producer's properties of `neardup run`: the
 /// defaults, the user's maps over them, and under exactly-once what

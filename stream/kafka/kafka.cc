@@ -651,6 +651,17 @@ void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
   }
 }
 
+std::string Consumer::fatal_reason() const {
+  if (!fatal_reason_.empty() || fatal_code() == errc::no_error) return fatal_reason_;
+  return fatal_reason_of(rk_.get());
+}
+
+ErrorCode Consumer::fatal_code() const {
+  if (!rk_) return errc::no_error;
+  char ignored[8];
+  return rd_kafka_fatal_error(rk_.get(), ignored, sizeof ignored);
+}
+
 void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
   if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);

@@ -55,6 +55,9 @@ inline constexpr ErrorCode message_too_large = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LA
 inline constexpr ErrorCode not_leader_for_partition = RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
 inline constexpr ErrorCode request_timed_out = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
 inline constexpr ErrorCode not_enough_replicas = RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS;
+/// A static group member (group.instance.id) replaced by a newer member with
+/// the same id: the coordinator fences the older, and librdkafka makes that fatal.
+inline constexpr ErrorCode fenced_instance = RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID;
 }  // namespace errc
 
 /// The code's name without its prefix, e.g. "_TIMED_OUT" (librdkafka's
@@ -486,7 +489,12 @@ class Consumer {
   bool close();
   static constexpr std::chrono::seconds kCloseBudget{4};
   bool fatal() const { return !fatal_reason_.empty(); }
-  const std::string& fatal_reason() const { return fatal_reason_; }
+  /// The fatal error as "ERR_NAME: text", also when a polled message reported
+  /// it (errc::fatal) before the error callback ran; "" while there is none.
+  std::string fatal_reason() const;
+  /// The fatal error's own code (e.g. errc::fenced_instance), as librdkafka
+  /// holds it; errc::no_error while there is none.
+  ErrorCode fatal_code() const;
 
   /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
   rd_kafka_t* handle() const { return rk_.get(); }

@@ -35,7 +35,9 @@ kafka::KafkaError TransactionCycle::fatal(const char* what, const rd_kafka_error
                            code, kafka::Severity::fatal);
 }
 
-std::string default_transactional_id(const std::string& group) {
+std::string default_transactional_id(const config::KafkaOptions& kafka) {
+  const std::string& group = kafka.group_id;
+  if (!kafka.instance_id.empty()) return "neardup-" + group + "-" + kafka.instance_id;
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
     std::snprintf(host, sizeof host, "localhost");

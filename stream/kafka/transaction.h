@@ -21,12 +21,15 @@
 #include <chrono>
 #include <string>
 
+#include "config/config.h"
 #include "stream/kafka/kafka.h"
 
 namespace neardup::stream {
 
-/// "neardup-<group>-<host name>", the default transactional.id.
-std::string default_transactional_id(const std::string& group);
+/// The default transactional.id: "neardup-<group_id>-<instance_id>" with
+/// kafka.instance_id (stable across restarts wherever the instance id is),
+/// else "neardup-<group_id>-<host name>".
+std::string default_transactional_id(const config::KafkaOptions& kafka);
 
 class TransactionCycle {
  public:

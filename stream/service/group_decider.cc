@@ -246,6 +246,7 @@ void GroupDecider::start_verdicts() {
   }
   kafka::Properties props = s_.consumer_properties;
   props["group.id"] = s_.cfg.kafka.group_id + ".verdicts";  // never joined nor committed
+  props.erase("group.instance.id");
   props["enable.auto.commit"] = "false";
   props["enable.partition.eof"] = "false";
   props.insert_or_assign("fetch.wait.max.ms",
@@ -488,7 +489,7 @@ void GroupDecider::raise_if_judge_failed() {
   if (!judge) return;
   if (judge->crashed()) throw SimulatedCrash{};
   if (std::string what = judge->fatal_error(); !what.empty())
-    throw KafkaError(what, kafka::errc::fail, kafka::Severity::fatal);
+    throw KafkaError(what, judge->fatal_code(), kafka::Severity::fatal);
 }
 
 std::unique_ptr<Decider> make_group_decider(Service::Impl& service,

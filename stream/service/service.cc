@@ -29,9 +29,8 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   stats.match_distance.assign(65, 0);
   exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
   if (exactly_once) {
-    transactional_id = cfg.kafka.transactional_id.empty()
-                           ? default_transactional_id(cfg.kafka.group_id)
-                           : cfg.kafka.transactional_id;
+    transactional_id = cfg.kafka.transactional_id.empty() ? default_transactional_id(cfg.kafka)
+                                                          : cfg.kafka.transactional_id;
   }
   ServiceClientProperties clients =
       service_client_properties(options.brokers, cfg.kafka, exactly_once, transactional_id);
@@ -128,7 +127,7 @@ std::optional<Ticket> Service::Impl::arrive(kafka::Message in, SourceIndex index
     const auto severity = kafka::classify(in.error());
     const std::string what = "consumer: " + kafka::describe(in.error());
     if (in.error() == kafka::errc::fatal)
-      throw KafkaError(what + ": " + consumer->fatal_reason(), in.error(), severity);
+      throw KafkaError(what + ": " + consumer->fatal_reason(), consumer->fatal_code(), severity);
     log(config::LogLevel::warn,
         what);  // transient (broker down, topic not there yet): librdkafka retries
     return std::nullopt;
@@ -226,7 +225,7 @@ void Service::Impl::raise_if_fatal() {
     throw KafkaError("producer: " + producer->fatal_reason(), kafka::errc::fatal,
                      kafka::Severity::fatal);
   if (consumer->fatal())
-    throw KafkaError("consumer: " + consumer->fatal_reason(), kafka::errc::fatal,
+    throw KafkaError("consumer: " + consumer->fatal_reason(), consumer->fatal_code(),
                      kafka::Severity::fatal);
   if (!delivery_fatal.empty())
     throw KafkaError(delivery_fatal, kafka::errc::fail, kafka::Severity::fatal);
@@ -291,13 +290,7 @@ int Service::Impl::run() {
       if (!said_waiting && Clock::now() - subscribed > std::chrono::seconds(5) &&
           (!options.broker_health || options.broker_health->snapshot().reachable)) {
         said_waiting = true;
-        const auto it = consumer_properties.find("session.timeout.ms");
-        log(config::LogLevel::info,
-            "no partitions assigned yet: group '" + cfg.kafka.group_id +
-                "' is rebalancing; a member that stopped without leaving (or a broker that "
-                "missed its leave) holds its partitions until its session times out "
-                "(session.timeout.ms: " +
-                (it != consumer_properties.end() ? it->second + " ms" : std::string("45 s")) + ")");
+        log(config::LogLevel::info, waiting_for_assignment());
       }
       decider->step(std::chrono::milliseconds(inflight >= 0 ? 0 : 5));
       serve_deliveries(std::chrono::milliseconds(0));
@@ -343,6 +336,10 @@ int Service::Impl::run() {
     stop_after_fatal(e.what(), "cannot start");
     return Service::kTopicLayoutError;
   } catch (const KafkaError& e) {
+    if (e.code() == kafka::errc::fenced_instance) {
+      stop_after_fatal(fenced_instance_reason(e.what()), "cannot go on");
+      return Service::kFencedInstance;
+    }
     return stop_after_fatal(e.what());
   } catch (const SimulatedCrash&) {
     return crash();
@@ -365,6 +362,40 @@ void Service::Impl::warn_of_missing_outputs() {
             "creates topics on first use (`neardup topics create --config FILE` creates every "
             "topic a configuration uses)");
   }
+}
+
+std::string Service::Impl::waiting_for_assignment() const {
+  auto property = [&](const char* name, const char* otherwise) {
+    const auto it = consumer_properties.find(name);
+    return std::string(name) + ": " +
+           (it != consumer_properties.end() ? it->second + " ms" : std::string(otherwise));
+  };
+  const std::string session = property("session.timeout.ms", "45 s");
+  const std::string head = "no partitions assigned yet: group '" + cfg.kafka.group_id + "' ";
+  if (consumer_properties.contains("group.instance.id")) {
+    return head +
+           "is rebalancing, or a static member that stopped (kafka.instance_id) still holds "
+           "its partitions: they wait for it to come back until its session times out (" +
+           session + ")";
+  }
+  return head +
+         "is rebalancing: the group waits for a member that died until its session times out "
+         "(" +
+         session + "), and for the members of a rebalance to rejoin until the rebalance timeout (" +
+         property("max.poll.interval.ms", "300 s") +
+         "); each restart of a member may start another such wait, so an instance that crashes "
+         "and restarts in a loop can keep the whole group unassigned. Set kafka.instance_id "
+         "(static membership, docs/KAFKA.md) so that a restarted instance takes its "
+         "partitions back without a rebalance";
+}
+
+std::string Service::Impl::fenced_instance_reason(const std::string& what) const {
+  const auto it = consumer_properties.find("group.instance.id");
+  const std::string id = it != consumer_properties.end() ? it->second : cfg.kafka.instance_id;
+  return "another instance uses kafka.instance_id '" + id + "' in group '" + cfg.kafka.group_id +
+         "': the group coordinator fenced this one (" + what +
+         "). Each instance needs its own kafka.instance_id, stable across its restarts; this one "
+         "stops with exit status 2, since a restart would only fence the other";
 }
 
 int Service::Impl::crash() {

@@ -110,6 +110,10 @@ class Service {
   /// (a judge or verdict topic with more than one partition): restarting
   /// cannot help, as with a configuration error (`neardup run` exits 2).
   static constexpr int kTopicLayoutError = 2;
+  /// run()'s status when another process joined the group with this one's
+  /// kafka.instance_id (the coordinator fenced this one): a restart would
+  /// fence the other in turn, so it is not one a supervisor should retry.
+  static constexpr int kFencedInstance = 2;
   /// Throws config::ConfigError / kafka::KafkaError / std::invalid_argument for
   /// an unusable configuration (bad property, bad dedup options).
   explicit Service(ServiceOptions options);
@@ -119,7 +123,7 @@ class Service {
 
   /// Runs until request_stop() or a stop signal (then: stop fetching, flush, commit; returns 0)
   /// or a fatal Kafka error (logged clearly; returns 1, offsets of undelivered
-  /// messages are not committed), or kTopicLayoutError (logged as clearly).
+  /// messages are not committed), or kTopicLayoutError / kFencedInstance (logged as clearly).
   int run();
   void request_stop() { stop_.store(true, std::memory_order_relaxed); }
   /// The last error that stopped run() with status 1 or kTopicLayoutError ("" if none).

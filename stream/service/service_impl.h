@@ -211,6 +211,14 @@ struct Service::Impl {
   /// A crash as a test simulates it: nothing more reaches the broker.
   int crash();
 
+  /// The log line of an instance still unassigned some seconds after it
+  /// subscribed: what holds the group, by its consumer properties.
+  std::string waiting_for_assignment() const;
+
+  /// The log line of a consumer fenced for its group.instance.id (`what`:
+  /// librdkafka's error): which id, and what to do about it.
+  std::string fenced_instance_reason(const std::string& what) const;
+
   /// Logs `headline: what`, then stops as after a fatal Kafka error; returns 1.
   int stop_after_fatal(const std::string& what, std::string_view headline =
                                                     "fatal Kafka error, stopping (offsets of "

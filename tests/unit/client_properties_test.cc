@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "stream/kafka/kafka.h"
+#include "stream/kafka/transaction.h"
 
 namespace neardup::stream {
 namespace {
@@ -31,6 +32,27 @@ TEST(ConsumerProperties, TheOperatorsRebalanceTimeoutWins) {
   kafka.consumer["max.poll.interval.ms"] = "300000";
   kafka.consumer["session.timeout.ms"] = "90000";
   EXPECT_EQ(consumer_properties("127.0.0.1:9092", kafka).at("max.poll.interval.ms"), "300000");
+}
+
+TEST(ConsumerProperties, TheInstanceIdIsTheGroupInstanceId) {
+  config::KafkaOptions kafka;
+  EXPECT_EQ(consumer_properties("127.0.0.1:9092", kafka).count("group.instance.id"), 0U);
+  kafka.instance_id = "neardup-0";
+  const auto props = consumer_properties("127.0.0.1:9092", kafka);
+  EXPECT_EQ(props.at("group.instance.id"), "neardup-0");
+  EXPECT_NO_THROW(kafka::make_conf(props));
+  EXPECT_EQ(service_client_properties("127.0.0.1:9092", kafka, true, "tx")
+                .consumer.at("group.instance.id"),
+            "neardup-0");
+  EXPECT_EQ(judge_instance_id("neardup-0"), "neardup-0-judge");
+}
+
+TEST(TransactionalId, FollowsTheInstanceIdWhenOneIsSet) {
+  config::KafkaOptions kafka;
+  kafka.group_id = "news";
+  EXPECT_TRUE(default_transactional_id(kafka).starts_with("neardup-news-"));  // + the host name
+  kafka.instance_id = "neardup-1";
+  EXPECT_EQ(default_transactional_id(kafka), "neardup-news-neardup-1");
 }
 
 TEST(ServiceClientProperties, ExactlyOnceAddsWhatTransactionsNeedUnlessTheUserSetIt) {

@@ -101,6 +101,7 @@ TEST(ConfigSchema, DefaultsAreAsWritten) {
   EXPECT_EQ(got.at("kafka.brokers"), "~");
   EXPECT_EQ(got.at("kafka.input_topics"), "[input]");
   EXPECT_EQ(got.at("kafka.transactional_id"), "\"\"");
+  EXPECT_EQ(got.at("kafka.instance_id"), "\"\"");
   EXPECT_EQ(got.at("kafka.consumer"), "{}");
   EXPECT_EQ(got.at("dedup.max_distance"), "3");
   EXPECT_EQ(got.at("dedup.sketch.threshold"), "0.7");

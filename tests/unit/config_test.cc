@@ -63,6 +63,7 @@ constexpr const char* kFull = R"(kafka:
   dead_letter_topic: news-dlq
   changelog_topic: ""
   embedded_partitions: 3
+  instance_id: news-1
   consumer:
     security.protocol: SASL_SSL
     fetch.max.bytes: 1048576
@@ -129,6 +130,7 @@ TEST(Config, EverySectionParses) {
   EXPECT_EQ(config.kafka.dead_letter_topic, "news-dlq");
   EXPECT_EQ(config.kafka.changelog_topic, "");
   EXPECT_EQ(config.kafka.embedded_partitions, 3);
+  EXPECT_EQ(config.kafka.instance_id, "news-1");
   EXPECT_EQ(config.kafka.consumer,
             (std::map<std::string, std::string>{{"security.protocol", "SASL_SSL"},
                                                 {"fetch.max.bytes", "1048576"},
@@ -641,6 +643,47 @@ TEST(ConfigEnv, CrossCheckBlamesTheVariable) {
   EXPECT_EQ(env_error(config, {{"NEARDUP_DEDUP_MAX_DISTANCE", "4"}}),
             "environment NEARDUP_DEDUP_MAX_DISTANCE: expected an integer in 0..3 (below "
             "dedup.blocks = 4), got '4'");
+}
+
+TEST(ConfigInstanceId, IsAGroupInstanceIdThatLeavesRoomForTheJudges) {
+  EXPECT_EQ(parse_config("", "t.yaml").kafka.instance_id, "");
+  EXPECT_EQ(parse_config("kafka: {instance_id: neardup-0}", "t.yaml").kafka.instance_id,
+            "neardup-0");
+  const std::string longest(kMaxInstanceIdLength, 'a');
+  EXPECT_EQ(parse_config("kafka: {instance_id: " + longest + "}", "t.yaml").kafka.instance_id,
+            longest);
+  const std::string expected =
+      "expected \"\" or an id of [a-zA-Z0-9._-], at most 243 characters, got ";
+  // (the error cuts a long value short)
+  EXPECT_TRUE(starts_with(error_of("kafka: {instance_id: " + longest + "a}"),
+                          "t.yaml:1:22: kafka.instance_id: " + expected + "'aaaa"));
+  EXPECT_EQ(error_of("kafka: {instance_id: 'pod 0'}"),
+            "t.yaml:1:22: kafka.instance_id: " + expected + "'pod 0'");
+  EXPECT_EQ(error_of("kafka: {instance_id: 'pod/0'}"),
+            "t.yaml:1:22: kafka.instance_id: " + expected + "'pod/0'");
+  // One way to name the instance: not also kafka.consumer's group.instance.id.
+  EXPECT_EQ(error_of("kafka:\n  instance_id: a\n  consumer: {group.instance.id: b}\n"),
+            "t.yaml:2:16: kafka.instance_id: expected kafka.instance_id or kafka.consumer's "
+            "group.instance.id, not both (kafka.instance_id sets group.instance.id), got 'a'");
+  EXPECT_EQ(error_of("kafka:\n  consumer: {group.instance.id: b}\n"), "");
+}
+
+TEST(ConfigInstanceId, TheEnvironmentSetsAndValidatesIt) {
+  Config config = parse_config("kafka: {instance_id: from-file}", "t.yaml");
+  apply_env_overrides(config, env({{"NEARDUP_KAFKA_INSTANCE_ID", "neardup-2"}}));
+  EXPECT_EQ(config.kafka.instance_id, "neardup-2");
+  // (what config check prints reads back the same)
+  EXPECT_EQ(parse_config(to_yaml(config), "t.yaml").kafka.instance_id, "neardup-2");
+  EXPECT_EQ(env_error(config, {{"NEARDUP_KAFKA_INSTANCE_ID", "pod 2"}}),
+            "environment NEARDUP_KAFKA_INSTANCE_ID: expected \"\" or an id of [a-zA-Z0-9._-], at "
+            "most 243 characters, got 'pod 2'");
+  EXPECT_EQ(config.kafka.instance_id, "neardup-2");  // a refused value changes nothing
+  apply_env_overrides(config, env({{"NEARDUP_KAFKA_INSTANCE_ID", ""}}));
+  EXPECT_EQ(config.kafka.instance_id, "");
+  // The variable meets the file's kafka.consumer: the cross-check names the variable.
+  Config both = parse_config("kafka: {consumer: {group.instance.id: b}}", "t.yaml");
+  EXPECT_TRUE(starts_with(env_error(both, {{"NEARDUP_KAFKA_INSTANCE_ID", "a"}}),
+                          "environment NEARDUP_KAFKA_INSTANCE_ID: expected kafka.instance_id or"));
 }
 
 TEST(ConfigEnv, EmptyBrokersMeansEmbedded) {

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -55,16 +56,18 @@ TEST(DeployYaml, NeardupConfigsPassTheConfigLoader) {
 
 TEST(DeployYaml, KubernetesObjectsReferenceEachOther) {
   const auto configmap = YAML::LoadFile((kDeploy / "k8s/configmap.yaml").string());
-  const auto deployment = YAML::LoadFile((kDeploy / "k8s/deployment.yaml").string());
+  const auto deployment = YAML::LoadFile((kDeploy / "k8s/statefulset.yaml").string());
   const auto service = YAML::LoadFile((kDeploy / "k8s/service.yaml").string());
   EXPECT_EQ(configmap["kind"].as<std::string>(), "ConfigMap");
-  EXPECT_EQ(deployment["kind"].as<std::string>(), "Deployment");
+  EXPECT_EQ(deployment["kind"].as<std::string>(), "StatefulSet");
   EXPECT_EQ(deployment["apiVersion"].as<std::string>(), "apps/v1");
   EXPECT_EQ(service["kind"].as<std::string>(), "Service");
 
   const auto spec = deployment["spec"];
-  // A group runs one release at a time (format changes: docs/KAFKA.md).
-  EXPECT_EQ(spec["strategy"]["type"].as<std::string>(), "Recreate");
+  // Pods keep their names when recreated: each is a static group member
+  // under its name (kafka.instance_id from the downward API).
+  EXPECT_EQ(spec["serviceName"].as<std::string>(), service["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(spec["podManagementPolicy"].as<std::string>(), "Parallel");
   const auto labels = spec["template"]["metadata"]["labels"];
   for (const auto& kv : spec["selector"]["matchLabels"]) {
     EXPECT_EQ(labels[kv.first.as<std::string>()].as<std::string>(), kv.second.as<std::string>());
@@ -82,6 +85,13 @@ TEST(DeployYaml, KubernetesObjectsReferenceEachOther) {
   EXPECT_TRUE(port_names.count(service["spec"]["ports"][0]["targetPort"].as<std::string>()));
   EXPECT_EQ(container["livenessProbe"]["httpGet"]["path"].as<std::string>(), "/healthz");
   EXPECT_EQ(container["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
+  std::map<std::string, std::string> from_pod;
+  for (const auto& var : container["env"]) {
+    if (var["valueFrom"])
+      from_pod[var["name"].as<std::string>()] =
+          var["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
+  }
+  EXPECT_EQ(from_pod["NEARDUP_KAFKA_INSTANCE_ID"], "metadata.name");
   const auto args = container["args"].as<std::vector<std::string>>();
   EXPECT_EQ(args.back(), "/etc/neardup/neardup.yaml");
 }
