@@ -362,7 +362,13 @@ const std::vector<Key>& keys() {
         [](auto& config) -> auto& { return config.kafka.producer; }));
 
     k.push_back(choice_key<InputFormat>(
-        "input.format", "text | json", {{"text", InputFormat::text}, {"json", InputFormat::json}},
+        "input.format",
+        "`auto` (a value that is a JSON object is read at input.text_fields, any other value "
+        "is the text) | `text` (the whole value is the text) | `json` (a JSON object read at "
+        "input.text_fields; any other value is invalid)",
+        {{"auto", InputFormat::automatic},
+         {"text", InputFormat::text},
+         {"json", InputFormat::json}},
         [](auto& config) -> auto& { return config.input.format; }));
     k.push_back(pointer_list_key(
         "input.text_fields", "non-empty list of JSON pointers (`/a/b`, `~0` `~1`)",
@@ -408,8 +414,9 @@ const std::vector<Key>& keys() {
           "`global` (every message may duplicate any earlier one) | `key` (only "
           "earlier messages with the same Kafka key; `neardup scan` refuses it) "
           "| a JSON pointer like `/user_id` or `/channel` (only earlier records "
-          "with the same value of that field; needs `input.format: json`; a "
-          "record without the field, or with null, has the scope of `\"\"`). "
+          "with the same value of that field; needs `input.format` `auto` or "
+          "`json`; a record without the field, or with null, or (auto) a value "
+          "that is not a JSON object has the scope of `\"\"`). "
           "Costs 4 bytes per window entry when not global (config/README.md, "
           "\"Scope\")";
       scope.expected = "global, key, or a JSON pointer like /user_id";
@@ -796,13 +803,13 @@ std::vector<std::string> check_cross(const Config& config, const Locator& locato
             quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
       });
   check({"dedup.scope", "input.format"}, [&] {
-    if (!config.scope.starts_with("/") || config.input.format == InputFormat::json) return;
+    if (!config.scope.starts_with("/") || config.input.format != InputFormat::text) return;
     const std::string path = blame({"dedup.scope", "input.format"});
     fail_expected(locator.where(path),
-                  path == "dedup.scope"
-                      ? "global or key, or input.format json (" + config.scope +
-                            " is a field of a JSON record)"
-                      : "json (dedup.scope " + config.scope + " is a field of a JSON record)",
+                  path == "dedup.scope" ? "global or key, or input.format auto or json (" +
+                                              config.scope + " is a field of a JSON record)"
+                                        : "auto or json (dedup.scope " + config.scope +
+                                              " is a field of a JSON record)",
                   quoted(path == "dedup.scope" ? config.scope : std::string("text")));
   });
   check({"dedup.idf_file", "dedup.idf_source", "dedup.weighting"}, [&] {

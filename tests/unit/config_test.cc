@@ -101,7 +101,7 @@ TEST(Config, EmptyTextGivesAllDefaults) {
   EXPECT_EQ(config.kafka.input_topics, std::vector<std::string>{"input"});
   EXPECT_EQ(config.kafka.output_topic, "output");
   EXPECT_EQ(config.kafka.dead_letter_topic, "dead-letters");
-  EXPECT_EQ(config.input.format, InputFormat::text);
+  EXPECT_EQ(config.input.format, InputFormat::automatic);
   EXPECT_EQ(config.input.text_fields, std::vector<std::string>{"/text"});
   EXPECT_EQ(config.input.max_bytes, 1000000u);
   EXPECT_EQ(config.action, Action::drop);
@@ -393,18 +393,26 @@ TEST(ConfigErrors, TheScopeIsGlobalKeyOrAJsonFieldOfAJsonInput) {
   EXPECT_EQ(error_of("dedup:\n  scope: user\n"),
             "t.yaml:2:10: dedup.scope: expected global, key, or a JSON pointer like /user_id, got "
             "'user'");
-  EXPECT_EQ(error_of("dedup:\n  scope: /user_id\n"),
-            "t.yaml:2:10: dedup.scope: expected global or key, or input.format json (/user_id is "
-            "a field of a JSON record), got '/user_id'");
   EXPECT_EQ(error_of("dedup: {scope: /user_id}\ninput: {format: text}\n"),
-            "t.yaml:1:16: dedup.scope: expected global or key, or input.format json (/user_id is "
-            "a field of a JSON record), got '/user_id'");
+            "t.yaml:1:16: dedup.scope: expected global or key, or input.format auto or json "
+            "(/user_id is a field of a JSON record), got '/user_id'");
+  // The format in the file, the scope from the environment.
+  Config text_file = parse_config("input: {format: text}\n", "t.yaml");
+  EXPECT_EQ(env_error(text_file, {{"NEARDUP_DEDUP_SCOPE", "/user_id"}}),
+            "environment NEARDUP_DEDUP_SCOPE: expected global or key, or input.format auto or json "
+            "(/user_id is a field of a JSON record), got '/user_id'");
+  // (auto, the default, and json read the field)
+  EXPECT_EQ(error_of("dedup:\n  scope: /user_id\n"), "");
+  EXPECT_EQ(error_of("input: {format: auto}\ndedup: {scope: /user_id}\n"), "");
   EXPECT_EQ(error_of("input: {format: json}\ndedup: {scope: /user_id}\n"), "");
-  for (const char* scope : {"global", "key", "/channel"}) {
-    const config::Config c = config::parse_config(
-        std::string("input: {format: json}\ndedup: {scope: '") + scope + "'}\n", "t.yaml");
-    EXPECT_EQ(c.scope, scope);
-    EXPECT_EQ(c.dedup.window.scoped, std::string(scope) != "global");
+  for (const char* format : {"auto", "json"}) {
+    for (const char* scope : {"global", "key", "/channel"}) {
+      const config::Config c = config::parse_config(
+          std::string("input: {format: ") + format + "}\ndedup: {scope: '" + scope + "'}\n",
+          "t.yaml");
+      EXPECT_EQ(c.scope, scope);
+      EXPECT_EQ(c.dedup.window.scoped, std::string(scope) != "global");
+    }
   }
   const config::Config refresh =
       config::parse_config("window: {refresh_on_duplicate: true}\n", "t.yaml");
