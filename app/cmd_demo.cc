@@ -136,7 +136,7 @@ int run_demo(std::span<const std::string> raw) {
   const auto started = std::chrono::steady_clock::now();
   std::thread feeder;
   stream::HostOptions host;
-  host.force_progress = true;
+  // (the "\r" progress line only on a terminal: `neardup demo 2>file` gets log lines alone)
   host.progress_every = std::chrono::milliseconds(500);
   host.http_workers = 64;  // one person's browser and a scraper; Ctrl-C joins them all
   host.on_brokers = [&](const std::string& brokers) {

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/listen_address.h"
 #include "config/values.h"
 #include "dedup/window.h"
 
@@ -50,6 +51,9 @@ struct Key {
   // scalar, optional: what to add after "got '...'" when `set` refused the
   // text ("" = nothing): the reason when the text is close to valid.
   std::function<std::string(const std::string&)> hint;
+  // scalar, optional: when `set` refused the text, why, in place of
+  // "expected ..." (metrics.listen: the HTTP server's own reason).
+  std::function<std::string(const std::string&)> reason;
 
   // list: validates one item; then stores the whole list (false = invalid list).
   std::function<bool(const std::string&)> item_ok;
@@ -376,7 +380,13 @@ const std::vector<Key>& keys() {
         [](auto& config) -> auto& { return config.kafka.producer; }));
 
     k.push_back(choice_key<InputFormat>(
-        "input.format", "text | json", {{"text", InputFormat::text}, {"json", InputFormat::json}},
+        "input.format",
+        "`auto` (a value that is a JSON object is read at input.text_fields, any other value "
+        "is the text) | `text` (the whole value is the text) | `json` (a JSON object read at "
+        "input.text_fields; any other value is invalid)",
+        {{"auto", InputFormat::automatic},
+         {"text", InputFormat::text},
+         {"json", InputFormat::json}},
         [](auto& config) -> auto& { return config.input.format; }));
     k.push_back(pointer_list_key(
         "input.text_fields", "non-empty list of JSON pointers (`/a/b`, `~0` `~1`)",
@@ -422,8 +432,9 @@ const std::vector<Key>& keys() {
           "`global` (every message may duplicate any earlier one) | `key` (only "
           "earlier messages with the same Kafka key; `neardup scan` refuses it) "
           "| a JSON pointer like `/user_id` or `/channel` (only earlier records "
-          "with the same value of that field; needs `input.format: json`; a "
-          "record without the field, or with null, has the scope of `\"\"`). "
+          "with the same value of that field; needs `input.format` `auto` or "
+          "`json`; a record without the field, or with null, or (auto) a value "
+          "that is not a JSON object has the scope of `\"\"`). "
           "Costs 4 bytes per window entry when not global (config/README.md, "
           "\"Scope\")";
       scope.expected = "global, key, or a JSON pointer like /user_id";
@@ -570,25 +581,26 @@ const std::vector<Key>& keys() {
         std::uint64_t{1024} << 30,
         [](auto& config) -> auto& { return config.dedup.window.rebuild_memory; }));
 
-    // IPv4 addresses and host names only: the civetweb library neardup serves
-    // with (Debian's 1.15) is built without IPv6, so `run` could not bind
-    // "[::1]:9464" (metrics/http_server.cc).
+    // Parsed as the HTTP server parses it (base/listen_address.h): IPv4
+    // addresses and host names only, since the civetweb library neardup serves
+    // with (Debian's 1.15) is built without IPv6.
     k.push_back(string_key(
         "metrics.listen",
-        "`host:port` with an IPv4 address or a host name (port 0 = any free), "
+        "`host:port` with an IPv4 address (four numbers in 0..255) or a host name, port "
+        "0..65535 (0 = any free), "
         "or `\"\"` (off); `[v6]:port` is refused: the civetweb library "
         "neardup serves with (Debian's) is built without IPv6; `/metrics`, "
         "`/healthz` and `/readyz` are served on it without credentials",
         "an IPv4 address or host name with a port like 127.0.0.1:9464 or 0.0.0.0:9464, or \"\" "
         "to disable",
         [](const std::string& text) {
-          return text.empty() || (text.front() != '[' && is_host_port(text, 0));
+          base::ListenAddress parsed;
+          return text.empty() || base::parse_listen_address(text, parsed).empty();
         },
         [](auto& config) -> auto& { return config.metrics.listen; }));
-    k.back().hint = [](const std::string& text) -> std::string {
-      if (text.empty() || text.front() != '[') return "";
-      return " (IPv6 addresses cannot be served: neardup's HTTP server, civetweb, is built "
-             "without IPv6)";
+    k.back().reason = [](const std::string& text) {
+      base::ListenAddress parsed;
+      return base::parse_listen_address(text, parsed);
     };
     k.push_back(choice_key<PageMode>(
         "metrics.page",
@@ -819,13 +831,13 @@ std::vector<std::string> check_cross(const Config& config, const Locator& locato
             quoted(std::to_string(sketch.bands) + " * " + std::to_string(sketch.band_bins)));
       });
   check({"dedup.scope", "input.format"}, [&] {
-    if (!config.scope.starts_with("/") || config.input.format == InputFormat::json) return;
+    if (!config.scope.starts_with("/") || config.input.format != InputFormat::text) return;
     const std::string path = blame({"dedup.scope", "input.format"});
     fail_expected(locator.where(path),
-                  path == "dedup.scope"
-                      ? "global or key, or input.format json (" + config.scope +
-                            " is a field of a JSON record)"
-                      : "json (dedup.scope " + config.scope + " is a field of a JSON record)",
+                  path == "dedup.scope" ? "global or key, or input.format auto or json (" +
+                                              config.scope + " is a field of a JSON record)"
+                                        : "auto or json (dedup.scope " + config.scope +
+                                              " is a field of a JSON record)",
                   quoted(path == "dedup.scope" ? config.scope : std::string("text")));
   });
   check({"dedup.idf_file", "dedup.idf_source", "dedup.weighting"}, [&] {
@@ -1043,6 +1055,10 @@ class YamlReader final : public Locator {
           key.set(config_, std::nullopt);
         } else if (!value.IsScalar() || !key.set(config_, value.Scalar())) {
           std::string got = kind_of(value);
+          if (value.IsScalar() && key.reason) {
+            refuse(key.path, where + ": " + key.reason(value.Scalar()) + ", got " + got);
+            return;
+          }
           if (value.IsScalar() && key.hint) got += key.hint(value.Scalar());
           refuse(key.path, expected_message(where, key.expected, got));
         }
@@ -1278,8 +1294,9 @@ void apply_env_overrides(Config& config, const EnvLookup& lookup) {
     };
     if (key.shape == Shape::scalar) {
       if (!key.set(updated, *value)) {
-        refuse(expected_message(where, key.expected,
-                                quoted(*value) + (key.hint ? key.hint(*value) : "")));
+        refuse(key.reason ? where + ": " + key.reason(*value) + ", got " + quoted(*value)
+                          : expected_message(where, key.expected,
+                                             quoted(*value) + (key.hint ? key.hint(*value) : "")));
       }
       continue;
     }

@@ -16,7 +16,10 @@
 
 namespace neardup::config {
 
-enum class InputFormat { text, json };
+/// input.format: text takes the whole value; json reads one JSON object's text
+/// fields (anything else is invalid); automatic (`auto`, the default) reads a
+/// value that is a JSON object as json does and any other value as text.
+enum class InputFormat { text, json, automatic };
 enum class Action { drop, tag, route };
 enum class Delivery { at_least_once, exactly_once };
 enum class LogFormat { text, json };
@@ -68,7 +71,7 @@ struct KafkaOptions {
 };
 
 struct InputOptions {
-  InputFormat format = InputFormat::text;
+  InputFormat format = InputFormat::automatic;
   std::vector<std::string> text_fields{"/text"};  ///< JSON pointers, joined with a space
   std::string id_field = "/id";                   ///< JSON pointer
   std::size_t max_bytes =

@@ -451,8 +451,10 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void kernels::densify_avx
     const std::uint8_t* order =
         orders + static_cast<std::size_t>(i) * static_cast<std::size_t>(bins);
     const __m512i steps = _mm512_maskz_loadu_epi8(all, order);
+    // (the zero-masking forms: GCC 12's unmasked ones start from an undefined
+    // register, which -Wmaybe-uninitialized reports)
     const std::uint64_t reach =
-        _mm512_movepi8_mask(_mm512_permutexvar_epi8(steps, filled_bytes)) & all;
+        _mm512_movepi8_mask(_mm512_maskz_permutexvar_epi8(all, steps, filled_bytes));
     const int a = std::countr_zero(reach);  // < bins: some bin is filled
     minima[i] = minima[order[a]] + static_cast<std::uint32_t>(a + 1) * kRotationStep;
   }
@@ -490,7 +492,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) std::size_t kernels::sort_l
   for (std::size_t i = 0; i < count; i += 8) {
     const auto lanes = static_cast<__mmask8>(count - i >= 8 ? 0xff : (1U << (count - i)) - 1);
     const __m512i h = _mm512_maskz_loadu_epi64(lanes, hashes + i);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(low + i), _mm512_cvtepi64_epi32(h));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(low + i), _mm512_maskz_cvtepi64_epi32(lanes, h));
   }
   const std::size_t regs = (count + 15) / 16;
   __m512i values[kMaxExactShingles / 16];

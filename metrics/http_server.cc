@@ -12,7 +12,6 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -90,13 +89,18 @@ std::string numeric_host(const sockaddr* address, socklen_t length) {
   return host.data();
 }
 
-/// Writes a complete response with "Connection: close"; the body is left out for HEAD.
+/// Writes a complete response with "Connection: close" and "X-Content-Type-Options:
+/// nosniff" (no browser takes a body for another type than it says); the body
+/// is left out for HEAD.
 void send_response(mg_connection* connection, const HttpResponse& response, bool is_head) {
-  std::string out =
-      "HTTP/1.1 " + std::to_string(response.status) + " " + std::string(reason(response.status)) +
-      "\r\nContent-Type: " + response.content_type +
-      "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\nConnection: close\r\n";
-  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
+                    std::string(reason(response.status)) +
+                    "\r\nContent-Type: " + response.content_type +
+                    "\r\nContent-Length: " + std::to_string(response.body.size()) +
+                    "\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n";
+  for (const auto& [name, value] : response.headers) {
+    if (name != "X-Content-Type-Options") out += name + ": " + value + "\r\n";
+  }
   out += "\r\n";
   if (!is_head) out += response.body;
   mg_write(connection, out.data(), out.size());  // a peer gone or too slow is simply dropped
@@ -105,25 +109,10 @@ void send_response(mg_connection* connection, const HttpResponse& response, bool
 }  // namespace
 
 ListenAddress parse_listen_address(const std::string& listen) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos)
-    throw listen_error(listen, "expected host:port like 127.0.0.1:9464");
-  std::string host = listen.substr(0, colon);
-  const std::string port = listen.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string::npos) {
-    throw listen_error(listen, "an IPv6 host must be in brackets, like [::1]:9464");
-  }
-  if (host.empty())
-    throw listen_error(listen, "missing host; use 0.0.0.0:PORT to listen on every interface");
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value > 65535) {
-    throw listen_error(
-        listen, "port must be a number in 0..65535 (0 picks a free port), got '" + port + "'");
-  }
-  return {host, port};
+  ListenAddress parsed;
+  if (std::string why = base::parse_listen_address(listen, parsed); !why.empty())
+    throw listen_error(listen, why);
+  return parsed;
 }
 
 struct HttpServer::Impl {

@@ -21,6 +21,8 @@
 #include <memory>
 #include <string>
 
+#include "base/listen_address.h"
+
 namespace neardup::metrics {
 
 struct HttpRequest {
@@ -36,14 +38,11 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  ///< extra headers
 };
 
-/// Parsed "host:port" (host may be a name, an IPv4 address or "[IPv6]").
-struct ListenAddress {
-  std::string host;
-  std::string port;
-};
+/// Parsed "host:port" (host: an IPv4 address or a host name).
+using ListenAddress = base::ListenAddress;
 
-/// Splits "host:port". Throws std::runtime_error naming the input when malformed
-/// (missing port, port not a number in 0..65535, empty host).
+/// base::parse_listen_address (the one parser config/ checks metrics.listen
+/// with); throws std::runtime_error naming the input and the reason when refused.
 ListenAddress parse_listen_address(const std::string& listen);
 
 class HttpServer {

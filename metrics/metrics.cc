@@ -59,6 +59,8 @@ struct Exporter::Impl {
   std::shared_ptr<const ServiceStats> last GUARDED_BY(mutex) =
       std::make_shared<const ServiceStats>();
   RateMeter rates GUARDED_BY(mutex);
+  /// The pairs recorded when `last` was taken: the page lists none newer.
+  std::uint64_t pairs_mark GUARDED_BY(mutex) = 0;
   std::atomic<bool> ready{false};
   std::string why_not GUARDED_BY(mutex);
   std::unique_ptr<HttpServer> server;
@@ -96,10 +98,9 @@ struct Exporter::Impl {
   /// "/" and "/api/summary": as `access` allows, with a Content-Security-Policy.
   HttpResponse page(const HttpRequest& request) const EXCLUDES(mutex) {
     const bool html = request.path == "/";
-    // The page is live data: no cache may keep it. nosniff: the JSON is never taken for HTML.
+    // The page is live data: no cache may keep it. (nosniff: every response, HttpServer.)
     std::map<std::string, std::string> headers{
         {"Cache-Control", "no-store"},
-        {"X-Content-Type-Options", "nosniff"},
         {"Content-Security-Policy", std::string(kLockedContentSecurityPolicy)}};
     if (!page_served.load(std::memory_order_acquire))
       return {403, "text/plain; charset=utf-8", page_off_reason(access) + "\n", headers};
@@ -108,9 +109,10 @@ struct Exporter::Impl {
       return {401, "text/plain; charset=utf-8",
               "the page needs the user and password of metrics.page_user\n", headers};
     }
-    PageCounts counts = page_counts();
+    std::uint64_t mark = 0;
+    PageCounts counts = page_counts(mark);
     std::optional<PairsSnapshot> snapshot;
-    if (pairs) snapshot = pairs->snapshot();
+    if (pairs) snapshot = pairs->snapshot(mark);  // the pairs as of the counts shown
     if (snapshot && access.redact_texts) redact_texts(*snapshot);
     const PairsSnapshot* shown = snapshot ? &*snapshot : nullptr;
     if (html) {
@@ -120,12 +122,15 @@ struct Exporter::Impl {
     return {200, "application/json", render_summary_json(counts, shown), std::move(headers)};
   }
 
-  PageCounts page_counts() const EXCLUDES(mutex) {
+  /// The counts of the last published stats, and in `pairs_recorded` the
+  /// pairs recorded when they were taken (read under the same lock).
+  PageCounts page_counts(std::uint64_t& pairs_recorded) const EXCLUDES(mutex) {
     PageCounts counts;
     std::shared_ptr<const ServiceStats> stats;
     {
       base::MutexLock lock(mutex);
       stats = last;
+      pairs_recorded = pairs_mark;
       rates.fill(counts);
     }
     counts.unique = stats->unique;
@@ -149,7 +154,10 @@ Exporter::Exporter(const std::string& listen, const BuildInfo& build, const Rece
   impl_->server = std::make_unique<HttpServer>(
       listen, [impl](const HttpRequest& request) { return impl->handle(request); }, max_workers);
   const std::string bound = impl_->server->address();
-  const bool loopback = is_loopback_host(parse_listen_address(bound).host);
+  // (the host of "127.0.0.1:9464", or of "[::1]:9464" from a host name)
+  std::string host = bound.substr(0, bound.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  const bool loopback = is_loopback_host(host);
   impl_->page_served.store(metrics::page_served(impl_->access, loopback),
                            std::memory_order_release);
   if (const std::string warning = page_exposure_warning(impl_->access, bound, loopback);
@@ -163,8 +171,11 @@ Exporter::~Exporter() = default;
 void Exporter::publish(const ServiceStats& stats) {
   auto copy = std::make_shared<const ServiceStats>(stats);  // copied outside the lock
   const auto now = RateMeter::Clock::now();
+  const std::uint64_t mark =
+      impl_->pairs ? stats.pairs_recorded.value_or(impl_->pairs->recorded()) : 0;
   base::MutexLock lock(impl_->mutex);
   impl_->last.swap(copy);
+  impl_->pairs_mark = mark;
   impl_->rates.add(now, stats.unique + stats.duplicate + stats.invalid, stats.duplicate);
 }
 

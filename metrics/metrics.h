@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,11 @@ struct Histogram {
 
 struct ServiceStats {
   std::uint64_t unique = 0, duplicate = 0, invalid = 0;  ///< neardup_messages_total{verdict}
-  Histogram match_distance;                              ///< one bucket per bit 0..k
+  /// RecentPairs::recorded() when these counts were taken (by the thread that
+  /// records the pairs): the page lists no pair newer than its counts. Absent:
+  /// read when published.
+  std::optional<std::uint64_t> pairs_recorded;
+  Histogram match_distance;  ///< one bucket per bit 0..k
   Histogram candidates_per_probe;
   std::uint64_t window_entries = 0, window_bytes = 0, window_evictions = 0;
   Histogram processing_seconds;          ///< per message, inside neardup

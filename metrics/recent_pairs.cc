@@ -210,7 +210,12 @@ void RecentPairs::duplicate(const DuplicateSeen& seen) {
   pair.count = it->duplicates;
 }
 
-PairsSnapshot RecentPairs::snapshot() const {
+std::uint64_t RecentPairs::recorded() const {
+  base::MutexLock lock(mutex_);
+  return recorded_;
+}
+
+PairsSnapshot RecentPairs::snapshot(std::uint64_t up_to) const {
   PairsSnapshot out;
   out.ring = limits_.ring;
   out.texts = limits_.texts;
@@ -219,11 +224,13 @@ PairsSnapshot RecentPairs::snapshot() const {
   std::vector<const Original*> order;
   {
     base::MutexLock lock(mutex_);
-    out.recorded = recorded_;
+    out.recorded = std::min(recorded_, up_to);
     const std::size_t n = std::min<std::uint64_t>(recorded_, ring_.size());
     out.pairs.reserve(n);
-    for (std::size_t i = 1; i <= n; ++i)
-      out.pairs.push_back(ring_[(next_pair_ + ring_.size() - i) % ring_.size()]);
+    for (std::size_t i = 1; i <= n; ++i) {
+      const RecentPair& pair = ring_[(next_pair_ + ring_.size() - i) % ring_.size()];
+      if (pair.seq <= up_to) out.pairs.push_back(pair);
+    }
     order.reserve(originals_.size());
     for (const Original& o : originals_) order.push_back(&o);
     const std::size_t top = std::min(limits_.top, order.size());

@@ -116,7 +116,13 @@ class RecentPairs {
   void duplicate(const DuplicateSeen& seen) EXCLUDES(mutex_);
 
   /// Any thread: a copy of the pairs and the top originals. O(ring + originals log originals).
-  PairsSnapshot snapshot() const EXCLUDES(mutex_);
+  /// `up_to`: only the pairs recorded up to that count (their seq <= up_to),
+  /// and `recorded` at most that: the page shows the pairs as of the counters
+  /// it shows beside them (Exporter), not pairs newer than those counters.
+  PairsSnapshot snapshot(std::uint64_t up_to = UINT64_MAX) const EXCLUDES(mutex_);
+
+  /// Any thread: duplicates recorded since start (the seq of the newest pair).
+  std::uint64_t recorded() const EXCLUDES(mutex_);
 
   /// Texts in the cache (pipeline thread, tests).
   std::size_t texts_held() const { return held_; }

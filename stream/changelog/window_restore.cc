@@ -343,7 +343,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     // 5. The entries read outgrew window.rebuild_memory: read the chosen ones
     // again, a slice of records (by timestamp) at a time, oldest first.
     std::vector<std::int64_t> starts = replay.second_pass(engine);
-    if (whole && !starts.empty()) starts.resize(1);
+    if (whole && !starts.empty()) starts.erase(starts.begin() + 1, starts.end());  // (only shrinks)
     log(config::LogLevel::info,
         "rebuilding the window: the entries read outgrow window.rebuild_memory (" +
             config::format_size(cfg.dedup.window.rebuild_memory) + "); reading the newest " +

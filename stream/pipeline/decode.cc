@@ -38,6 +38,16 @@ void check_pointer(const std::string& pointer, const char* key) {
   }
 }
 
+// Format auto: whether a value may be a JSON object (its first byte that is not
+// JSON white space is '{'); the parse decides.
+bool looks_like_object(std::string_view raw) {
+  for (const char c : raw) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    return c == '{';
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string oversize_error(std::size_t bytes, std::size_t max_bytes) {
@@ -73,17 +83,28 @@ Decoded Decoder::decode(std::string_view raw) {
     out.error = oversize_error(raw.size(), options.max_bytes);
     return out;
   }
-  if (options.format == config::InputFormat::text) {
+  // The whole record is the text; with a scope field (format auto), the scope is "".
+  const auto take_whole = [&] {
     out.ok = true;
     out.text = raw;
+    if (!impl_->scope_field.empty()) out.scope = dedup::scope_of("");
+  };
+  if (options.format == config::InputFormat::text ||
+      (options.format == config::InputFormat::automatic && !looks_like_object(raw))) {
+    take_whole();
     return out;
   }
   // parse() copies into its padded buffer when the input is not padded.
   simdjson::dom::element root;
   // (a Kafka message with a null value arrives as a null pointer: simdjson must not copy from it)
   static constexpr char kNothing[1] = {};
-  if (auto error = impl_->parser.parse(raw.data() ? raw.data() : kNothing, raw.size()).get(root)) {
-    out.error = std::string("malformed JSON: ") + simdjson::error_message(error);
+  const auto parsed = impl_->parser.parse(raw.data() ? raw.data() : kNothing, raw.size()).get(root);
+  if (options.format == config::InputFormat::automatic && (parsed || !root.is_object())) {
+    take_whole();  // a '{' that does not parse as one object: the value is a text after all
+    return out;
+  }
+  if (parsed) {
+    out.error = std::string("malformed JSON: ") + simdjson::error_message(parsed);
     return out;
   }
   if (!root.is_object()) {

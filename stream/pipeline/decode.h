@@ -42,6 +42,11 @@ class Decoder {
   /// be a string: any other value (a number, a boolean, an array, an object)
   /// makes the record invalid ("text field /title is a number, not a string");
   /// a missing or null field is skipped, but at least one must be present.
+  /// Format automatic: a record whose first byte after JSON white space is '{'
+  /// and that parses as one JSON object is read as format json reads it (so an
+  /// object without any text field is invalid, as there); any other record
+  /// (plain text, a JSON array or string, a '{' that does not parse) is the
+  /// text, whole, as format text reads it.
   Decoded decode(std::string_view raw);
 
  private:

@@ -6,9 +6,9 @@ Analyzer::Analyzer(const config::Config& config)
     : key_scope_(config.scope == "key"),
       decoder_(config.input, config.scope.starts_with("/") ? config.scope : std::string()),
       fingerprinter_(config.dedup.text, config.dedup.sketch) {
-  if (config.scope.starts_with("/") && config.input.format != config::InputFormat::json) {
+  if (config.scope.starts_with("/") && config.input.format == config::InputFormat::text) {
     throw config::ConfigError("dedup.scope: " + config.scope +
-                              " is a field of a JSON record: it needs input.format: json");
+                              " is a field of a JSON record: it needs input.format auto or json");
   }
 }
 

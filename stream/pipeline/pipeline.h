@@ -22,7 +22,7 @@ namespace neardup::stream {
 
 /// One raw record, decoded and analyzed. Self-contained except text(), which
 /// views the raw record (valid as long as it is) unless the decoded text had
-/// to be copied (format json).
+/// to be copied (a JSON object's text fields).
 struct Prepared {
   bool ok = false;  ///< decoded; false: `error` says why (the record is invalid)
   std::string error;

@@ -104,7 +104,12 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
     exporter = std::make_unique<metrics::Exporter>(config.metrics.listen, build, pairs.get(),
                                                    host.http_workers, host.page_access);
     log(config::LogLevel::info, "metrics at http://" + exporter->address() + "/metrics");
-    log(config::LogLevel::info, "the page at http://" + exporter->address() + "/");
+    if (exporter->page_served()) {
+      log(config::LogLevel::info, "the page at http://" + exporter->address() + "/");
+    } else {
+      log(config::LogLevel::info, "no page: / and /api/summary on " + exporter->address() +
+                                      " answer 403: " + metrics::page_off_reason(host.page_access));
+    }
   }
   metrics::ProgressLine progress(stderr, host.progress_every, host.force_progress);
 
@@ -120,6 +125,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   std::unique_ptr<StaleGuard> stale_guard;  // (set once the service exists)
   options.on_progress = [&](const ServiceSnapshot& snapshot) {
     metrics::ServiceStats m = to_metrics(snapshot, k);
+    if (pairs) m.pairs_recorded = pairs->recorded();  // (this thread records them)
     const BrokerHealth::Snapshot kafka = broker_health.snapshot();
     add_to_metrics(kafka, m);
     if (exporter) {
@@ -149,6 +155,7 @@ int host_service(const config::Config& config, const HostOptions& host, ServiceS
   ServiceSnapshot last = service.snapshot();
   if (exporter) {
     metrics::ServiceStats m = to_metrics(last, k);
+    if (pairs) m.pairs_recorded = pairs->recorded();
     add_to_metrics(broker_health.snapshot(), m);
     exporter->publish(m);
   }

@@ -31,6 +31,16 @@ expect 2 "unknown option" -- "$neardup" scan --no-such-option
 expect 2 "--id-field: expected a JSON pointer" -- "$neardup" scan --id-field '/a~9'
 
 expect 2 "unknown command" -- "$neardup" no-such-command
+# A near miss names the command meant (within 2 edits); a far one does not.
+expect 2 "^neardup: unknown command 'runn' \\(did you mean 'run'\\?\\)" -- "$neardup" runn
+expect 2 "^neardup: unknown command 'sacn' \\(did you mean 'scan'\\?\\)" -- "$neardup" sacn
+expect 2 "^neardup help: unknown command 'confg check' \\(did you mean 'config'\\?\\)" -- "$neardup" help confg check
+expect 2 "^neardup: unknown command 'no-such-command' \\(see" -- "$neardup" no-such-command
+# metrics.listen: config check refuses what run could not serve, saying why (2, not 1 later).
+printf 'metrics:\n  listen: "999.1.1.1:80"\n' >"$tmp/listen-host.yaml"
+expect 2 "listen-host.yaml:2:11: metrics.listen: expected an IPv4 address \\(four numbers in 0..255" -- "$neardup" config check --no-env "$tmp/listen-host.yaml"
+printf 'metrics:\n  listen: "127.0.0.1:99999"\n' >"$tmp/listen-port.yaml"
+expect 2 "listen-port.yaml:2:11: metrics.listen: port out of range: 99999 is not in 0..65535" -- "$neardup" config check --no-env "$tmp/listen-port.yaml"
 
 # Configuration errors: 2 as well (restarting cannot fix them, so the systemd
 # unit's RestartPreventExitStatus=2 stops there), naming the file, line, column
@@ -139,7 +149,16 @@ while IFS= read -r command; do
     grep -n -A2 '^exit status' "$tmp/help" | sed 's/^/      /'
     failures=$((failures + 1))
   fi
+  # `neardup help COMMAND` prints the same help, status 0.
+  # shellcheck disable=SC2086
+  "$neardup" help $command >"$tmp/help2" 2>&1 && cmp -s "$tmp/help" "$tmp/help2" &&
+    echo "ok    neardup help $command = neardup $command --help" ||
+    { echo "FAIL  neardup help $command differs from neardup $command --help"; failures=$((failures + 1)); }
 done <"$tmp/commands"
+"$neardup" help >"$tmp/help" 2>&1 && grep -q '^commands:' "$tmp/help" &&
+  echo "ok    neardup help: the overview" || { echo "FAIL  neardup help"; failures=$((failures + 1)); }
+"$neardup" help config >"$tmp/help" 2>&1 && grep -q 'neardup config check' "$tmp/help" &&
+  echo "ok    neardup help config: the group's commands" || { echo "FAIL  neardup help config"; failures=$((failures + 1)); }
 
 [ "$failures" -eq 0 ] || { echo "cli_test: $failures failure(s)"; exit 1; }
 echo "cli_test: all as documented"

@@ -22,6 +22,8 @@ for run in 1 2; do
     >"$work/summary$run.out" 2>"$work/run$run.err" || fail "demo run $run exited $?"
 done
 cp "$work/run1.err" "$work/run.err"  # (what fail shows)
+# stderr is a file here: no "\r" progress line in it, only whole log lines.
+! grep -q $'\r' "$work/run1.err" || fail "the demo wrote a \\r progress line into a file"
 diff -u "$work/summary1.out" "$work/summary2.out" || fail "two demo runs printed different summaries"
 pass
 # The demo feed's known verdicts (deploy/demo/feed.jsonl: 291 lines, two of them invalid).

@@ -99,6 +99,19 @@ for f in cluster.yaml embedded.yaml; do
 done
 pass
 
+# neardup(1), made from the help texts: a section per command, as `neardup help` prints it.
+man1=$root/usr/share/man/man1/neardup.1
+[ -s "$man1" ] || fail "no /usr/share/man/man1/neardup.1 in the package"
+for command in run scan "config check"; do
+  grep -qx ".SS neardup $command" "$man1" || fail "neardup.1 has no section for neardup $command"
+done
+grep -qF "$(timeout 20 "$NEARDUP" help scan | sed -n 1p)" "$man1" || fail "neardup.1 lacks scan's usage line"
+if command -v groff >/dev/null; then
+  groff -man -Tutf8 -ww -z "$man1" 2>"$work/groff.err" || fail "groff cannot render neardup.1"
+  [ ! -s "$work/groff.err" ] || fail "groff warns on neardup.1: $(head -5 "$work/groff.err")"
+fi
+pass
+
 # CHANGELOG.md's newest section is the version being built: [Unreleased]
 # between releases (X.Y.Z-pre), [X.Y.Z] at a release.
 newest=$(grep -m1 '^## \[' "$doc/CHANGELOG.md")

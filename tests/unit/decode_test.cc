@@ -13,11 +13,98 @@ config::InputOptions json_options() {
   return options;
 }
 
+config::InputOptions options_of(config::InputFormat format) {
+  config::InputOptions options;
+  options.format = format;
+  return options;
+}
+
 TEST(Decoder, TextFormatPassesTheWholeRecord) {
-  Decoder decoder(config::InputOptions{});
-  const Decoded decoded = decoder.decode("hello {not json}");
-  ASSERT_TRUE(decoded.ok);
-  EXPECT_EQ(decoded.text, "hello {not json}");
+  Decoder decoder(options_of(config::InputFormat::text));
+  for (const char* record : {"hello {not json}", R"({"id":7,"text":"an object, whole"})"}) {
+    const Decoded decoded = decoder.decode(record);
+    ASSERT_TRUE(decoded.ok) << record;
+    EXPECT_EQ(decoded.text, record);
+    EXPECT_EQ(decoded.id, "");
+  }
+}
+
+TEST(Decoder, AutoIsTheDefaultFormat) {
+  EXPECT_EQ(config::InputOptions{}.format, config::InputFormat::automatic);
+}
+
+// Format auto reads a JSON object as format json does: its text fields and id,
+// whatever its other fields hold.
+TEST(Decoder, AutoReadsAJsonObjectAtItsTextFields) {
+  auto options = options_of(config::InputFormat::automatic);
+  options.text_fields = {"/title", "/body/text"};
+  Decoder decoder(options);
+  for (const char* record :
+       {R"({"id":"x1","title":"Markets","body":{"text":"rally again"},"ts":1})",
+        " \t\r\n{\"id\":\"x1\",\"at\":\"2024-05-01\",\"title\":\"Markets\",\"body\":{\"text\":"
+        "\"rally again\"}} \n"}) {
+    const Decoded decoded = decoder.decode(record);
+    ASSERT_TRUE(decoded.ok) << record << ": " << decoded.error;
+    EXPECT_EQ(decoded.text, "Markets rally again") << record;
+    EXPECT_EQ(decoded.id, "\"x1\"") << record;
+  }
+}
+
+// Anything that is not one JSON object is the text, whole: plain text, a JSON
+// array, string, number or null, a '{' that does not parse, nothing at all.
+TEST(Decoder, AutoTakesAnythingElseWholeAsText) {
+  Decoder decoder(options_of(config::InputFormat::automatic));
+  for (const char* record :
+       {"Storm closes the harbour bridge", "  plain text after spaces",
+        R"([{"text":"in an array"}])", R"("a JSON string")", "42", "null", R"({"text": "cut off)",
+        R"({"text":"a"} trailing)", "{not json}", "hello {\"text\":\"x\"}", "", "\xff\xfe"}) {
+    const Decoded decoded = decoder.decode(record);
+    ASSERT_TRUE(decoded.ok) << record << ": " << decoded.error;
+    EXPECT_EQ(decoded.text, record);
+    EXPECT_EQ(decoded.id, "") << record;
+  }
+  const Decoded nothing = decoder.decode(std::string_view(nullptr, 0));
+  ASSERT_TRUE(nothing.ok);
+  EXPECT_TRUE(nothing.text.empty());
+}
+
+// An object without a usable text field is invalid in format auto exactly as in
+// format json (dead-lettered by `run`, "invalid" in `scan`), named by its id.
+TEST(Decoder, AutoRefusesAnObjectWithoutItsTextFieldAsJsonDoes) {
+  Decoder automatic(options_of(config::InputFormat::automatic));
+  Decoder json(json_options());
+  const struct {
+    const char* record;
+    const char* error;
+  } cases[] = {
+      {R"({"id":1,"body":"no text field"})", "missing text field /text"},
+      {R"({"id":2,"text":null})", "missing text field /text"},
+      {R"({"id":3,"text":42})", "text field /text is a number, not a string"},
+      {R"({"id":4,"text":["a"]})", "text field /text is an array, not a string"},
+  };
+  for (const auto& c : cases) {
+    const Decoded got = automatic.decode(c.record);
+    EXPECT_FALSE(got.ok) << c.record;
+    EXPECT_EQ(got.error, c.error) << c.record;
+    EXPECT_EQ(got.error, json.decode(c.record).error) << c.record;
+    EXPECT_FALSE(got.id.empty()) << c.record;
+  }
+}
+
+TEST(Decoder, AutoAndJsonGiveTheSameTextForAnObject) {
+  Decoder automatic(options_of(config::InputFormat::automatic));
+  Decoder json(json_options());
+  const std::string record = R"({"id":9,"user":"bob","text":"Council approves the budget"})";
+  const std::string via_auto(automatic.decode(record).text);
+  EXPECT_EQ(via_auto, "Council approves the budget");
+  EXPECT_EQ(via_auto, json.decode(record).text);
+}
+
+TEST(Decoder, AutoScopesAnObjectByItsFieldAndOtherValuesByNothing) {
+  Decoder decoder(options_of(config::InputFormat::automatic), "/user");
+  EXPECT_EQ(decoder.decode(R"({"user":"ann","text":"t"})").scope, dedup::scope_of("ann"));
+  EXPECT_EQ(decoder.decode(R"({"text":"t"})").scope, dedup::scope_of(""));
+  EXPECT_EQ(decoder.decode("plain text").scope, dedup::scope_of(""));
 }
 
 TEST(Decoder, JoinsSeveralPointerFieldsWithASpace) {
