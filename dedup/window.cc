@@ -127,12 +127,13 @@ std::size_t WindowFootprint::fixed_bytes(std::size_t entries) const {
 }
 
 std::size_t WindowFootprint::bytes(std::size_t entries) const {
-  // Spilled buckets: a bucket moves back into its slot only once it holds half
-  // a slot, so in a full window that keeps evicting about 16% of them sit in
-  // a spill ring, ~15% of the slots' bytes (7.5% at 40,000 entries, 15% at
-  // 100,000, k=3, random fingerprints: WindowMemory tests); a fifth, and a
-  // floor for small windows.
-  return fixed_bytes(entries) + slot_bytes(entries) / 5 + (std::size_t{16} << 10);
+  // Spilled buckets: in a full window that keeps evicting, 4-20% of the
+  // buckets sit in a spill ring (they move back into their slot only once
+  // they hold half a slot), more the fuller the buckets: 11%, 21% and 27% of
+  // the slots' bytes at 40,000, 100,000 and 130,000 entries (k=3, random
+  // fingerprints, 6 windows' worth of inserts). Two fifths, and a floor for
+  // small windows.
+  return fixed_bytes(entries) + 2 * slot_bytes(entries) / 5 + (std::size_t{16} << 10);
 }
 
 std::size_t window_capacity(const IndexOptions& index, const WindowOptions& window) {

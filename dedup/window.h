@@ -43,8 +43,8 @@ void validate(const IndexOptions& index, const WindowOptions& window);
 
 /// The bytes a Window's structures reach for a capacity, without building one:
 /// the ring (and scopes), the bucket slots sized for that capacity, and an
-/// allowance for buckets that spill out of their slot (a fifth of the slots
-/// and 16 KiB; a Window bounded by max_memory evicts early if its spills ever
+/// allowance for buckets that spill out of their slot (two fifths of the
+/// slots and 16 KiB; a Window bounded by max_memory evicts early if its spills ever
 /// take more). Thread-safe after construction.
 class WindowFootprint {
  public:
