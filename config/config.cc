@@ -20,6 +20,7 @@
 
 #include "base/listen_address.h"
 #include "config/values.h"
+#include "dedup/memory.h"
 #include "dedup/window.h"
 
 namespace neardup::config {
@@ -552,6 +553,33 @@ const std::vector<Key>& keys() {
     k.push_back(integer_key(
         "window.max_entries", "1..2^30", 1, kMaxWindowEntries,
         [](auto& config) -> auto& { return config.dedup.window.max_entries; }));
+    {
+      Key memory;
+      memory.path = "window.max_memory";
+      memory.doc =
+          "absent or `~` (no bound in bytes) | a size like `2GiB`, `512MiB`, `12MiB`: what the "
+          "window's structures hold at most (the pigeonhole index, the sketch index and the "
+          "recent-text cache, as `neardup_window_bytes` reports them); the window holds the "
+          "entries that fit (`neardup plan --memory SIZE` says how many) and evicts the oldest "
+          "beyond them. With `window.max_entries` and `window.duration`, the tightest bound wins";
+      memory.nullable = true;
+      memory.expected = "a size like 2GiB, 512MiB or 12MiB (absent or ~ = no bound in bytes)";
+      memory.set = [](Config& config, const std::optional<std::string>& text) {
+        if (!text || *text == "~") {  // "~" too: an environment variable is not YAML
+          config.dedup.window.max_memory = 0;
+          return true;
+        }
+        const auto bytes = parse_size(*text);
+        if (!bytes || *bytes == 0 || *bytes > (std::uint64_t{1} << 50)) return false;
+        config.dedup.window.max_memory = static_cast<std::size_t>(*bytes);
+        return true;
+      };
+      memory.show = [](const Config& config) -> std::optional<std::string> {
+        if (config.dedup.window.max_memory == 0) return std::nullopt;
+        return format_size(config.dedup.window.max_memory);
+      };
+      k.push_back(std::move(memory));
+    }
     k.push_back(duration_key("window.max_future",
                              "0s..365d with a unit (`0s`, not `0`): a message stamped later than "
                              "the wall clock plus this is judged at the wall clock plus this (its "
@@ -786,11 +814,27 @@ std::vector<std::string> check_cross(const Config& config, const Locator& locato
   if (blocks_ok) {
     check({"dedup.blocks", "window.max_entries", "dedup.max_distance"}, [&] {
       try {
-        dedup::validate(index, config.dedup.window);
+        dedup::WindowOptions window = config.dedup.window;
+        window.max_memory = 0;  // the check below says what max_memory holds
+        dedup::validate(index, window);
       } catch (const std::invalid_argument& e) {
         const std::string path =
             blame({"dedup.blocks", "window.max_entries", "dedup.max_distance"});
         throw ConfigError(locator.where(path) + ": " + e.what());
+      }
+    });
+  }
+  // A bound in bytes must hold a minimal window beside the sketch index and
+  // the recent-text cache.
+  if (blocks_ok) {
+    check({"window.max_memory", "dedup.sketch.recent", "window.max_entries"}, [&] {
+      try {
+        dedup::validate_memory(config.dedup);
+      } catch (const std::invalid_argument& e) {
+        const std::string path =
+            blame({"window.max_memory", "dedup.sketch.recent", "window.max_entries"});
+        throw ConfigError(locator.where(path) + ": window." + e.what() +
+                          "; raise window.max_memory (`neardup plan --memory SIZE`)");
       }
     });
   }

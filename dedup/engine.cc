@@ -6,6 +6,8 @@
 #include <limits>
 #include <span>
 
+#include "dedup/memory.h"
+
 namespace neardup::dedup {
 
 std::string_view to_string(VerdictKind kind) {
@@ -20,11 +22,21 @@ std::string_view to_string(VerdictKind kind) {
   return "unknown";
 }
 
+namespace {
+
+const DedupOptions& checked(const DedupOptions& options) {
+  validate_memory(options);
+  return options;
+}
+
+}  // namespace
+
 Engine::Engine(const DedupOptions& options)
-    : options_(options),
+    : options_(checked(options)),
       fingerprinter_(options.text, options.sketch),
-      window_(options.index, options.window) {
-  if (options_.sketch.enabled) sketches_.emplace(options_.sketch, options_.window.max_entries);
+      window_(options.index, engine_window_options(options)) {
+  // The sketch ring holds what the window holds (max_entries, or what max_memory leaves).
+  if (options_.sketch.enabled) sketches_.emplace(options_.sketch, window_.capacity());
   if (options_.sketch.enabled && options_.sketch.recent > 0)
     recent_.emplace(options_.sketch.recent,
                     std::min(kRecentBands, kSketchBits / options_.sketch.bits / kRecentBandBins));
@@ -64,7 +76,7 @@ std::uint64_t Engine::insert(Fingerprint fp, EventTime time, RecordRef ref,
 
 bool Engine::due_for_refresh(const Match& original, EventTime now) const {
   // Only an original in the older half of the window (by time, or by entries
-  // when max_entries is the bound) is renewed: a story that keeps coming still
+  // when max_entries or max_memory is the bound) is renewed: a story that keeps coming still
   // never leaves the window (each repost within the window finds it, and one
   // past half its life renews it), while a flood of copies retires at most one
   // entry per half window instead of one per copy (each retired entry keeps
@@ -74,7 +86,7 @@ bool Engine::due_for_refresh(const Match& original, EventTime now) const {
   if (__builtin_sub_overflow(now.ms, original.time.ms, &age))
     age = now.ms > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
   const bool old_by_time = age >= half_duration;
-  const bool old_by_entries = next_sequence_ - original.sequence >= options_.window.max_entries / 2;
+  const bool old_by_entries = next_sequence_ - original.sequence >= window_.capacity() / 2;
   return old_by_time || old_by_entries;
 }
 
@@ -325,6 +337,7 @@ EngineStats Engine::stats() const {
   EngineStats stats = counts_;
   stats.window = window_.stats();
   if (sketches_) stats.sketch = sketches_->stats();
+  stats.bytes = stats.window.bytes + stats.sketch.bytes + (recent_ ? recent_->bytes() : 0);
   return stats;
 }
 

@@ -76,10 +76,16 @@ struct EngineStats {
   std::uint64_t recent_reposts = 0;  ///< short duplicates kept among the recent texts
   WindowStats window;
   SketchIndexStats sketch;  ///< zero when the sketch stage is off
+  /// Engine::bytes(): the window, the sketch index and the recent-text cache
+  /// (what window.max_memory bounds).
+  std::size_t bytes = 0;
 };
 
 /// Not thread-safe: one Engine per pipeline thread. Never throws from process();
-/// the constructor throws std::invalid_argument for unsupported options.
+/// the constructor throws std::invalid_argument for unsupported options (a
+/// window.max_memory too small for a minimal window among them: dedup/memory.h).
+/// With window.max_memory set, bytes() never exceeds it after a decision or a
+/// remember(): the window holds engine_capacity() entries at most.
 class Engine {
  public:
   explicit Engine(const DedupOptions& options);
@@ -112,7 +118,7 @@ class Engine {
 
   /// Sizes the window for `entries` entries at once (Window::reserve): call it
   /// before remembering that many (a changelog replay). The sketch index is
-  /// sized for max_entries from the start.
+  /// sized for capacity() from the start.
   void reserve(std::size_t entries) { window_.reserve(entries); }
 
   /// prefetch() for a remember() to come (a replay knows its next entries):
@@ -139,8 +145,11 @@ class Engine {
   EngineStats stats() const;
   const DedupOptions& options() const { return options_; }
 
-  /// Bytes held by the window and the sketch index together.
+  /// Bytes held by the window, the sketch index and the recent-text cache together.
   std::size_t bytes() const;
+  /// The most entries the window holds: window.max_entries, or fewer when
+  /// window.max_memory is the tighter bound (engine_capacity()). O(1).
+  std::size_t capacity() const { return window_.capacity(); }
 
  private:
   std::uint64_t oldest_live() const;

@@ -58,7 +58,13 @@ struct WindowOptions {
   /// How far past the wall clock a message's timestamp may be (stream/pipeline/event_time.h):
   /// a later one counts as the wall clock plus this (window.max_future).
   std::chrono::milliseconds max_future = std::chrono::minutes(1);
-  std::size_t max_entries = 10'000'000;  ///< memory bound
+  std::size_t max_entries = 10'000'000;  ///< memory bound, in entries
+  /// A bound in bytes on what the window's structures hold (window.max_memory):
+  /// the pigeonhole index, and in an Engine also the sketch index and the
+  /// recent-text cache (dedup/memory.h). The window then holds at most the
+  /// entries that fit (fewer than max_entries when that is the tighter bound)
+  /// and evicts the oldest to stay within it. 0 = no bound in bytes.
+  std::size_t max_memory = 0;
   /// What a rebuild from the changelog may hold beyond the window itself
   /// while it reads (stream/changelog/window_restore.h): entries that need
   /// more are read twice, the second time in slices of this size

@@ -81,6 +81,16 @@ const ExactShingles* RecentTexts::find(std::uint64_t sequence) const {
   return &slot(lo).text;
 }
 
+std::size_t RecentTexts::max_bytes(std::size_t capacity, int bands) {
+  // As the constructor sizes the ring and heads and bytes() counts them.
+  const std::size_t slots = std::bit_ceil(std::max<std::size_t>(capacity, 1));
+  const std::size_t buckets = std::bit_ceil(2 * slots);
+  return slots * (sizeof(Slot) + 3 * sizeof(std::uint64_t) + ExactShingles::kMaxBytes +
+                  4 * sizeof(std::uint64_t)) +
+         static_cast<std::size_t>(std::clamp(bands, 0, kRecentBands)) * buckets *
+             sizeof(std::uint64_t);
+}
+
 std::size_t RecentTexts::bytes() const {
   std::size_t sets = 0;
   for (const Slot& s : slots_) sets += s.text.capacity_bytes();

@@ -95,6 +95,9 @@ class RecentTexts {
 
   /// Bytes held: the slots, their sets and the bucket heads.
   std::size_t bytes() const;
+  /// The most bytes() reaches for this capacity and bands: every slot holding
+  /// a set of kMaxExactShingles shingles and must-match tokens. O(1).
+  static std::size_t max_bytes(std::size_t capacity, int bands);
 
  private:
   struct Slot {

@@ -105,6 +105,13 @@ class ExactShingles {
   static constexpr std::size_t kBandKeys = 2;
   static constexpr std::size_t kKeys = kBandKeys + 2 * kRecentBands;
   static constexpr std::size_t kHashes = kKeys + kMaxMustMatch;
+
+ public:
+  /// The most capacity_bytes() reaches: a set of kMaxExactShingles (a copy
+  /// allocates what it holds; a reused block keeps the largest it held).
+  static constexpr std::size_t kMaxBytes = (kHashes + kMaxExactShingles) * sizeof(std::uint32_t);
+
+ private:
   std::vector<std::uint32_t> data_;
 };
 

@@ -235,6 +235,17 @@ void SketchIndex::prefetch_cells(const SketchResult& probe, std::uint64_t oldest
   }
 }
 
+std::size_t SketchIndex::max_bytes(const SketchOptions& options, std::size_t max_entries) {
+  // As the constructor and stats() size them.
+  const auto bands = static_cast<std::size_t>(std::max(options.bands, 0));
+  const std::size_t capacity = std::max<std::size_t>(1, max_entries);
+  const std::size_t full_heads = std::bit_ceil(capacity) / 4;
+  const int head_bits = std::max(kMinHeadBits, full_heads == 0 ? 0 : std::countr_zero(full_heads));
+  return capacity * (bands * sizeof(std::uint32_t) + sizeof(Sketch)) +
+         words_for_bits(capacity) * sizeof(std::uint64_t) +
+         (std::size_t{1} << head_bits) * bands * sizeof(std::uint32_t) + sizeof(SketchIndex);
+}
+
 SketchIndexStats SketchIndex::stats() const {
   const auto bands = static_cast<std::size_t>(std::max(bands_, 0));
   SketchIndexStats s = stats_;

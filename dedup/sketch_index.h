@@ -114,6 +114,10 @@ class SketchIndex {
 
   SketchIndexStats stats() const;
 
+  /// The most stats().bytes reaches for these options and max_entries (every
+  /// slot written, the head tables at their full size). O(1).
+  static std::size_t max_bytes(const SketchOptions& options, std::size_t max_entries);
+
  private:
   /// Zeroed, page-mapped memory; with `huge`, blocks >= 2 MiB are advised for huge pages.
   class Block {

@@ -49,6 +49,9 @@ struct Entry {
 
 bool no_filter(const void*, const Match&) { return true; }
 
+// At least sizeof(Window::Impl) (checked where it is defined): the footprint counts it.
+constexpr std::size_t kImplBytes = 512;
+
 }  // namespace
 
 void validate(const IndexOptions& index, const WindowOptions& window) {
@@ -60,8 +63,20 @@ void validate(const IndexOptions& index, const WindowOptions& window) {
   const int blocks =
       index.blocks == 0 ? PigeonholeLayout::default_blocks(index.max_distance) : index.blocks;
   if (!PigeonholeLayout::supported(blocks, index.max_distance)) return;  // the layout explains it
+  // The window holds at most this many: its layout is sized for them.
+  const std::size_t capacity = window_capacity(index, window);
+  if (window.max_memory != 0) {
+    const std::size_t least = std::min(window.max_entries, kMinMemoryEntries);
+    if (capacity < least) {
+      const WindowFootprint footprint(index, window.scoped);
+      throw std::invalid_argument("window max_memory " + std::to_string(window.max_memory) +
+                                  " bytes holds fewer than " + std::to_string(least) +
+                                  " entries; the window needs at least " +
+                                  std::to_string(footprint.bytes(least)) + " bytes for them");
+    }
+  }
   // Bucket headers are allocated up front: refuse layouts whose headers alone are absurd.
-  const PigeonholeLayout layout(blocks, index.max_distance, window.max_entries);
+  const PigeonholeLayout layout(blocks, index.max_distance, capacity);
   // Bucket slots are allocated up front (at their smallest, for an empty window):
   // refuse layouts whose slots alone are absurd.
   double header_bytes = 0;
@@ -74,9 +89,58 @@ void validate(const IndexOptions& index, const WindowOptions& window) {
     throw std::invalid_argument(
         "index layout blocks " + std::to_string(blocks) + " with max_distance " +
         std::to_string(index.max_distance) + " needs " + std::to_string(layout.tables()) +
-        " tables; for " + std::to_string(window.max_entries) +
+        " tables; for " + std::to_string(capacity) +
         " entries their bucket slots alone exceed 4 GiB (see `neardup plan`)");
   }
+}
+
+WindowFootprint::WindowFootprint(const IndexOptions& index, bool scoped) : scoped_(scoped) {
+  // The key widths do not depend on the capacity (only the bucket bits do).
+  const PigeonholeLayout layout(index.blocks, index.max_distance, 1);
+  for (std::size_t t = 0; t < layout.tables(); ++t) {
+    const int bits = layout.key_bits(t);
+    auto it = std::find_if(key_widths_.begin(), key_widths_.end(),
+                           [&](const auto& w) { return w.first == bits; });
+    if (it == key_widths_.end())
+      key_widths_.emplace_back(bits, 1);
+    else
+      ++it->second;
+  }
+}
+
+std::size_t WindowFootprint::slot_bytes(std::size_t entries) const {
+  std::size_t buckets = 0;
+  int fewest = 64;
+  for (const auto& [key_bits, tables] : key_widths_) {
+    const int bits = PigeonholeLayout::bucket_bits_for(key_bits, entries);
+    buckets += tables << bits;
+    fewest = std::min(fewest, bits);
+  }
+  return huge_mapped_bytes(buckets *
+                           CellTables::slot_bytes_for(CellTables::slot_cells_for(fewest, entries)));
+}
+
+std::size_t WindowFootprint::fixed_bytes(std::size_t entries) const {
+  const std::size_t ring = huge_mapped_bytes(entries * sizeof(Entry)) +
+                           (scoped_ ? huge_mapped_bytes(entries * sizeof(std::uint32_t)) : 0);
+  return ring + slot_bytes(entries) + kImplBytes;
+}
+
+std::size_t WindowFootprint::bytes(std::size_t entries) const {
+  // Spilled buckets: in a full window that keeps evicting, 4-20% of the
+  // buckets sit in a spill ring (they move back into their slot only once
+  // they hold half a slot), more the fuller the buckets: 11%, 21% and 27% of
+  // the slots' bytes at 40,000, 100,000 and 130,000 entries (k=3, random
+  // fingerprints, 6 windows' worth of inserts). Two fifths, and a floor for
+  // small windows.
+  return fixed_bytes(entries) + 2 * slot_bytes(entries) / 5 + (std::size_t{16} << 10);
+}
+
+std::size_t window_capacity(const IndexOptions& index, const WindowOptions& window) {
+  if (window.max_memory == 0 || window.max_entries == 0) return window.max_entries;
+  const WindowFootprint footprint(index, window.scoped);
+  return largest_within(window.max_entries, window.max_memory,
+                        [&](std::size_t n) { return footprint.bytes(n); });
 }
 
 namespace {
@@ -90,7 +154,8 @@ const WindowOptions& checked(const IndexOptions& index, const WindowOptions& win
 
 struct Window::Impl {
   Impl(const IndexOptions& index, const WindowOptions& window, std::uint64_t first_sequence)
-      : layout(index.blocks, index.max_distance, checked(index, window).max_entries),
+      : capacity(window_capacity(index, checked(index, window))),
+        layout(index.blocks, index.max_distance, capacity),
         cells(layout),
         options(window),
         k(index.max_distance),
@@ -102,6 +167,7 @@ struct Window::Impl {
     if (sweep_batch == 0) sweep_batch = 1;
   }
 
+  std::size_t capacity;  // the most live entries: max_entries, or what fits max_memory
   PigeonholeLayout layout;
   CellTables cells;
   WindowOptions options;
@@ -184,19 +250,19 @@ struct Window::Impl {
     while (live() != 0 && ring[head_pos].time() < horizon) evict_oldest();
   }
 
-  // Grows the ring by half (capped at max_entries): no slack once the window is full.
+  // Grows the ring by half (capped at capacity): no slack once the window is full.
   void grow_ring() {
     std::size_t cap = ring_cap + ring_cap / 2;
     if (cap < 1024) cap = 1024;
     resize_ring(cap);
   }
 
-  // Grows the ring to `cap` entries (capped at max_entries, at least live())
+  // Grows the ring to `cap` entries (capped at capacity, at least live())
   // in place and re-sizes the bucket slots for it. The live entries keep
   // their order: those that wrapped around the old end move once, to right
   // after it or (when fewer fit there) the front part to the new end.
   void resize_ring(std::size_t cap) {
-    if (cap > options.max_entries) cap = options.max_entries;
+    if (cap > capacity) cap = capacity;
     if (cap > ring_cap) {
       const std::size_t old_cap = ring_cap;
       const std::size_t n = live();
@@ -223,6 +289,21 @@ struct Window::Impl {
     cells.reserve(cap, static_cast<std::uint32_t>(head_seq), static_cast<std::uint32_t>(live()));
   }
 
+  std::size_t bytes() const { return ring.bytes() + scopes.bytes() + cells.bytes() + sizeof(Impl); }
+
+  // Evicts the oldest entry and pops its cells at once (eviction alone leaves
+  // them for later inserts to pop), so a spilled bucket can shrink.
+  void evict_and_pop() {
+    const std::size_t pos = head_pos;
+    const std::uint64_t fp = ring[pos].fp;
+    const std::uint64_t mix = mix_of(scope_at(pos));
+    evict_oldest();
+    const auto oldest = static_cast<std::uint32_t>(head_seq);
+    const auto count = static_cast<std::uint32_t>(live());
+    for (std::size_t t = 0; t < layout.tables(); ++t)
+      cells.pop_expired(cells.bucket(t, bucket_of(t, fp, mix)), oldest, count);
+  }
+
   void sweep() {
     const auto oldest = static_cast<std::uint32_t>(head_seq);
     const auto count = static_cast<std::uint32_t>(live());
@@ -236,7 +317,9 @@ struct Window::Impl {
 Window::Window(const IndexOptions& index, const WindowOptions& window) : Window(index, window, 0) {}
 
 Window::Window(const IndexOptions& index, const WindowOptions& window, std::uint64_t first_sequence)
-    : impl_(std::make_unique<Impl>(index, window, first_sequence)) {}
+    : impl_(std::make_unique<Impl>(index, window, first_sequence)) {
+  static_assert(sizeof(Impl) <= kImplBytes);
+}
 
 Window::~Window() = default;
 Window::Window(Window&&) noexcept = default;
@@ -344,7 +427,7 @@ std::uint32_t Window::count_duplicate(std::uint64_t sequence) {
 
 void Window::reserve(std::size_t entries) {
   Impl& w = *impl_;
-  const std::size_t cap = std::min(entries, w.options.max_entries);
+  const std::size_t cap = std::min(entries, w.capacity);
   if (cap > w.ring_cap) w.resize_ring(cap);
 }
 
@@ -357,8 +440,8 @@ std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref, Scop
                              std::uint32_t duplicates) {
   Impl& w = *impl_;
   w.advance(time);
-  if (w.options.max_entries == 0) return w.tail_seq - 1;
-  if (w.live() == w.options.max_entries) w.evict_oldest();
+  if (w.capacity == 0) return w.tail_seq - 1;
+  if (w.live() == w.capacity) w.evict_oldest();
   if (w.live() == w.ring_cap) w.grow_ring();
 
   const std::uint64_t seq = w.tail_seq;
@@ -381,6 +464,11 @@ std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref, Scop
     w.sweep_countdown = kSweepEvery;
     w.sweep();
   }
+  // The spill allowance of the footprint is rarely used up; when it is, the
+  // oldest entries go early (never the one just inserted).
+  if (w.options.max_memory != 0) {
+    while (w.bytes() > w.options.max_memory && w.live() > 1) w.evict_and_pop();
+  }
   return seq;
 }
 
@@ -388,7 +476,7 @@ WindowStats Window::stats() const {
   const Impl& w = *impl_;
   WindowStats s = w.counters;
   s.entries = w.live();
-  s.bytes = w.ring.bytes() + w.scopes.bytes() + w.cells.bytes() + sizeof(Impl);
+  s.bytes = w.bytes();
   s.cells = w.cells.cells();
   s.tables = w.layout.tables();
   s.blocks = w.layout.blocks();
@@ -396,6 +484,8 @@ WindowStats Window::stats() const {
 }
 
 std::size_t Window::size() const { return impl_->live(); }
+
+std::size_t Window::capacity() const { return impl_->capacity; }
 
 std::uint64_t Window::candidates() const { return impl_->counters.candidates; }
 

@@ -2,12 +2,14 @@
 // The sliding window of kept fingerprints with an exact pigeonhole index
 // (dedup/index.h describes the tables).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "dedup/options.h"
 #include "dedup/types.h"
@@ -28,11 +30,65 @@ struct WindowStats {
 /// The most entries a Window holds (WindowOptions::max_entries).
 inline constexpr std::size_t kMaxWindowEntries = std::size_t{1} << 30;
 
+/// The fewest entries a window bounded in bytes (WindowOptions::max_memory)
+/// must hold (or max_entries, when that is fewer): a smaller max_memory is refused.
+inline constexpr std::size_t kMinMemoryEntries = 1024;
+
 /// Throws std::invalid_argument, with a reason, when a Window cannot be built
-/// with these options: max_entries > 2^30, or a layout whose bucket slots
-/// alone would exceed 4 GiB at this max_entries. An unsupported (blocks,
-/// max_distance) pair is left to the Window's constructor. Allocates no table.
+/// with these options: max_entries > 2^30, a layout whose bucket slots
+/// alone would exceed 4 GiB at this max_entries, or a max_memory that holds
+/// fewer than min(max_entries, kMinMemoryEntries) entries. An unsupported
+/// (blocks, max_distance) pair is left to the Window's constructor. Allocates no table.
 void validate(const IndexOptions& index, const WindowOptions& window);
+
+/// The bytes a Window's structures reach for a capacity, without building one:
+/// the ring (and scopes), the bucket slots sized for that capacity, and an
+/// allowance for buckets that spill out of their slot (two fifths of the
+/// slots and 16 KiB; a Window bounded by max_memory evicts early if its spills ever
+/// take more). Thread-safe after construction.
+class WindowFootprint {
+ public:
+  /// Throws std::invalid_argument when (blocks, max_distance) is unsupported.
+  WindowFootprint(const IndexOptions& index, bool scoped);
+  /// The most Window::stats().bytes reaches in a window of at most `entries`
+  /// entries whose layout is sized for `entries`. Non-decreasing in `entries`
+  /// within [2^j, 2^(j+1)) (the bucket count changes only at powers of two). O(tables' widths).
+  std::size_t bytes(std::size_t entries) const;
+  /// Without the spill allowance: the ring and bucket slots alone.
+  std::size_t fixed_bytes(std::size_t entries) const;
+
+ private:
+  std::size_t slot_bytes(std::size_t entries) const;
+
+  std::vector<std::pair<int, std::size_t>> key_widths_;  // key bits, tables with that width
+  bool scoped_;
+};
+
+/// The largest n in [1, limit] with bytes(n) <= budget, for a `bytes` that is
+/// non-decreasing within each [2^j, 2^(j+1)); 0 when none. O(log^2 limit) calls.
+template <class Bytes>
+std::size_t largest_within(std::size_t limit, std::size_t budget, Bytes&& bytes) {
+  std::size_t best = 0;
+  for (std::size_t start = 1; start <= limit && start != 0; start *= 2) {
+    std::size_t low = start;
+    std::size_t high = std::min(limit, 2 * start - 1);
+    if (bytes(low) > budget) continue;
+    while (low < high) {  // bytes(low) fits
+      const std::size_t mid = low + (high - low + 1) / 2;
+      if (bytes(mid) <= budget)
+        low = mid;
+      else
+        high = mid - 1;
+    }
+    best = std::max(best, low);
+  }
+  return best;
+}
+
+/// The entries a Window with these options holds at most: max_entries, or
+/// the largest capacity whose WindowFootprint fits max_memory when that is
+/// fewer (0 when not even one entry fits). O(log^2 max_entries).
+std::size_t window_capacity(const IndexOptions& index, const WindowOptions& window);
 
 /// Not thread-safe: one Window per pipeline thread.
 ///
@@ -41,6 +97,11 @@ void validate(const IndexOptions& index, const WindowOptions& window);
 /// the newest time seen minus duration. The boundary is inclusive: an entry at
 /// exactly newest - duration stays; one millisecond older goes. The clock only moves
 /// forward (an out-of-order `now` does not turn it back). max_entries == 0 keeps nothing.
+/// With max_memory set, the window holds at most window_capacity() entries
+/// (its tables are laid out for that many), and stats().bytes never exceeds
+/// max_memory after an insert: should the buckets that spill out of their
+/// slots outgrow their allowance, the oldest entries are evicted early until
+/// it fits again.
 ///
 /// Memory: about 24 bytes per entry (fingerprint, time and duplicate count, ref in
 /// a ring; 4 more for its scope when WindowOptions::scoped) plus, per
@@ -128,6 +189,8 @@ class Window {
   void retire(std::uint64_t sequence);
 
   WindowStats stats() const;
+  /// The most entries it holds: window_capacity() of its options. O(1).
+  std::size_t capacity() const;
   /// Live entries (stats().entries without gathering the rest). O(1).
   std::size_t size() const;
   /// Index cells examined by all probes so far (stats().candidates, likewise). O(1).

@@ -76,7 +76,7 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
     distance.sum += static_cast<double>(d * s.match_distance[d]);
   }
   m.window_entries = s.engine.window.entries;
-  m.window_bytes = s.engine.window.bytes;
+  m.window_bytes = s.engine.bytes;
   m.window_evictions = s.engine.window.evictions;
   m.processing_seconds = s.processing_seconds;
   m.candidates_per_probe = s.candidates_per_probe;

@@ -189,6 +189,50 @@ TEST(Config, WindowRebuildMemoryIsASizeFrom64KiBTo1024GiBAnd64MiBByDefault) {
   }
 }
 
+TEST(Config, WindowMaxMemoryIsASizeAndUnsetByDefault) {
+  EXPECT_EQ(parse_config("", "t.yaml").dedup.window.max_memory, 0U);
+  EXPECT_EQ(parse_config("window: {max_memory: ~}", "t.yaml").dedup.window.max_memory, 0U);
+  EXPECT_EQ(parse_config("window: {max_memory: 12MiB}", "t.yaml").dedup.window.max_memory,
+            std::size_t{12} << 20);
+  EXPECT_EQ(parse_config("window: {max_memory: 2GiB}", "t.yaml").dedup.window.max_memory,
+            std::size_t{2} << 30);
+  EXPECT_EQ(parse_config("window: {max_memory: 500MB}", "t.yaml").dedup.window.max_memory,
+            std::size_t{500'000'000});
+  for (const char* bad : {"0", "lots", "12 MiBs", "-1MiB"}) {
+    EXPECT_EQ(error_of(std::string("window: {max_memory: ") + bad + "}"),
+              std::string("t.yaml:1:22: window.max_memory: expected a size like 2GiB, 512MiB or "
+                          "12MiB (absent or ~ = no bound in bytes), got '") +
+                  bad + "'");
+  }
+}
+
+TEST(Config, WindowMaxMemoryWrittenBackReadsTheSame) {
+  const Config config = parse_config("window: {max_memory: 12MiB}", "t.yaml");
+  EXPECT_EQ(parse_config(to_yaml(config), "again.yaml").dedup.window.max_memory,
+            std::size_t{12} << 20);
+  EXPECT_EQ(parse_config(to_yaml(Config{}), "again.yaml").dedup.window.max_memory, 0U);
+}
+
+TEST(ConfigErrors, WindowMaxMemoryTooSmallForAMinimalWindowSaysWhatItNeeds) {
+  // The recent-text cache alone (8192 texts at their largest) takes ~7 MiB.
+  const std::string error = error_of("window: {max_memory: 1MiB}");
+  EXPECT_TRUE(starts_with(error,
+                          "t.yaml:1:22: window.max_memory: window.max_memory 1048576 bytes holds "
+                          "fewer than 1024 window entries: they need "))
+      << error;
+  EXPECT_NE(error.find("recent-text cache"), std::string::npos) << error;
+  EXPECT_NE(error.find("raise window.max_memory"), std::string::npos) << error;
+  // Without the cache, a MiB holds a window of a few thousand entries.
+  EXPECT_EQ(error_of("window: {max_memory: 1MiB}\ndedup: {sketch: {recent: 0}}"), "");
+  // A larger cache needs more than 64 MiB for itself.
+  const std::string recent =
+      error_of("dedup: {sketch: {recent: 1000000}}\nwindow: {max_memory: 64MiB}");
+  EXPECT_TRUE(starts_with(recent, "t.yaml:")) << recent;
+  EXPECT_NE(recent.find("window.max_memory 67108864 bytes holds fewer than 1024"),
+            std::string::npos)
+      << recent;
+}
+
 TEST(ConfigErrors, BareNumberDurationIsRefusedNamingTheKey) {
   // "duration: 24" would be 24 seconds to parse_duration: a unit is required.
   EXPECT_EQ(error_of("window:\n  duration: 24\n"),
@@ -250,7 +294,7 @@ TEST(ConfigErrors, MappingWhereAScalarIsExpected) {
 TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
   EXPECT_EQ(error_of("window: 5\n"),
             "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, "
-            "max_future, refresh_on_duplicate, rebuild_memory, got '5'");
+            "max_memory, max_future, refresh_on_duplicate, rebuild_memory, got '5'");
 }
 
 TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {

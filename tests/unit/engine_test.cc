@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "dedup/memory.h"
 
 namespace neardup::dedup {
 namespace {
@@ -166,6 +171,78 @@ TEST(Engine, InvalidSketchOptionsThrow) {
   DedupOptions o;
   o.sketch.bits = 3;
   EXPECT_THROW(Engine{o}, std::invalid_argument);
+}
+
+// window.max_memory over the whole engine: the window, the sketch index and
+// the recent-text cache.
+std::string distinct_text(std::mt19937_64& rng) {
+  std::string text;
+  for (int w = 0; w < 12; ++w) {
+    std::uint64_t r = rng();
+    if (!text.empty()) text += ' ';
+    for (int c = 0; c < 6; ++c, r /= 26) text += static_cast<char>('a' + r % 26);
+  }
+  return text;
+}
+
+TEST(EngineMemory, BytesNeverExceedMaxMemoryWhileTheWindowFills) {
+  constexpr std::size_t kMaxMemory = std::size_t{1} << 20;
+  for (const bool sketch : {true, false}) {
+    SCOPED_TRACE(sketch ? "sketch on" : "sketch off");
+    DedupOptions options;
+    options.sketch.enabled = sketch;
+    options.sketch.recent = 256;
+    options.window.max_memory = kMaxMemory;
+    Engine engine(options);
+    const std::size_t capacity = engine.capacity();
+    EXPECT_EQ(capacity, engine_capacity(options));
+    EXPECT_GE(capacity, sketch ? 4'000U : 7'000U);
+    const MemoryFootprint full = memory_footprint(options, capacity);
+    EXPECT_LE(full.total(), kMaxMemory);
+    EXPECT_GT(memory_footprint(options, capacity + 1).total(), kMaxMemory);
+    std::mt19937_64 rng(sketch ? 1 : 2);
+    std::size_t most = 0;
+    for (std::uint64_t i = 1; i <= 3 * capacity; ++i) {
+      engine.process(distinct_text(rng), EventTime{0}, RecordRef{i});
+      most = std::max(most, engine.bytes());
+      ASSERT_LE(engine.bytes(), kMaxMemory) << "after text " << i;
+    }
+    const EngineStats stats = engine.stats();
+    EXPECT_EQ(stats.bytes, engine.bytes());
+    EXPECT_GE(stats.unique, 3 * capacity - 3) << "the texts are distinct";
+    EXPECT_LE(stats.window.entries, capacity);
+    EXPECT_GE(stats.window.entries, capacity - capacity / 100);
+    EXPECT_GT(most, kMaxMemory / 2);
+  }
+}
+
+TEST(EngineMemory, TheTightestOfMaxEntriesAndMaxMemoryWins) {
+  DedupOptions options;
+  options.sketch.recent = 256;
+  options.window.max_memory = std::size_t{1} << 20;
+  const std::size_t by_memory = engine_capacity(options);
+  options.window.max_entries = 1'000;
+  EXPECT_EQ(engine_capacity(options), 1'000U);
+  EXPECT_EQ(Engine(options).capacity(), 1'000U);
+  options.window.max_entries = 10 * by_memory;
+  EXPECT_EQ(Engine(options).capacity(), by_memory);
+  options.window.max_memory = 0;
+  EXPECT_EQ(Engine(options).capacity(), 10 * by_memory);
+}
+
+TEST(EngineMemory, TheRecentTextCacheIsReservedAtItsLargest) {
+  DedupOptions options;
+  options.window.max_memory = std::size_t{12} << 20;
+  const std::size_t with_cache = engine_capacity(options);
+  options.sketch.recent = 0;
+  const std::size_t without = engine_capacity(options);
+  EXPECT_GT(without, with_cache);
+  EXPECT_EQ(memory_footprint(options, 1'000).recent, 0U);
+  options.sketch.recent = 8192;
+  EXPECT_GT(memory_footprint(options, 1'000).recent, std::size_t{6} << 20);
+  options.window.max_memory = std::size_t{4} << 20;  // less than the cache alone
+  EXPECT_THROW(validate_memory(options), std::invalid_argument);
+  EXPECT_THROW(Engine{options}, std::invalid_argument);
 }
 
 }  // namespace

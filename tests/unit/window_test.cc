@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -492,6 +493,131 @@ TEST(Window, ResolvesLiveEntriesBySequenceUntilEvicted) {
   EXPECT_FALSE(window.entry(a)) << "evicted by max_entries";
   EXPECT_TRUE(window.entry(b));
   EXPECT_FALSE(window.entry(b + 5)) << "never inserted";
+}
+
+// window.max_memory: a bound in bytes on the window's own structures.
+WindowOptions bounded_by_memory(std::size_t max_memory, std::size_t max_entries = 10'000'000) {
+  WindowOptions options;
+  options.max_entries = max_entries;
+  options.max_memory = max_memory;
+  return options;
+}
+
+TEST(WindowMemory, BytesNeverExceedMaxMemoryOverALongInsertLoop) {
+  constexpr std::size_t kMaxMemory = std::size_t{1} << 20;
+  for (const bool scoped : {false, true}) {
+    for (const int k : {3, 6}) {
+      SCOPED_TRACE(testing::Message() << "scoped " << scoped << ", k " << k);
+      WindowOptions options = bounded_by_memory(kMaxMemory);
+      options.scoped = scoped;
+      Window window(IndexOptions{k, 0}, options);
+      const std::size_t capacity = window.capacity();
+      EXPECT_EQ(capacity, window_capacity(IndexOptions{k, 0}, options));
+      // 1 MiB holds thousands of entries (4 tables at k=3, 28 at k=6).
+      EXPECT_GE(capacity, k == 3 ? 6'000U : 1'500U);
+      EXPECT_LT(capacity, k == 3 ? 16'000U : 4'000U);
+      std::mt19937_64 rng(static_cast<std::uint64_t>(k) * 2 + scoped);
+      std::size_t most = 0;
+      for (std::uint64_t i = 1; i <= 20 * capacity; ++i) {
+        window.insert(Fingerprint{rng()}, EventTime{0}, RecordRef{i},
+                      ScopeId{static_cast<std::uint32_t>(rng() % 7)});
+        const WindowStats stats = window.stats();
+        most = std::max(most, stats.bytes);
+        ASSERT_LE(stats.bytes, kMaxMemory) << "after insert " << i;
+        ASSERT_LE(stats.entries, capacity);
+      }
+      EXPECT_GE(window.size(), capacity - capacity / 100) << "spills evicted more than 1%";
+      EXPECT_GT(most, kMaxMemory / 2) << "the bound is used, not left idle";
+    }
+  }
+}
+
+TEST(WindowMemory, BoundedWindowStillFindsEveryDuplicateItHolds) {
+  Window window(IndexOptions{3, 0}, bounded_by_memory(std::size_t{1} << 20));
+  const std::size_t capacity = window.capacity();
+  std::mt19937_64 rng(11);
+  std::vector<std::uint64_t> fps;
+  for (std::uint64_t i = 1; i <= 3 * capacity; ++i) {
+    fps.push_back(rng());
+    window.insert(Fingerprint{fps.back()}, EventTime{0}, RecordRef{i});
+  }
+  // The newest `size()` are all found at distance 1; the one before them is gone.
+  const std::size_t held = window.size();
+  for (std::size_t j = fps.size() - held; j < fps.size(); ++j) {
+    const auto hit = window.probe(Fingerprint{fps[j] ^ 4}, EventTime{0}, RecordRef{0});
+    ASSERT_TRUE(hit) << j;
+    EXPECT_EQ(hit->of.value, j + 1);
+  }
+  const std::size_t gone = fps.size() - held - 1;
+  const auto miss = window.probe(Fingerprint{fps[gone]}, EventTime{0}, RecordRef{0});
+  EXPECT_TRUE(!miss || miss->of.value != gone + 1);
+}
+
+TEST(WindowMemory, TheTightestOfMaxEntriesAndMaxMemoryWins) {
+  const IndexOptions index{3, 0};
+  const std::size_t by_memory = window_capacity(index, bounded_by_memory(std::size_t{1} << 20));
+  ASSERT_GT(by_memory, 2'000U);
+  // max_entries tighter: the window holds max_entries.
+  {
+    Window window(index, bounded_by_memory(std::size_t{1} << 20, 2'000));
+    EXPECT_EQ(window.capacity(), 2'000U);
+    for (std::uint64_t i = 1; i <= 5'000; ++i)
+      window.insert(Fingerprint{i * 0x9e3779b97f4a7c15ULL}, EventTime{0}, RecordRef{i});
+    EXPECT_EQ(window.size(), 2'000U);
+    EXPECT_EQ(window.stats().evictions, 3'000U);
+  }
+  // max_memory tighter: the window holds what fits.
+  {
+    Window window(index, bounded_by_memory(std::size_t{1} << 20, 1'000'000));
+    EXPECT_EQ(window.capacity(), by_memory);
+    for (std::uint64_t i = 1; i <= 3 * by_memory; ++i)
+      window.insert(Fingerprint{i * 0x9e3779b97f4a7c15ULL}, EventTime{0}, RecordRef{i});
+    EXPECT_EQ(window.size(), by_memory);
+  }
+  // Unbounded in bytes: max_entries alone.
+  EXPECT_EQ(window_capacity(index, bounded_by_memory(0, 1'000'000)), 1'000'000U);
+  // A larger bound holds more, and a bound twice as large about twice as many.
+  const std::size_t doubled = window_capacity(index, bounded_by_memory(std::size_t{2} << 20));
+  EXPECT_GT(doubled, by_memory + by_memory / 2);
+  // duration is the third bound: entries older than it go whatever fits.
+  WindowOptions timed = bounded_by_memory(std::size_t{1} << 20);
+  timed.duration = milliseconds(10);
+  Window window(index, timed);
+  for (std::uint64_t i = 1; i <= 100; ++i)
+    window.insert(Fingerprint{i * 0x9e3779b97f4a7c15ULL}, EventTime{static_cast<std::int64_t>(i)},
+                  RecordRef{i});
+  EXPECT_EQ(window.size(), 11U);
+}
+
+TEST(WindowMemory, TheFootprintBoundsWhatAFullWindowHolds) {
+  const IndexOptions index{3, 0};
+  const WindowFootprint footprint(index, false);
+  for (const std::size_t entries : {1'024U, 5'000U, 40'000U}) {
+    WindowOptions options;
+    options.max_entries = entries;
+    Window window(index, options);
+    std::mt19937_64 rng(entries);
+    for (std::uint64_t i = 1; i <= 2 * entries; ++i)
+      window.insert(Fingerprint{rng()}, EventTime{0}, RecordRef{i});
+    EXPECT_LE(window.stats().bytes, footprint.bytes(entries)) << entries;
+    EXPECT_GE(window.stats().bytes, footprint.fixed_bytes(entries)) << entries;
+  }
+}
+
+TEST(WindowMemory, AMaxMemoryTooSmallForAMinimalWindowIsRefused) {
+  const IndexOptions index{3, 0};
+  EXPECT_EQ(window_capacity(index, bounded_by_memory(4096)), 0U);
+  try {
+    validate(index, bounded_by_memory(64 << 10));
+    FAIL() << "64 KiB accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds fewer than 1024 entries"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Window(index, bounded_by_memory(64 << 10)), std::invalid_argument);
+  // A window of fewer entries needs only room for those.
+  EXPECT_NO_THROW(validate(index, bounded_by_memory(64 << 10, 100)));
+  EXPECT_EQ(Window(index, bounded_by_memory(64 << 10, 100)).capacity(), 100U);
 }
 
 }  // namespace

@@ -1,0 +1,79 @@
+#include "dedup/memory.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "dedup/recent_texts.h"
+#include "dedup/sketch.h"
+#include "dedup/sketch_index.h"
+#include "dedup/window.h"
+
+namespace neardup::dedup {
+
+namespace {
+
+std::size_t recent_bytes(const SketchOptions& sketch) {
+  if (!sketch.enabled || sketch.recent == 0) return 0;
+  // As Engine builds it.
+  return RecentTexts::max_bytes(
+      sketch.recent, std::min(kRecentBands, kSketchBits / sketch.bits / kRecentBandBins));
+}
+
+MemoryFootprint footprint_with(const WindowFootprint& window, const DedupOptions& options,
+                               std::size_t entries) {
+  MemoryFootprint f;
+  f.entries = entries;
+  f.window = window.bytes(entries);
+  f.sketch = options.sketch.enabled ? SketchIndex::max_bytes(options.sketch, entries) : 0;
+  f.recent = recent_bytes(options.sketch);
+  return f;
+}
+
+}  // namespace
+
+MemoryFootprint memory_footprint(const DedupOptions& options, std::size_t entries) {
+  return footprint_with(WindowFootprint(options.index, options.window.scoped), options, entries);
+}
+
+std::size_t engine_capacity(const DedupOptions& options) {
+  const WindowOptions& w = options.window;
+  if (w.max_memory == 0 || w.max_entries == 0) return w.max_entries;
+  const WindowFootprint window(options.index, w.scoped);
+  return largest_within(w.max_entries, w.max_memory,
+                        [&](std::size_t n) { return footprint_with(window, options, n).total(); });
+}
+
+WindowOptions engine_window_options(const DedupOptions& options) {
+  WindowOptions w = options.window;
+  if (w.max_memory == 0) return w;
+  const std::size_t capacity = engine_capacity(options);
+  if (capacity == 0) {  // validate_memory() refuses it
+    w.max_entries = 0;
+    return w;
+  }
+  const MemoryFootprint f = memory_footprint(options, capacity);
+  w.max_entries = capacity;
+  // What the window may hold itself: its own footprint at this capacity fits,
+  // and the rest of its share covers spills beyond their allowance.
+  w.max_memory = w.max_memory - f.sketch - f.recent;
+  return w;
+}
+
+void validate_memory(const DedupOptions& options) {
+  const WindowOptions& w = options.window;
+  if (w.max_memory == 0) return;
+  const std::size_t least = std::min(w.max_entries, kMinMemoryEntries);
+  if (engine_capacity(options) >= least) return;
+  const MemoryFootprint f = memory_footprint(options, least);
+  std::string parts = "window " + std::to_string(f.window);
+  if (f.sketch != 0) parts += ", sketch index " + std::to_string(f.sketch);
+  if (f.recent != 0)
+    parts += ", recent-text cache " + std::to_string(f.recent) + " (dedup.sketch.recent)";
+  throw std::invalid_argument("max_memory " + std::to_string(w.max_memory) +
+                              " bytes holds fewer than " + std::to_string(least) +
+                              " window entries: they need " + std::to_string(f.total()) +
+                              " bytes (" + parts + ")");
+}
+
+}  // namespace neardup::dedup
