@@ -23,13 +23,13 @@ steps_of() {
     portable)
       echo "cmake --preset portable"
       echo "cmake --build --preset portable -j $jobs --target neardup_unit_tests"
-      echo "ctest --preset portable -j $((jobs * 3)) --timeout 600 -L unit"
+      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L unit"
       ;;
     tsan)
       echo "cmake --preset tsan"
       echo "cmake --build --preset tsan -j $jobs"
-      echo "ctest --preset tsan -j $((jobs * 3)) --timeout 600 -L unit"
-      echo "ctest --preset tsan -j $((jobs * 3)) --timeout 600 -L integration"
+      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L unit"
+      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L integration"
       ;;
     clang-tsa)
       echo "cmake --preset clang-tsa"

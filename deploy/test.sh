@@ -2,7 +2,7 @@
 # Installs what is missing, builds with the `ci` preset (Debug, ASan + UBSan,
 # warnings as errors) on every core and runs every test (labels unit,
 # integration, e2e, and cluster: three kfake brokers, see docs/KAFKA.md
-# "Checking neardup against your cluster"), three test slots a core. The last lines
+# "Checking neardup against your cluster"), two test slots a core. The last lines
 # are ctest's summary.
 #   NEARDUP_TEST_PRESET=dev deploy/test.sh       # the same without -Werror (build/dev)
 #   NEARDUP_TEST_PRESET=release deploy/test.sh   # optimized build instead
@@ -31,7 +31,7 @@ if [ "${NEARDUP_TEST_VARIANTS:-0}" != 0 ] && [ -z "${NEARDUP_TEST_LABEL:-}" ]; t
 fi
 label_args=()
 [ -n "${NEARDUP_TEST_LABEL:-}" ] && label_args=(-L "$NEARDUP_TEST_LABEL")
-# Three test slots a core: a unit test takes three (it keeps a core busy), an
-# integration test two, an e2e or cluster test one (they mostly wait on
-# brokers and sessions); see tests/CMakeLists.txt.
-exec ctest --preset "$preset" -j "$((jobs * 3))" --timeout 600 "${label_args[@]}"
+# Two test slots a core: a unit or integration test takes two (it keeps a
+# core busy), an e2e or cluster test one (they mostly wait on brokers and
+# sessions); see tests/CMakeLists.txt.
+exec ctest --preset "$preset" -j "$((jobs * 2))" --timeout 600 "${label_args[@]}"
