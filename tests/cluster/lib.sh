@@ -41,13 +41,13 @@ cluster_cleanup() {
   local pid deadline
   for pid in "${pids[@]}"; do
     [ "$pid" = "$kfake_pid" ] && continue
-    kill -TERM "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true
+    ours "$pid" && kill -TERM "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true
   done
   deadline=$((SECONDS + 15))
   for pid in "${pids[@]}"; do
     [ "$pid" = "$kfake_pid" ] && continue
-    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
+    while ours "$pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    ! ours "$pid" || kill -KILL "$pid" 2>/dev/null || true
   done
   if [ "$cluster_mode" = external ]; then
     for c in "${cluster_configs[@]}"; do

@@ -4,8 +4,16 @@
 work=$(mktemp -d)
 pids=()
 passed=0
+# ours PID: the process is still a child of this test (a pid that ended may
+# belong to another test's process by now: tests run side by side).
+ours() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  read -r -a stat <<<"${stat##*) }" # state, parent, ...
+  [ "${stat[0]}" != Z ] && [ "${stat[1]}" = "$$" ]
+}
 cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do ours "$pid" && kill -TERM "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ -n "${NEARDUP_TEST_KEEP:-}" ]; then echo "$name: scratch folder kept: $work"; else rm -rf "$work"; fi
 }
