@@ -9,7 +9,7 @@
 #   NEARDUP_TEST_LABEL=unit deploy/test.sh       # only one label
 # The other variants (deploy/test-variants.sh: portable unit tests,
 # ThreadSanitizer unit and integration tests, the clang -Wthread-safety
-# compile; about 10 more minutes on 2 cores) run before the main run when
+# compile; about 20 more minutes on 2 cores) run before the main run when
 # asked, and always in CI (.ci/run), one summary line each:
 #   NEARDUP_TEST_VARIANTS=1 deploy/test.sh
 set -euo pipefail
