@@ -14,7 +14,7 @@
 //     connection that librdkafka had not yet seen fail is no evidence; or,
 //     after a stall, when a client has received from every broker named since
 //     the outage began.
-// Each transition is logged once, in neardup's words (metrics/log.h):
+// Each transition is logged once, in neardup's words (base/log.h):
 //   warn "Kafka brokers unreachable: 127.0.0.1:39211 (Connect to ... failed: Connection refused)"
 //   info "Kafka brokers reachable again after 10.2 s"
 // and snapshot() gives the state to /readyz and Prometheus.

@@ -99,7 +99,7 @@ using Properties = std::map<std::string, std::string>;
 
 /// Builds an rd_kafka_conf_t; throws KafkaError naming the bad property.
 /// Every handle made from it writes librdkafka's log lines through neardup's
-/// logger (metrics/log.h: the configured format and level), with the fields
+/// logger (base/log.h: the configured format and level), with the fields
 /// `client` (e.g. "rdkafka#consumer-3") and `facility` (e.g. "FAIL"); how much
 /// librdkafka says is still its `log_level` property.
 struct ConfDeleter {
