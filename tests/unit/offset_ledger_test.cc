@@ -74,7 +74,7 @@ TEST(OffsetLedger, OffsetsThatGoBackAreReportedAndCommitsContinue) {
   const OffsetLedger::Added second = ledger.add(SourceIndex(0), Offset(1), 0);
   EXPECT_FALSE(second.jumped_back);
   EXPECT_EQ(ledger.jumps_back(), 1u);
-  // The lower offset is committed (the old code compared with the higher one and stopped).
+  // The lower offset is committed (compared with the higher one, it would stop the commits).
   EXPECT_EQ(as_map(ledger.take_commits()), (std::map<std::uint32_t, std::int64_t>{{0, 2}}));
   EXPECT_EQ(ledger.committed_offset(SourceIndex(0)), Offset(2));
 }
