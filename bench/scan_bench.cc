@@ -7,6 +7,8 @@
 
 #include "base/json.h"
 #include "bench/feed.h"
+#include "dedup/engine.h"
+#include "dedup/fingerprinter.h"
 #include "stream/records/json_out.h"
 #include "stream/scan/scan.h"
 
@@ -47,6 +49,29 @@ void BM_ScanJsonl200Bytes(benchmark::State& state) {
       static_cast<double>(feed.size()) / static_cast<double>(records);
 }
 BENCHMARK(BM_ScanJsonl200Bytes)->Arg(200000)->Unit(benchmark::kMillisecond);
+
+// The bare loop that BM_ScanJsonl200Bytes is held against: the same texts,
+// already decoded and in memory, analyzed as the default configuration
+// analyzes each record (normalize, features, SimHash, MinHash sketch), with no
+// JSON, no window, no decision and no output. bench/scan_bare.sh takes the
+// ratio of the two in one run.
+void BM_FingerprintLoop200Bytes(benchmark::State& state) {
+  const std::size_t records = static_cast<std::size_t>(state.range(0));
+  neardup::bench::FeedGenerator generator;
+  const std::vector<std::string> texts = generator.feed(records, 170);
+  const neardup::config::Config config;
+  neardup::dedup::Fingerprinter fingerprinter(config.dedup.text, config.dedup.sketch);
+  for (auto _ : state) {
+    std::uint64_t sum = 0;
+    for (const auto& text : texts) {
+      const neardup::dedup::Analysis analysis = neardup::dedup::analyze(fingerprinter, text);
+      sum += analysis.summary.fingerprint.bits;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * records));
+}
+BENCHMARK(BM_FingerprintLoop200Bytes)->Arg(200000)->Unit(benchmark::kMillisecond);
 
 // The same scan with its analysis on `threads` threads (scan_stream's threads;
 // `neardup scan --threads`): wall-clock time, since the point is the cores.
