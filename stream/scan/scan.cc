@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -335,6 +336,47 @@ void add_read_error(const LineReader& reader, ScanStats& stats) {
   }
 }
 
+/// Sizes the window once for what a regular file holds. Growing the window
+/// step by step moves every cell at each step and faults its memory in again
+/// (about a fifth of a scan's CPU over 200,000 records, docs/PERFORMANCE.md).
+/// After the first kSample records, the bytes left in the file over the bytes
+/// a record took so far estimate the records to come, and the share of them
+/// kept so far the entries; the window reserves that at once (Engine::reserve,
+/// never past its capacity) and grows as before if the estimate falls short.
+/// Pipes and terminals have no size: their window grows as it goes.
+class WindowSizer {
+ public:
+  explicit WindowSizer(std::FILE* in) {
+    struct stat st {};
+    if (in != nullptr && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode)) {
+      const off_t at = ftello(in);  // (a file may be handed over part read)
+      if (st.st_size > at) left_ = static_cast<std::uint64_t>(st.st_size - std::max<off_t>(at, 0));
+    }
+  }
+  /// One record of `line_bytes` (its newline not included) was read; judged
+  /// records so far are in `classifier`'s stats.
+  void read(std::size_t line_bytes, Classifier& classifier) {
+    if (left_ == 0) return;
+    bytes_ += line_bytes + 1;
+    if (++records_ < kSample) return;
+    const dedup::EngineStats stats = classifier.engine().stats();
+    const std::uint64_t judged = stats.unique + stats.duplicate + stats.invalid;
+    if (bytes_ < left_ && judged != 0) {
+      const double to_come = static_cast<double>(left_ - bytes_) / static_cast<double>(bytes_) *
+                             static_cast<double>(records_);
+      const double kept = static_cast<double>(stats.unique) / static_cast<double>(judged);
+      classifier.engine().reserve(stats.unique + static_cast<std::size_t>(to_come * kept));
+    }
+    left_ = 0;
+  }
+
+ private:
+  static constexpr std::uint64_t kSample = 1024;
+  std::uint64_t left_ = 0;  // bytes in the file when the scan began; 0 once sized or unknown
+  std::uint64_t bytes_ = 0;
+  std::uint64_t records_ = 0;
+};
+
 ScanStats scan_on_one_thread(const config::Config& config, std::FILE* in, std::FILE* out) {
   Analyzer analyzer(config);
   Classifier classifier(config);
@@ -351,7 +393,9 @@ ScanStats scan_on_one_thread(const config::Config& config, std::FILE* in, std::F
   std::string_view line;
   bool have = true;
   std::uint64_t number = 0;
+  WindowSizer sizer(in);
   auto prepare = [&](Prepared& record) {
+    sizer.read(line.size() + reader.skipped(), classifier);
     prepare_line(analyzer, line, reader.skipped(), config.input.max_bytes, record);
     classifier.prefetch(record);
   };
@@ -673,6 +717,7 @@ ScanStats scan_on_threads(const config::Config& config, std::FILE* in, std::FILE
   VerdictSink sink(config, out);
   ChunkPipeline pipeline(config, threads, reader, sink);  // the Analyzers: options checked first
   Classifier classifier(config);
+  WindowSizer sizer(in);
   pipeline.start();
   // Within a chunk, the same prefetch pipeline as on one thread: record i + 2's
   // window accesses and record i + 1's dependent ones start before record i is
@@ -682,6 +727,7 @@ ScanStats scan_on_threads(const config::Config& config, std::FILE* in, std::FILE
     const std::size_t count = chunk->lines.size();
     const std::vector<Prepared>& prepared = chunk->prepared;
     if (chunk->judged.size() < count) chunk->judged.resize(count);
+    for (const Chunk::Line& line : chunk->lines) sizer.read(line.size + line.skipped, classifier);
     for (std::size_t i = 0; i < count && i < 2; ++i) classifier.prefetch(prepared[i]);
     for (std::size_t i = 0; i < count; ++i) {
       if (i + 2 < count) classifier.prefetch(prepared[i + 2]);

@@ -171,6 +171,46 @@ TEST(ScanThreads, GeneratedFeedIsTheSameOnOneToFourThreadsWithExactCounts) {
   }
 }
 
+/// scan_stream over `input` written to a regular file (unlinked), read from
+/// byte `from` on: a file's size lets scan size its window at once.
+std::string scan_file(const std::string& input, const config::Config& config, unsigned threads,
+                      long from = 0, ScanStats* stats = nullptr) {
+  std::FILE* in = std::tmpfile();
+  EXPECT_NE(in, nullptr);
+  if (in == nullptr) return {};
+  EXPECT_EQ(std::fwrite(input.data(), 1, input.size(), in), input.size());
+  std::fseek(in, from, SEEK_SET);
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  const ScanStats result = scan_stream(config, in, out, threads);
+  std::fclose(in);
+  std::fclose(out);
+  std::string text(buffer, size);
+  std::free(buffer);
+  if (stats) *stats = result;
+  return text;
+}
+
+TEST(ScanThreads, ARegularFileSizedAtOnceJudgesAsAStreamDoes) {
+  const Feed feed = generate(3000, 18);
+  config::Config small = jsonl();
+  small.dedup.window.max_entries = 700;  // sized past its capacity: the capacity holds
+  for (const config::Config& config : {jsonl(), small}) {
+    const std::string streamed = scan(feed.text, config, 1);
+    for (unsigned threads : {1u, 2u}) {
+      ScanStats stats;
+      EXPECT_TRUE(scan_file(feed.text, config, threads, 0, &stats) == streamed)
+          << threads << " thread(s), window " << config.dedup.window.max_entries;
+      EXPECT_EQ(stats.records, feed.records);
+    }
+  }
+  // A file handed over part read is sized by what is left of it.
+  const std::size_t half = feed.text.find('\n', feed.text.size() / 2) + 1;
+  const std::string rest = feed.text.substr(half);
+  EXPECT_TRUE(scan_file(feed.text, jsonl(), 1, static_cast<long>(half)) == scan(rest, jsonl(), 1));
+}
+
 TEST(ScanThreads, ASmallWindowAndTheClassicRuleAreTheSameOnEveryThreadCount) {
   // Evictions name originals through the kept-id ring: the ids must follow.
   config::Config config = jsonl();
