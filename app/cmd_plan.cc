@@ -110,10 +110,16 @@ int run_memory_plan(const cli::Args& args, const std::string& size) {
       "%.2f MiB; %.2f MiB in all, %.1f bytes per entry\n",
       mib(f.window), mib(f.sketch), mib(f.recent), mib(f.total()),
       static_cast<double>(f.total()) / static_cast<double>(entries));
+  const std::size_t recent = dedup::recent_capacity(options);
   std::printf(
       "  (dedup.max_distance %d, dedup.blocks %d, dedup.sketch %s, dedup.sketch.recent %zu%s)\n", k,
       blocks, options.sketch.enabled ? "on" : "off",
       options.sketch.enabled ? options.sketch.recent : 0, options.window.scoped ? ", scoped" : "");
+  if (options.sketch.enabled && recent < options.sketch.recent)
+    std::printf(
+        "  the recent-text cache holds %zu texts, not dedup.sketch.recent's %zu: it takes at most "
+        "1/%zu of window.max_memory\n",
+        recent, options.sketch.recent, dedup::kRecentMemoryShare);
   print_header(k, entries);
   print_row(dedup::plan_layout(entries, k, blocks));
   return 0;

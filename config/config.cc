@@ -538,7 +538,9 @@ const std::vector<Key>& keys() {
     k.push_back(integer_key(
         "dedup.sketch.recent",
         "0..1000000: the newest short texts (<= 128 shingles; kept ones, and reposts that differ "
-        "from what they repeat) whose exact shingle sets are kept and compared exactly; 0 = off",
+        "from what they repeat) whose exact shingle sets are kept and compared exactly; 0 = off. "
+        "With "
+        "`window.max_memory`, at most what a sixteenth of it holds",
         0, 1'000'000, [](auto& config) -> auto& { return config.dedup.sketch.recent; }));
     k.push_back(jaccard_key("dedup.sketch.exact_threshold",
                             "0.05..1 (exact shingle Jaccard of a duplicate between recent short "

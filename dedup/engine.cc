@@ -37,8 +37,8 @@ Engine::Engine(const DedupOptions& options)
       window_(options.index, engine_window_options(options)) {
   // The sketch ring holds what the window holds (max_entries, or what max_memory leaves).
   if (options_.sketch.enabled) sketches_.emplace(options_.sketch, window_.capacity());
-  if (options_.sketch.enabled && options_.sketch.recent > 0)
-    recent_.emplace(options_.sketch.recent,
+  if (const std::size_t texts = recent_capacity(options_); texts > 0)
+    recent_.emplace(texts,
                     std::min(kRecentBands, kSketchBits / options_.sketch.bits / kRecentBandBins));
 }
 

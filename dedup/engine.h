@@ -182,7 +182,7 @@ class Engine {
   Fingerprinter fingerprinter_;
   Window window_;
   std::optional<SketchIndex> sketches_;  // set when options_.sketch.enabled
-  std::optional<RecentTexts> recent_;    // set when also options_.sketch.recent > 0
+  std::optional<RecentTexts> recent_;    // set when recent_capacity(options_) > 0
   std::uint64_t next_sequence_ = 0;      // one past the window's newest insert
   bool inserted_ = false;
   EngineStats counts_;

@@ -1,6 +1,7 @@
 #include "dedup/memory.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -13,11 +14,14 @@ namespace neardup::dedup {
 
 namespace {
 
-std::size_t recent_bytes(const SketchOptions& sketch) {
-  if (!sketch.enabled || sketch.recent == 0) return 0;
-  // As Engine builds it.
-  return RecentTexts::max_bytes(
-      sketch.recent, std::min(kRecentBands, kSketchBits / sketch.bits / kRecentBandBins));
+int recent_bands(const SketchOptions& sketch) {
+  return std::min(kRecentBands,
+                  kSketchBits / sketch.bits / kRecentBandBins);  // as Engine builds it
+}
+
+std::size_t recent_bytes(const DedupOptions& options) {
+  const std::size_t texts = recent_capacity(options);
+  return texts == 0 ? 0 : RecentTexts::max_bytes(texts, recent_bands(options.sketch));
 }
 
 MemoryFootprint footprint_with(const WindowFootprint& window, const DedupOptions& options,
@@ -26,11 +30,24 @@ MemoryFootprint footprint_with(const WindowFootprint& window, const DedupOptions
   f.entries = entries;
   f.window = window.bytes(entries);
   f.sketch = options.sketch.enabled ? SketchIndex::max_bytes(options.sketch, entries) : 0;
-  f.recent = recent_bytes(options.sketch);
+  f.recent = recent_bytes(options);
   return f;
 }
 
 }  // namespace
+
+std::size_t recent_capacity(const DedupOptions& options) {
+  const SketchOptions& sketch = options.sketch;
+  if (!sketch.enabled || sketch.recent == 0) return 0;
+  if (options.window.max_memory == 0) return sketch.recent;
+  const std::size_t share = options.window.max_memory / kRecentMemoryShare;
+  const int bands = recent_bands(sketch);
+  if (RecentTexts::max_bytes(sketch.recent, bands) <= share) return sketch.recent;
+  std::size_t texts = std::bit_floor(sketch.recent);  // its ring is a power of two
+  if (texts == sketch.recent) texts /= 2;
+  while (texts > 1 && RecentTexts::max_bytes(texts, bands) > share) texts /= 2;
+  return texts;
+}
 
 MemoryFootprint memory_footprint(const DedupOptions& options, std::size_t entries) {
   return footprint_with(WindowFootprint(options.index, options.window.scoped), options, entries);

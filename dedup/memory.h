@@ -20,6 +20,18 @@ struct MemoryFootprint {
   std::size_t total() const { return window + sketch + recent; }
 };
 
+/// Of window.max_memory, the recent-text cache takes at most one part in
+/// kRecentMemoryShare: a bound of 116 MiB or more leaves the default cache
+/// (8192 texts, 7.25 MiB) whole, and a small bound keeps the room for the
+/// window's entries (12 MiB: 512 texts, 0.45 MiB).
+inline constexpr std::size_t kRecentMemoryShare = 16;
+
+/// The texts the recent-text cache holds: dedup.sketch.recent (0 with the
+/// sketch off), or with window.max_memory set, the most of them, a power of
+/// two, whose cache fits max_memory / kRecentMemoryShare when that is fewer.
+/// O(log recent).
+std::size_t recent_capacity(const DedupOptions& options);
+
 /// The footprint at `entries` with these options. Throws std::invalid_argument
 /// for an unsupported (blocks, max_distance). O(tables' key widths).
 MemoryFootprint memory_footprint(const DedupOptions& options, std::size_t entries);

@@ -230,19 +230,52 @@ TEST(EngineMemory, TheTightestOfMaxEntriesAndMaxMemoryWins) {
   EXPECT_EQ(Engine(options).capacity(), 10 * by_memory);
 }
 
-TEST(EngineMemory, TheRecentTextCacheIsReservedAtItsLargest) {
-  DedupOptions options;
+TEST(EngineMemory, TheRecentTextCacheTakesAtMostASixteenthOfMaxMemory) {
+  DedupOptions options;  // dedup.sketch.recent 8192: 7.25 MiB at its fullest
+  const std::size_t whole = memory_footprint(options, 1'000).recent;
+  EXPECT_GT(whole, std::size_t{7} << 20);
+  EXPECT_EQ(recent_capacity(options), 8192U) << "no bound in bytes: the whole cache";
+  options.window.max_memory = 16 * whole;  // a sixteenth is the whole cache
+  EXPECT_EQ(recent_capacity(options), 8192U);
+  options.window.max_memory = 16 * whole - 1;
+  EXPECT_EQ(recent_capacity(options), 4096U);
   options.window.max_memory = std::size_t{12} << 20;
-  const std::size_t with_cache = engine_capacity(options);
-  options.sketch.recent = 0;
-  const std::size_t without = engine_capacity(options);
-  EXPECT_GT(without, with_cache);
-  EXPECT_EQ(memory_footprint(options, 1'000).recent, 0U);
-  options.sketch.recent = 8192;
-  EXPECT_GT(memory_footprint(options, 1'000).recent, std::size_t{6} << 20);
-  options.window.max_memory = std::size_t{4} << 20;  // less than the cache alone
+  EXPECT_EQ(recent_capacity(options), 512U);
+  EXPECT_LE(memory_footprint(options, 1'000).recent, options.window.max_memory / 16);
+  EXPECT_EQ(engine_capacity(options), 88'379U) << "12 MiB: the window keeps the rest";
+  EXPECT_LE(memory_footprint(options, engine_capacity(options)).total(), options.window.max_memory);
+  options.window.max_memory = std::size_t{4} << 20;  // less than the whole cache
+  EXPECT_EQ(recent_capacity(options), 256U);
+  EXPECT_NO_THROW(validate_memory(options));
+  EXPECT_GE(Engine(options).capacity(), 20'000U);
+  options.window.max_memory = std::size_t{64} << 10;  // not even 1,024 entries
   EXPECT_THROW(validate_memory(options), std::invalid_argument);
   EXPECT_THROW(Engine{options}, std::invalid_argument);
+  options.sketch.recent = 0;
+  options.window.max_memory = std::size_t{12} << 20;
+  EXPECT_EQ(recent_capacity(options), 0U);
+  EXPECT_EQ(memory_footprint(options, 1'000).recent, 0U);
+  options.sketch.recent = 8192;
+  options.sketch.enabled = false;
+  EXPECT_EQ(recent_capacity(options), 0U);
+}
+
+// Filled past its capacity with distinct texts, an engine bounded to 12 MiB
+// keeps its capacity's entries (within the early evictions of its spills)
+// and its bytes within the bound.
+TEST(EngineMemory, TwelveMebibytesHoldTheirCapacityOfDistinctTexts) {
+  DedupOptions options;
+  options.window.max_memory = std::size_t{12} << 20;
+  Engine engine(options);
+  std::mt19937_64 rng(12);
+  std::size_t most = 0;
+  const std::size_t texts = engine.capacity() + engine.capacity() / 2;
+  for (std::uint64_t i = 1; i <= texts; ++i) {
+    engine.process(distinct_text(rng), EventTime{0}, RecordRef{i});
+    most = std::max(most, engine.bytes());
+  }
+  EXPECT_LE(most, options.window.max_memory);
+  EXPECT_GE(engine.stats().window.entries, engine.capacity() - engine.capacity() / 50);
 }
 
 }  // namespace
