@@ -100,7 +100,9 @@ class PigeonholeLayout {
   static int default_blocks(int max_distance);
   /// log2 of the bucket count for a table with `key_bits` key bits that holds up
   /// to `capacity` entries: the key itself when it is narrow enough, else a hash
-  /// into 2^(floor(log2 capacity) - 3) buckets (about 8-16 cells per bucket).
+  /// into 2^(floor(log2 capacity) - 3) buckets (about 8-16 cells per bucket),
+  /// or below 2^18 entries 2^(floor(log2 capacity) - 4) (16-32 cells: a small
+  /// window's cells stay in cache, and its memory goes further).
   static int bucket_bits_for(int key_bits, std::size_t capacity);
 
   /// `blocks == 0` picks default_blocks(max_distance). Throws
