@@ -16,12 +16,9 @@
 namespace neardup::stream {
 namespace {
 
-/// scan_stream over `input` with `threads`; the whole output.
-std::string scan(const std::string& input, const config::Config& config, unsigned threads,
-                 ScanStats* stats = nullptr) {
-  std::string copy = input;  // fmemopen wants a writable buffer, and a non-empty one
-  std::FILE* in =
-      copy.empty() ? std::fopen("/dev/null", "r") : fmemopen(copy.data(), copy.size(), "r");
+/// scan_stream over `in` (closed here) with `threads`; the whole output.
+std::string scan_from(std::FILE* in, const config::Config& config, unsigned threads,
+                      ScanStats* stats) {
   char* buffer = nullptr;
   std::size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);
@@ -32,6 +29,15 @@ std::string scan(const std::string& input, const config::Config& config, unsigne
   std::free(buffer);
   if (stats) *stats = result;
   return text;
+}
+
+/// scan_stream over `input` with `threads`; the whole output.
+std::string scan(const std::string& input, const config::Config& config, unsigned threads,
+                 ScanStats* stats = nullptr) {
+  std::string copy = input;  // fmemopen wants a writable buffer, and a non-empty one
+  std::FILE* in =
+      copy.empty() ? std::fopen("/dev/null", "r") : fmemopen(copy.data(), copy.size(), "r");
+  return scan_from(in, config, threads, stats);
 }
 
 config::Config jsonl() {
@@ -180,16 +186,7 @@ std::string scan_file(const std::string& input, const config::Config& config, un
   if (in == nullptr) return {};
   EXPECT_EQ(std::fwrite(input.data(), 1, input.size(), in), input.size());
   std::fseek(in, from, SEEK_SET);
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  const ScanStats result = scan_stream(config, in, out, threads);
-  std::fclose(in);
-  std::fclose(out);
-  std::string text(buffer, size);
-  std::free(buffer);
-  if (stats) *stats = result;
-  return text;
+  return scan_from(in, config, threads, stats);
 }
 
 TEST(ScanThreads, ARegularFileSizedAtOnceJudgesAsAStreamDoes) {
