@@ -21,9 +21,7 @@ name=cluster_crash_loop_test
 source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
 # shellcheck source=tests/cluster/lib.sh
 source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
-for tool in kcat python3; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat python3
 dynamic=${NEARDUP_CRASH_LOOP_DYNAMIC:-}
 messages=20000
 send_seconds=20

@@ -23,9 +23,7 @@ name=cluster_poison_test
 source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
 # shellcheck source=tests/cluster/lib.sh
 source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
-for tool in kcat curl python3; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat curl python3
 
 # The brokers take 10 MB records: only neardup's own limits refuse the big ones.
 cluster_start -c message.max.bytes=10485760

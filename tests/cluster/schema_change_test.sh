@@ -15,9 +15,7 @@ name=cluster_schema_change_test
 source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
 # shellcheck source=tests/cluster/lib.sh
 source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
-for tool in kcat curl; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat curl
 
 cluster_start
 # config_with N FILE: the group's configuration with dedup.cjk_ngram N.

@@ -16,9 +16,7 @@ name=cluster_short_reposts_test
 source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
 # shellcheck source=tests/cluster/lib.sh
 source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
-for tool in kcat python3; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat python3
 cluster_start
 
 config="$work/config.yaml"

@@ -15,9 +15,7 @@ name=cluster_stop_test
 source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
 # shellcheck source=tests/cluster/lib.sh
 source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
-for tool in kcat python3; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat python3
 [ "$cluster_mode" = mock ] && { echo "$name: SKIPPED: deletes topics and kills brokers, which the mock cluster does not do"; exit 77; }
 cluster_start
 

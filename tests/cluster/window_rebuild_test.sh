@@ -29,9 +29,7 @@ name=cluster_window_rebuild_test
 source "${NEARDUP_SOURCE_DIR:?}/tests/e2e/lib.sh"
 # shellcheck source=tests/cluster/lib.sh
 source "${NEARDUP_SOURCE_DIR}/tests/cluster/lib.sh"
-for tool in kcat curl python3; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat curl python3
 
 # stories FILE FIRST COUNT: "s<i>|text" lines, each text its own random words.
 stories() {

@@ -9,9 +9,7 @@ NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
 name=broker_outage_test
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-for tool in kcat curl python3; do
-  command -v "$tool" >/dev/null || { echo "broker_outage_test: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat curl python3
 
 port=$(free_port)
 brokers="127.0.0.1:$port"

@@ -21,6 +21,13 @@ trap cleanup EXIT
 # fail MESSAGE: says why, shows the end of the service's log ($work/run.err), exits 1.
 fail() { echo "$name: FAIL: $*"; echo "--- run log"; tail -30 "$work/run.err" 2>/dev/null; exit 1; }
 pass() { passed=$((passed + 1)); }
+# require TOOL...: exits 1 naming the first tool that is not installed.
+require() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
+  done
+}
 # wait_for SECONDS COMMAND...: polls the command until it succeeds or time runs out.
 wait_for() {
   local limit=$1; shift

@@ -11,9 +11,7 @@ NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
 name=offsets_back_test
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-for tool in kcat python3; do
-  command -v "$tool" >/dev/null || { echo "offsets_back_test: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require kcat python3
 
 port=$(free_port)
 brokers="127.0.0.1:$port"

@@ -20,9 +20,7 @@ root=${NEARDUP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 artifacts=${NEARDUP_ARTIFACTS:-$(cd "$(dirname "$NEARDUP")/.." && pwd)/e2e-artifacts}
 chromium=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$chromium" ] || { echo "$name: chromium is not installed (deploy/install-deps.sh)"; exit 1; }
-for tool in curl python3; do
-  command -v "$tool" >/dev/null || { echo "$name: $tool is not installed (deploy/install-deps.sh)"; exit 1; }
-done
+require curl python3
 
 port=$(free_port)
 "$NEARDUP" demo --feed "$root/deploy/demo/feed.jsonl" --rate 97 --duration 120 \
