@@ -77,7 +77,7 @@ void BM_JudgeSideOfARequest(benchmark::State& state) {
       out.candidates = 2;
       if (++i % 5 == 0) {
         out.kind = dedup::VerdictKind::duplicate;
-        out.of = stream::SourceName{e.source.topic, e.source.partition, e.source.offset - 3};
+        out.of = stream::SourceRef{e.source.topic, e.source.partition, e.source.offset - 3};
         out.of_time = e.time;
         out.of_fingerprint = e.analysis.summary.fingerprint;
         out.distance = 2;
@@ -111,7 +111,7 @@ void BM_InstanceSideOfARequest(benchmark::State& state) {
     out.fingerprint = in[i].summary.fingerprint;
     if (i % 5 == 4) {
       out.kind = dedup::VerdictKind::duplicate;
-      out.of = stream::SourceName{"bench-in", 3, static_cast<std::int64_t>(i)};
+      out.of = stream::SourceRef{"bench-in", 3, static_cast<std::int64_t>(i)};
       out.similarity = 0.9;
     }
     verdict_writer.add(out);

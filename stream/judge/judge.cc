@@ -53,7 +53,6 @@ struct Judge::State {
   SchemaCompatibility schemas;
   ChangelogBatch changelog;
   ChangelogRecord kept_record;  // the entry being added (its topic buffer reused)
-  SourceName original;          // a duplicate's original, for its verdict (likewise)
   JudgeVerdictWriter verdicts;
   JudgeRequest request;
   std::vector<kafka::MessagePtr> polled;
@@ -260,19 +259,16 @@ struct Judge::State {
       out.fingerprint = v.fingerprint;
       out.features = v.features;
       out.candidates = static_cast<std::uint32_t>(v.candidates);
-      const bool with_original = v.kind == dedup::VerdictKind::duplicate && v.match;
-      if (with_original) {
+      if (v.kind == dedup::VerdictKind::duplicate && v.match) {
         const Source& of = sources[ref_source(v.match->of)];
-        original.topic.assign(of.topic);  // its buffer reused: no allocation per duplicate
-        original.partition = of.partition;
-        original.offset = ref_offset(v.match->of);
+        out.of = SourceRef{of.topic, of.partition, ref_offset(v.match->of)};  // (no copy)
         out.of_time = v.match->time;
         out.of_fingerprint = v.match->fingerprint;
         out.distance = v.match->distance;
         out.count = v.count;
         out.similarity = v.similarity;
       }
-      verdicts.add(out, with_original ? &original : nullptr);
+      verdicts.add(out);
       if (v.kind == dedup::VerdictKind::unique && !cfg.kafka.changelog_topic.empty())
         remember(e, v.fingerprint);
     }

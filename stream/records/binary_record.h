@@ -125,11 +125,12 @@ inline bool read_header(Reader& r, std::string_view magic, const char* not_this,
   instance = r.get<std::uint64_t>();
   batch = r.get<std::uint64_t>();
   const auto n = r.get<std::uint16_t>();
-  topics.clear();
+  topics.resize(n);  // (the strings kept reuse their buffers)
   for (std::uint16_t i = 0; i < n && r.ok; ++i) {
     const auto len = r.get<std::uint16_t>();
-    topics.emplace_back(r.bytes(len));
+    topics[i].assign(r.bytes(len));
   }
+  if (!r.ok) topics.clear();
   entries = r.get<std::uint32_t>();
   if (!r.ok) *error = "truncated header";
   return r.ok;

@@ -214,9 +214,8 @@ std::uint16_t JudgeVerdictWriter::topic_index(std::string_view topic) {
   return intern(topics_, topic);
 }
 
-void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) { add(e, e.of ? &*e.of : nullptr); }
-
-void JudgeVerdictWriter::add(const JudgeVerdictEntry& e, const SourceName* of) {
+void JudgeVerdictWriter::add(const JudgeVerdictEntry& e) {
+  const SourceRef* of = e.of ? &*e.of : nullptr;
   put(body_, static_cast<std::uint8_t>(e.kind));
   put(body_, e.fingerprint.bits);
   put(body_, e.features);
@@ -244,8 +243,8 @@ std::string_view JudgeVerdictWriter::finish() {
 bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::string* error) {
   out.entries.clear();  // all or nothing, also when the header is refused
   Reader r(value);
-  std::vector<std::string> topics;
   std::uint32_t n = 0;
+  std::vector<std::string>& topics = out.topics;
   if (!binary::read_header(r, kVerdictMagic, kNotThis, out.instance, out.batch, topics, n, error))
     return false;
   if (n > value.size() / 18 + 1) {
@@ -273,11 +272,10 @@ bool decode_judge_verdicts(std::string_view value, JudgeVerdicts& out, std::stri
         r.ok = false;
         break;
       }
-      SourceName of;
+      SourceRef& of = e.of.emplace();
       of.topic = topics[topic];
       of.partition = r.get<std::int32_t>();
       of.offset = r.get<std::int64_t>();
-      e.of = std::move(of);
       e.of_time.ms = r.get<std::int64_t>();
       e.of_fingerprint.bits = r.get<std::uint64_t>();
       e.distance = r.get<std::uint8_t>();

@@ -54,6 +54,14 @@ struct SourceName {
   std::int64_t offset = 0;
 };
 
+/// The same, viewing a topic name held elsewhere (a decoded record's, or the
+/// caller's): a verdict names its original without a string of its own.
+struct SourceRef {
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
 /// One analyzed message, as the judge needs it.
 struct JudgeRequestEntry {
   SourceName source;
@@ -67,8 +75,8 @@ struct JudgeVerdictEntry {
   dedup::Fingerprint fingerprint;
   std::uint32_t features = 0;
   std::uint32_t candidates = 0;
-  /// duplicates: the kept original
-  std::optional<SourceName> of;
+  /// duplicates: the kept original (decoded: its topic views JudgeVerdicts::topics)
+  std::optional<SourceRef> of;
   dedup::EventTime of_time;
   dedup::Fingerprint of_fingerprint;
   int distance = 0;
@@ -117,10 +125,6 @@ class JudgeVerdictWriter {
  public:
   void start(std::uint64_t instance, std::uint64_t batch);
   void add(const JudgeVerdictEntry& entry);
-  /// The same with the original named by `of` (null: none) instead of
-  /// entry.of, for a writer that keeps one SourceName and so allocates
-  /// nothing per duplicate.
-  void add(const JudgeVerdictEntry& entry, const SourceName* of);
   std::size_t entries() const { return entries_; }
   std::string_view finish();
 
@@ -144,6 +148,10 @@ struct JudgeRequest {
 struct JudgeVerdicts {
   std::uint64_t instance = 0;
   std::uint64_t batch = 0;
+  /// The record's topic names, which the entries' `of` view: valid until the
+  /// next decode into this object, which reuses their buffers (a decoder
+  /// allocates nothing per duplicate).
+  std::vector<std::string> topics;
   std::vector<JudgeVerdictEntry> entries;
 };
 

@@ -90,7 +90,7 @@ std::string some_verdicts() {
   writer.start(7, 9);
   stream::JudgeVerdictEntry entry;
   entry.kind = dedup::VerdictKind::duplicate;
-  entry.of = stream::SourceName{"some-topic-name-longer-than-sso", 3, 44};
+  entry.of = stream::SourceRef{"some-topic-name-longer-than-sso", 3, 44};
   entry.similarity = 0.5;
   writer.add(entry);
   return std::string(writer.finish());

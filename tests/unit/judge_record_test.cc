@@ -188,7 +188,7 @@ TEST(JudgeRecord, AVerdictComesBackWithItsOriginalAndSimilarity) {
   duplicate.fingerprint.bits = 0x1235;
   duplicate.features = 18;
   duplicate.candidates = 5;
-  duplicate.of = SourceName{"news", 3, 123456789012};
+  duplicate.of = SourceRef{"news", 3, 123456789012};
   duplicate.of_time.ms = 1'700'000'000'123;
   duplicate.of_fingerprint.bits = 0x1234;
   duplicate.distance = 1;
@@ -281,7 +281,7 @@ TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
   verdicts.start(1, 2);
   JudgeVerdictEntry d;
   d.kind = dedup::VerdictKind::duplicate;
-  d.of = SourceName{"t", 0, 4};
+  d.of = SourceRef{"t", 0, 4};
   d.similarity = 0.9;
   verdicts.add(d);
   const std::string verdict(verdicts.finish());
