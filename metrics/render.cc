@@ -192,6 +192,27 @@ class SnapshotCollectable final : public prometheus::Collectable {
                               "From a request to the judge produced to its verdicts read.",
                               s.judge_round_trip_seconds));
     }
+    if (s.summarizing) {
+      MetricFamily summaries{"neardup_story_summaries_total",
+                             "Story summaries written to kafka.summary_topic, by kind (interim, "
+                             "final).",
+                             MetricType::Counter,
+                             {}};
+      for (const auto& [kind, value] :
+           {std::pair<const char*, std::uint64_t>{"interim", s.story_summaries_interim},
+            {"final", s.story_summaries_final}}) {
+        summaries.metric.push_back(
+            number(static_cast<double>(value), MetricType::Counter, {{"kind", kind}}));
+      }
+      out.push_back(std::move(summaries));
+      out.push_back(scalar("neardup_stories_open",
+                           "Originals in the window with duplicates (stories not yet final).",
+                           MetricType::Gauge, static_cast<double>(s.stories_open)));
+      out.push_back(histogram("neardup_story_duplicates",
+                              "Duplicates per story, observed at its final summary (when the "
+                              "original leaves the window).",
+                              s.story_duplicates));
+    }
 
     std::vector<ClientMetric::Label> labels{{"version", build_.version}};
     for (const auto& [name, value] : build_.labels) {

@@ -22,6 +22,7 @@
 #include "stream/kafka/client_properties.h"
 #include "stream/kafka/transaction.h"
 #include "stream/pipeline/event_time.h"
+#include "stream/pipeline/story_writer.h"
 #include "stream/records/judge_record.h"
 
 namespace neardup::stream {
@@ -45,6 +46,7 @@ struct Judge::State {
   std::unique_ptr<kafka::Producer> producer;  // while active
   std::unique_ptr<TransactionCycle> txn;      // exactly-once, while active
   std::unique_ptr<dedup::Engine> engine;      // while active
+  std::unique_ptr<StoryWriter> stories;       // kafka.summary_topic set; its stories while active
   Sources sources;                            // the window's refs: every source ever judged
   std::optional<SourceIndex> last_source;     // source_of()'s memo
   std::string last_source_topic;
@@ -76,7 +78,10 @@ struct Judge::State {
         cfg(config),
         schema(dedup::fingerprint_schema(config.dedup)),
         schemas(schema, "judge: "),
-        changelog(base::random_id(), schema) {}
+        changelog(base::random_id(), schema) {
+    if (!config.kafka.summary_topic.empty())
+      stories = std::make_unique<StoryWriter>(config, nullptr, nullptr);
+  }
 
   void add_stats(const std::function<void(JudgeStats&)>& change) {
     base::MutexLock lock(judge.mutex_);
@@ -113,6 +118,7 @@ struct Judge::State {
     producer = std::make_unique<kafka::Producer>(
         props, [this](kafka::Message report) { on_delivery(report); }, judge.options_.health);
     engine = std::make_unique<dedup::Engine>(cfg.dedup);
+    if (stories) stories->reset(producer.get());
     std::size_t restored = 0;
     std::string reads;
     if (!cfg.kafka.changelog_topic.empty()) {
@@ -166,6 +172,7 @@ struct Judge::State {
     active = false;
     txn.reset();
     if (producer) producer->flush(std::chrono::seconds(5));
+    if (stories) stories->reset(nullptr);
     producer.reset();
     engine.reset();
     log(config::LogLevel::info,
@@ -254,7 +261,9 @@ struct Judge::State {
         engine->prefetch_cells(request.entries[i + kCellsAhead].analysis);
       const JudgeRequestEntry& e = request.entries[i];
       const SourceIndex index = source_of(e.source);
-      const dedup::Verdict v = engine->decide(e.analysis, e.time, pack_ref(index, e.source.offset));
+      const dedup::RecordRef ref = pack_ref(index, e.source.offset);
+      const dedup::Verdict v = engine->decide(e.analysis, e.time, ref);
+      if (stories) stories->note_verdict(v, ref, e.time);
       JudgeVerdictEntry out;
       out.kind = v.kind;
       out.fingerprint = v.fingerprint;
@@ -455,11 +464,18 @@ struct Judge::State {
         decide(m);
       }
       if (pending_exception) std::rethrow_exception(std::exchange(pending_exception, nullptr));
+      // Summaries of what this pass decided: in its transaction (exactly-once).
+      if (active && stories && engine && !consumer->assignment_lost())
+        stories->summarize(engine->oldest_live(), sources, Clock::now());
       if (producer) producer->poll(std::chrono::milliseconds(0));
       finish_cycle();
       if (engine) {
         const dedup::EngineStats now = engine->stats();
-        add_stats([&](JudgeStats& s) { s.engine = now; });
+        add_stats([&](JudgeStats& s) {
+          s.engine = now;
+          s.summarizing = stories != nullptr;
+          if (stories) s.stories = stories->stats();
+        });
       }
     }
   }
