@@ -148,6 +148,10 @@ class Engine {
   /// The window sequence of its oldest live entry (one past the newest when
   /// empty): an entry whose sequence is below it has left the window. O(1).
   std::uint64_t oldest_live() const;
+  /// One past the newest entry's window sequence. O(1).
+  std::uint64_t next_sequence() const { return next_sequence_; }
+  /// The live entry inserted with `sequence` (Window::entry), or nullopt. O(1).
+  std::optional<Match> entry(std::uint64_t sequence) const { return window_.entry(sequence); }
   const DedupOptions& options() const { return options_; }
 
   /// Bytes held by the window, the sketch index and the recent-text cache together.

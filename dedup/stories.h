@@ -43,6 +43,13 @@ class StoryBook {
                      std::optional<double> similarity,
                      std::optional<std::uint64_t> renewed = std::nullopt);
 
+  /// Takes `story` as counted elsewhere (a restart's seed) for the live
+  /// entry `sequence`; a story already counted for it stays as it is.
+  /// Returns whether it was taken. O(log stories).
+  bool seed(std::uint64_t sequence, const Story& story) {
+    return stories_.emplace(sequence, story).second;
+  }
+
   /// Every story whose entry left the window (its sequence is below
   /// `oldest_live`, the window's oldest live sequence), oldest first:
   /// `emit(const Story&)`, then forgets it. Returns how many. O(closed · log stories).

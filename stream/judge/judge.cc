@@ -72,6 +72,7 @@ struct Judge::State {
   std::vector<std::uint32_t> foreign_logged;  // request schemas said in the log
   std::exception_ptr pending_exception;       // thrown inside a rebalance, raised after the poll
   std::uint64_t unconfirmed_entries = 0;      // changelog entries since the last commit
+  bool summaries_pending = false;             // story summaries produced since the last commit
 
   State(Judge& j, const config::Config& config)
       : judge(j),
@@ -144,6 +145,12 @@ struct Judge::State {
     if (judge.options_.exactly_once) {
       txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
       txn->start();  // fences any earlier judge of this group
+    }
+    // (after the fence: an earlier judge's open transaction is aborted, so
+    // the summary topic reads to its end)
+    if (stories) {
+      stories->restore(*engine, sources, judge.options_.consumer_properties,
+                       std::chrono::seconds(30));
     }
     active = true;
     next_offset = committed = -1;
@@ -387,7 +394,7 @@ struct Judge::State {
   /// topic's offset: a transaction (exactly-once), or the records
   /// acknowledged and then the offset committed (at-least-once).
   void finish_cycle() {
-    if (!active || next_offset < 0 || next_offset == committed) return;
+    if (!active || next_offset < 0 || (next_offset == committed && !summaries_pending)) return;
     flush_changelog();
     crash_point("judge-decided");
     kafka::TopicPartitions offsets(1);
@@ -414,6 +421,7 @@ struct Judge::State {
       }
     }
     committed = next_offset;
+    summaries_pending = false;
     add_stats([&](JudgeStats& s) { s.written += unconfirmed_entries; });
     unconfirmed_entries = 0;
   }
@@ -437,6 +445,7 @@ struct Judge::State {
     }
     next_offset = committed;
     unconfirmed_entries = 0;
+    summaries_pending = false;
   }
 
   void loop() {
@@ -466,7 +475,7 @@ struct Judge::State {
       if (pending_exception) std::rethrow_exception(std::exchange(pending_exception, nullptr));
       // Summaries of what this pass decided: in its transaction (exactly-once).
       if (active && stories && engine && !consumer->assignment_lost())
-        stories->summarize(engine->oldest_live(), sources, Clock::now());
+        summaries_pending |= stories->summarize(engine->oldest_live(), sources, Clock::now()) > 0;
       if (producer) producer->poll(std::chrono::milliseconds(0));
       finish_cycle();
       if (engine) {

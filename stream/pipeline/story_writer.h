@@ -51,6 +51,17 @@ class StoryWriter {
   std::size_t summarize(std::uint64_t oldest_live, const Sources& sources,
                         std::chrono::steady_clock::time_point now);
 
+  /// Reads the summary topic to its end (read_committed, `timeout` at most)
+  /// and takes, for every original live in `engine`'s window whose latest
+  /// summary is not final, its counts from there: a restart's stories go on
+  /// counting (exactly so when their last summary counts every duplicate
+  /// judged before the restart, see docs/KAFKA.md). Call it on an empty
+  /// story book, after the window's rebuild. Returns the stories taken.
+  /// Throws kafka::KafkaError when the topic cannot be read.
+  std::size_t restore(const dedup::Engine& engine, Sources& sources,
+                      const kafka::Properties& consumer_properties,
+                      std::chrono::milliseconds timeout);
+
   /// Forgets every story (a new window: a judge's takeover) and writes
   /// through `producer` from now on. stats() keep counting.
   void reset(kafka::Producer* producer);

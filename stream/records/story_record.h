@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dedup/stories.h"
 
@@ -52,5 +53,26 @@ void story_key(const StoryPosition& original, std::string& out);
 
 /// The record value, written over `out` (its capacity reused). O(excerpt + samples).
 void encode_story(const dedup::Story& story, const StoryContext& context, std::string& out);
+
+/// A summary read back (a restart's seed): positions by name.
+struct StoryPositionName {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+struct DecodedStory {
+  StoryPositionName original;
+  std::vector<StoryPositionName> samples;
+  std::optional<std::string> key, excerpt;
+  std::int64_t first_seen = 0, last_seen = 0;
+  std::uint64_t duplicates = 0;
+  std::optional<double> min_similarity, max_similarity;
+  int min_distance = 64, max_distance = 0;
+  bool final = false;
+};
+
+/// Parses a version 1 value; false (and `*error` says why) on anything else.
+/// Never throws on any input bytes except std::bad_alloc. O(size).
+bool decode_story(std::string_view value, DecodedStory& out, std::string* error);
 
 }  // namespace neardup::stream

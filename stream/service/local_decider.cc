@@ -43,6 +43,8 @@ class LocalDecider final : public Decider {
     hooks.stopped = [this] { return s_.stop.load(std::memory_order_relaxed) || stop_signalled(); };
     dedup::Engine& engine = s_.worker->engine();  // no slot is submitted yet
     if (!follower_->rebuild(engine, hooks)) return false;
+    if (stories_)
+      stories_->restore(engine, s_.sources, s_.consumer_properties, std::chrono::seconds(30));
     s_.engine_stats = engine.stats();
     s_.stats.window_ready = true;
     return true;

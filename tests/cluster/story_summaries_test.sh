@@ -25,37 +25,12 @@ for tool in kcat python3 curl; do
 done
 cluster_start
 
-# stories.txt: "s<i>|story" (20 random words), then "r<i>-<j>|repost" lines
-# (the story with a word of its own appended); others.txt: 300 "x<n>|text";
-# all.jsonl: the same for `neardup scan`.
-python3 - "$work" <<'PY'
-import json, random, sys
-work = sys.argv[1]
-rng = random.Random(11)
-word = lambda: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
-lines = []
-stories = [[word() for _ in range(20)] for _ in range(10)]
-for i, story in enumerate(stories):
-    lines.append((f"s{i}", " ".join(story)))
-for i, story in enumerate(stories):
-    for j in range(i):
-        lines.append((f"r{i}-{j}", " ".join(story + [f"update{j}"])))
-with open(f"{work}/stories.txt", "w") as f:
-    f.writelines(f"{k}|{t}\n" for k, t in lines)
-others = [(f"x{n}", " ".join(word() for _ in range(20))) for n in range(300)]
-with open(f"{work}/others.txt", "w") as f:
-    f.writelines(f"{k}|{t}\n" for k, t in others)
-with open(f"{work}/all.jsonl", "w") as f:
-    f.writelines(json.dumps({"id": k, "text": t}) + "\n" for k, t in lines + others)
-PY
+helper="${NEARDUP_SOURCE_DIR}/tests/cluster/story_summaries.py"
+python3 "$helper" feed "$work"
+cat "$work/reposts-a.txt" "$work/reposts-b.txt" >>"$work/stories.txt"
 # The feed does what it says: scan finds each repost a duplicate of its story, and nothing else.
 "$NEARDUP" scan "$work/all.jsonl" >"$work/scan.jsonl"
-dups=$(python3 -c '
-import json, sys
-verdicts = [json.loads(l) for l in open(sys.argv[1])]
-print(sum(1 for r in verdicts if r["verdict"] == "duplicate" and r["id"].startswith("r")
-          and r["of"] == "s" + r["id"][1:].split("-")[0]),
-      sum(1 for r in verdicts if r["verdict"] == "duplicate"), sep="/")' "$work/scan.jsonl")
+dups=$(python3 "$helper" scan "$work/scan.jsonl")
 [ "$dups" = 45/45 ] && pass || fail "scan finds $dups reposts of their own story (want 45/45)"
 
 # check_summaries RUN: the summary topic against the stories (python prints what is wrong).
@@ -64,48 +39,7 @@ check_summaries() {
   kcat -b "$brokers" -C -t "$(topic summaries)" -e -q -X isolation.level=read_committed \
     -f '%k\t%s\n' 2>/dev/null >"$work/summaries-$run.tsv" || true
   kcat -b "$brokers" -C -t "$(topic input)" -e -q -f '%t/%p/%o\t%k\n' 2>/dev/null >"$work/input-$run.tsv" || true
-  python3 - "$work/summaries-$run.tsv" "$work/input-$run.tsv" "$run" <<'PY'
-import json, sys
-summaries, inputs, run = sys.argv[1], sys.argv[2], sys.argv[3]
-key_of = dict(l.rstrip("\n").split("\t", 1) for l in open(inputs) if "\t" in l)
-problems, finals, interims = [], {}, {}
-for line in open(summaries):
-    if not line.strip():
-        continue
-    key, value = line.rstrip("\n").split("\t", 1)
-    s = json.loads(value)
-    o = s["original"]
-    where = f'{o["topic"]}/{o["partition"]}/{o["offset"]}'
-    if key != where:
-        problems.append(f"record key {key} is not its original {where}")
-    story = key_of.get(where, "?")
-    if s["version"] != 1:
-        problems.append(f"{story}: version {s['version']}")
-    if not s["first_seen"] <= s["last_seen"]:
-        problems.append(f"{story}: first_seen {s['first_seen']} > last_seen {s['last_seen']}")
-    reposts = {f"r{story[1:]}-{j}" for j in range(10)}
-    for p in s["samples"]:
-        k = key_of.get(f'{p["topic"]}/{p["partition"]}/{p["offset"]}', "?")
-        if k not in reposts:
-            problems.append(f"{story}: sample {k} is not one of its reposts")
-    if len(s["samples"]) != min(5, s["duplicates"]):
-        problems.append(f"{story}: {len(s['samples'])} samples of {s['duplicates']} duplicates")
-    if run == "local" and ("excerpt" not in s or s["key"] != story):
-        problems.append(f"{story}: no excerpt or key ({s.get('key')})")
-    if s["final"]:
-        if story in finals:
-            problems.append(f"{story}: final twice")
-        finals[story] = s["duplicates"]
-    else:
-        interims.setdefault(story, []).append(s["duplicates"])
-want = {f"s{i}": i for i in range(1, 10)}
-if finals != want:
-    problems.append(f"finals {sorted(finals.items())}, want {sorted(want.items())}")
-for story, counts in interims.items():
-    if story not in finals or max(counts) > finals[story]:
-        problems.append(f"{story}: interim counts {counts}, final {finals.get(story)}")
-print("; ".join(problems[:6]) if problems else "ok", len(finals), sum(len(c) for c in interims.values()))
-PY
+  python3 "$helper" check "$work/summaries-$run.tsv" "$work/input-$run.tsv" "$run"
 }
 
 # run_case RUN FIRST LAST: instances FIRST..LAST (run<N>.err) get the stories,
@@ -158,7 +92,7 @@ group="${prefix}g"
 config="$work/config-judge.yaml"
 cluster_config "$config" "  summary_topic: $(topic summaries)" '  delivery: exactly-once' \
   '  consumer: {session.timeout.ms: "6000"}'
-printf '%s\n' 'window: {max_entries: 50, summary_interval: 1s}' >>"$config"
+printf '%s\n' 'window: {max_entries: 50, summary_interval: 1s}' 'metrics: {listen: "127.0.0.1:0"}' >>"$config"
 cluster_topics "$config" 1
 run_case judge 2 3
 finish

@@ -126,7 +126,9 @@ TEST(StoryBook, ClosesAStoryWhenItsOriginalIsEvictedFromAnEngineWindow) {
   for (const char* text : others) {
     ASSERT_EQ(decide(text, ref++), dedup::VerdictKind::unique);
     book.close(engine.oldest_live(), note);
-    if (ref < 14) EXPECT_TRUE(closed.empty()) << "closed after " << ref - 10 << " others";
+    if (ref < 14) {
+      EXPECT_TRUE(closed.empty()) << "closed after " << ref - 10 << " others";
+    }
   }
   ASSERT_EQ(closed.size(), 1u);  // the fourth other text evicted the story's original
   EXPECT_EQ(closed[0].original, RecordRef{1});
@@ -179,6 +181,71 @@ TEST(StoryRecord, LeavesOutWhatIsNotKnownAndCutsTheExcerptAtACharacter) {
   context.excerpt = text;
   stream::encode_story(s, context, value);
   EXPECT_NE(value.find("\"excerpt\":\"" + std::string(199, 'a') + "\","), std::string::npos);
+}
+
+TEST(StoryRecord, ReadsBackWhatItWrites) {
+  Story s;
+  s.first_seen = EventTime{1000};
+  s.last_seen = EventTime{2500};
+  s.duplicates = 7;
+  s.has_similarity = true;
+  s.min_similarity = 0.75;
+  s.max_similarity = 0.9;
+  s.min_distance = 1;
+  s.max_distance = 9;
+  const stream::StoryPosition samples[] = {{"in", 1, 8}, {"other", 0, 9}};
+  stream::StoryContext context;
+  context.original = {"in", 1, 7};
+  context.samples = samples;
+  context.key = "k";
+  context.excerpt = "caf\xc3\xa9 \"quoted\"";
+  std::string value, error;
+  stream::encode_story(s, context, value);
+  stream::DecodedStory d;
+  ASSERT_TRUE(stream::decode_story(value, d, &error)) << error;
+  EXPECT_EQ(d.original.topic, "in");
+  EXPECT_EQ(d.original.partition, 1);
+  EXPECT_EQ(d.original.offset, 7);
+  EXPECT_EQ(d.first_seen, 1000);
+  EXPECT_EQ(d.last_seen, 2500);
+  EXPECT_EQ(d.duplicates, 7u);
+  EXPECT_DOUBLE_EQ(*d.min_similarity, 0.75);
+  EXPECT_DOUBLE_EQ(*d.max_similarity, 0.9);
+  EXPECT_EQ(d.min_distance, 1);
+  EXPECT_EQ(d.max_distance, 9);
+  ASSERT_EQ(d.samples.size(), 2u);
+  EXPECT_EQ(d.samples[1].topic, "other");
+  EXPECT_EQ(d.samples[1].offset, 9);
+  EXPECT_EQ(d.key, std::optional<std::string>("k"));
+  EXPECT_EQ(d.excerpt, std::optional<std::string>("caf\xc3\xa9 \"quoted\""));
+  EXPECT_FALSE(d.final);
+}
+
+TEST(StoryRecord, RefusesWhatIsNotAVersionOneSummary) {
+  stream::DecodedStory d;
+  std::string error;
+  EXPECT_FALSE(stream::decode_story("", d, &error));
+  EXPECT_FALSE(stream::decode_story("{\"version\":2}", d, &error));
+  EXPECT_FALSE(stream::decode_story("{\"version\":1,\"original\":{\"topic\":\"a\"}}", d, &error));
+  EXPECT_FALSE(stream::decode_story(std::string("\xff\x00{", 3), d, &error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(StoryBook, ASeedGoesOnCountingAndClosesLikeAnyStory) {
+  StoryBook book;
+  Story seeded;
+  seeded.original = RecordRef{50};
+  seeded.first_seen = EventTime{10};
+  seeded.last_seen = EventTime{20};
+  seeded.duplicates = 4;
+  EXPECT_TRUE(book.seed(6, seeded));
+  EXPECT_FALSE(book.seed(6, seeded));  // counted already: left as it is
+  const Story& s = book.count(original_at(6, 50, 10), RecordRef{51}, EventTime{30}, {});
+  EXPECT_EQ(s.duplicates, 5u);
+  EXPECT_EQ(s.last_seen, EventTime{30});
+  std::vector<std::uint64_t> sizes;
+  book.close(7, [&](const Story& story) { sizes.push_back(story.duplicates); });
+  EXPECT_EQ(sizes, (std::vector<std::uint64_t>{5}));
 }
 
 }  // namespace
