@@ -15,7 +15,8 @@ constexpr const char* kHelp =
     "\n"
     "Lists every Prometheus series `neardup run` serves at /metrics: its type,\n"
     "labels, unit and help. The judge's series appear only with the group judge\n"
-    "(kafka.judge_topic set). With --markdown, prints the same as the table of\n"
+    "(kafka.judge_topic set), the stories' with story summaries (kafka.summary_topic\n"
+    "set). With --markdown, prints the same as the table of\n"
     "docs/METRICS.md (\"Series\"), which is generated from it.\n"
     "\n"
     "options:\n"
@@ -37,7 +38,8 @@ int run_metrics(std::span<const std::string> raw) {
     if (!s.labels.empty()) std::cout << "{" << s.labels << "}";
     std::cout << "  " << metrics::to_string(s.type);
     if (!s.unit.empty()) std::cout << " (" << s.unit << ")";
-    if (s.group_judge_only) std::cout << "  [group judge]";
+    if (s.served == metrics::Served::group_judge) std::cout << "  [group judge]";
+    if (s.served == metrics::Served::summaries) std::cout << "  [story summaries]";
     std::cout << "\n    " << s.help << "\n";
   }
   return 0;

@@ -21,14 +21,16 @@ constexpr const char* kHelp =
     "                             [--timeout SECONDS]\n"
     "\n"
     "create: creates every topic the configuration names that the cluster lacks:\n"
-    "kafka.input_topics, output_topic, duplicates_topic, dead_letter_topic and\n"
-    "changelog_topic with --partitions partitions each, and kafka.judge_topic and\n"
-    "kafka.verdict_topic with exactly one (the judge needs one order; a broker that\n"
-    "creates topics on first use would give them its default count). A topic that\n"
-    "exists is left as it is and reported; a judge or verdict topic of more than one\n"
-    "partition is an error (exit status 2, as for run). The changelog topic gets\n"
-    "cleanup.policy=delete and retention.ms of twice window.duration (at least\n"
-    "2 h), the judge and verdict topics retention.ms of an hour.\n"
+    "kafka.input_topics, output_topic, duplicates_topic, dead_letter_topic,\n"
+    "changelog_topic and summary_topic with --partitions partitions each, and\n"
+    "kafka.judge_topic and kafka.verdict_topic with exactly one (the judge needs\n"
+    "one order; a broker that creates topics on first use would give them its\n"
+    "default count). A topic that exists is left as it is and reported; a judge or\n"
+    "verdict topic of more than one partition is an error (exit status 2, as for\n"
+    "run). The changelog topic gets cleanup.policy=delete and retention.ms of\n"
+    "twice window.duration (at least 2 h), the summary topic\n"
+    "cleanup.policy=compact (the latest summary of each story), the judge and\n"
+    "verdict topics retention.ms of an hour.\n"
     "Prints one line per topic.\n"
     "delete: deletes those topics and their data (tests, scratch clusters); --yes\n"
     "is required.\n"
@@ -74,6 +76,8 @@ int run_topics(std::span<const std::string> raw) {
       const auto window = std::max<long long>(cfg.dedup.window.duration.count(), 3'600'000);
       topic.configs = {{"cleanup.policy", "delete"}, {"retention.ms", std::to_string(2 * window)}};
     }
+    // Summaries: keyed by story, so compaction keeps each story's latest.
+    if (t == cfg.kafka.summary_topic) topic.configs = {{"cleanup.policy", "compact"}};
   }
   // Requests and verdicts matter until answered and read: an hour.
   for (const std::string& t : stream::judge_topics(cfg.kafka))

@@ -323,6 +323,13 @@ const std::vector<Key>& keys() {
                                 "`<group_id>-window`, unless named (docs/KAFKA.md)",
                                 true, &KafkaOptions::changelog_topic,
                                 &KafkaOptions::changelog_topic_named));
+    k.push_back(topic_key(
+        "kafka.summary_topic",
+        "topic name or `\"\"` (off): story summaries, one JSON record per original that got "
+        "duplicates, keyed by the original's position (a compacted topic keeps each story's "
+        "latest); interim ones every `window.summary_interval`, a final one when the original "
+        "leaves the window (docs/KAFKA.md \"Story summaries\")",
+        true, &KafkaOptions::summary_topic));
     k.push_back(
         group_topic_key("kafka.judge_topic",
                         "one-partition topic where the group's window decisions are ordered "
@@ -590,6 +597,12 @@ const std::vector<Key>& keys() {
                              "after it. The first 10 such messages are logged",
                              "a duration like 1m, 90s or 0s", 0,
                              &dedup::WindowOptions::max_future));
+    k.push_back(duration_key("window.summary_interval",
+                             "0s..365d with a unit: with `kafka.summary_topic` set, an interim "
+                             "summary of every story that got duplicates since the last one, this "
+                             "often (wall clock); `0s` = final summaries only",
+                             "a duration like 60s, 5m or 0s", 0,
+                             &dedup::WindowOptions::summary_interval));
     k.push_back(bool_key(
         "window.refresh_on_duplicate",
         "true | false: a duplicate renews its original's time in the window "
@@ -933,7 +946,8 @@ std::vector<std::string> check_cross(const Config& config, const Locator& locato
       {"kafka.dead_letter_topic", &kafka.dead_letter_topic},
       {"kafka.changelog_topic", &kafka.changelog_topic},
       {"kafka.judge_topic", &kafka.judge_topic},
-      {"kafka.verdict_topic", &kafka.verdict_topic}};
+      {"kafka.verdict_topic", &kafka.verdict_topic},
+      {"kafka.summary_topic", &kafka.summary_topic}};
   for (const auto& [path, topic] : outputs) {
     check({path, "kafka.input_topics"}, [&, path = path, topic = topic] {
       if (std::find(kafka.input_topics.begin(), kafka.input_topics.end(), *topic) ==
@@ -954,7 +968,8 @@ std::vector<std::string> check_cross(const Config& config, const Locator& locato
   // records: a topic that also carries anything else would mix the two (and
   // its readers would skip the other records as corrupt). Each pair once.
   std::set<std::pair<std::string_view, std::string_view>> reported;
-  for (const char* own : {"kafka.changelog_topic", "kafka.judge_topic", "kafka.verdict_topic"}) {
+  for (const char* own : {"kafka.changelog_topic", "kafka.judge_topic", "kafka.verdict_topic",
+                          "kafka.summary_topic"}) {
     const std::string* own_topic = nullptr;
     for (const auto& [path, topic] : outputs)
       if (std::string_view(path) == own) own_topic = topic;

@@ -44,6 +44,9 @@ struct KafkaOptions {
   /// its own messages (eventually consistent between instances).
   std::string judge_topic = "neardup-judge";
   std::string verdict_topic = "neardup-verdicts";  ///< the judge's answers (one partition)
+  /// Story summaries ("" = off): one JSON record per original with duplicates
+  /// (stream/records/story_record.h), keyed by the original's position.
+  std::string summary_topic;
   /// Which of changelog_topic, judge_topic and verdict_topic a file or the
   /// environment named; the others follow group_id (derive_group_topics).
   bool changelog_topic_named = false;

@@ -253,8 +253,8 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       // the original's ref and count, the duplicate's time, fingerprint and
       // sketch (a story that drifts stays matched by its latest wording).
       window_.retire(verdict.match->sequence);
-      insert(summary.fingerprint, time, verdict.match->of, &summary.sketch, scope, verdict.count,
-             &summary.exact, ref);
+      verdict.sequence = insert(summary.fingerprint, time, verdict.match->of, &summary.sketch,
+                                scope, verdict.count, &summary.exact, ref);
       verdict.refreshed = true;
       ++counts_.refreshed;
     } else if (exact.ran && !exact.identical) {
@@ -265,7 +265,8 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       ++counts_.recent_reposts;
     }
   } else {
-    insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact, ref);
+    verdict.sequence =
+        insert(summary.fingerprint, time, ref, &summary.sketch, scope, 0, &summary.exact, ref);
     last_kept_sketch_ = summary.sketch;
     ++counts_.unique;
   }

@@ -40,7 +40,9 @@ struct Verdict {
   std::uint32_t count = 0;  ///< duplicates: how many duplicates of match->of so far, this one
                             ///< included (1 for the first; Window::count_duplicate)
   bool refreshed = false;   ///< duplicates: it took its original's place (refresh_on_duplicate)
-  std::string_view error;   ///< set for invalid: a static reason
+  /// unique, or refreshed: the window sequence of the entry this decision inserted
+  std::uint64_t sequence = 0;
+  std::string_view error;  ///< set for invalid: a static reason
   std::uint32_t features = 0;
   std::uint64_t candidates = 0;  ///< window index cells examined by this decision's probe
 };
@@ -143,6 +145,13 @@ class Engine {
   const SketchResult& last_kept_sketch() const { return last_kept_sketch_; }
 
   EngineStats stats() const;
+  /// The window sequence of its oldest live entry (one past the newest when
+  /// empty): an entry whose sequence is below it has left the window. O(1).
+  std::uint64_t oldest_live() const;
+  /// One past the newest entry's window sequence. O(1).
+  std::uint64_t next_sequence() const { return next_sequence_; }
+  /// The live entry inserted with `sequence` (Window::entry), or nullopt. O(1).
+  std::optional<Match> entry(std::uint64_t sequence) const { return window_.entry(sequence); }
   const DedupOptions& options() const { return options_; }
 
   /// Bytes held by the window, the sketch index and the recent-text cache together.
@@ -152,7 +161,6 @@ class Engine {
   std::size_t capacity() const { return window_.capacity(); }
 
  private:
-  std::uint64_t oldest_live() const;
   /// `sketch` as the sketch index sees it: its band keys mixed with `scope`
   /// when the window is scoped (in `buffer`), else `sketch` itself.
   const SketchResult& keyed(const SketchResult& sketch, ScopeId scope, SketchResult& buffer) const;

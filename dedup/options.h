@@ -58,6 +58,9 @@ struct WindowOptions {
   /// How far past the wall clock a message's timestamp may be (stream/pipeline/event_time.h):
   /// a later one counts as the wall clock plus this (window.max_future).
   std::chrono::milliseconds max_future = std::chrono::minutes(1);
+  /// How often a story with new duplicates gets an interim summary
+  /// (window.summary_interval, with kafka.summary_topic); 0 = final ones only.
+  std::chrono::milliseconds summary_interval = std::chrono::minutes(1);
   std::size_t max_entries = 10'000'000;  ///< memory bound, in entries
   /// A bound in bytes on what the window's structures hold (window.max_memory):
   /// the pigeonhole index, and in an Engine also the sketch index and the

@@ -69,6 +69,12 @@ struct ServiceStats {
   double judge_waiting_seconds = 0;    ///< neardup_judge_waiting_seconds
   std::uint64_t judge_resends = 0;     ///< neardup_judge_resends_total
   Histogram judge_round_trip_seconds;  ///< request produced -> its verdicts read
+  /// Story summaries (kafka.summary_topic): exported when `summarizing`.
+  bool summarizing = false;
+  std::uint64_t story_summaries_interim = 0;  ///< neardup_story_summaries_total{kind="interim"}
+  std::uint64_t story_summaries_final = 0;    ///< neardup_story_summaries_total{kind="final"}
+  std::uint64_t stories_open = 0;             ///< neardup_stories_open
+  Histogram story_duplicates;                 ///< neardup_story_duplicates, at final summaries
 
   /// Histograms with neardup's standard buckets for max distance k.
   static ServiceStats with_buckets(int max_distance);

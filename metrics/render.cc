@@ -139,6 +139,16 @@ class SnapshotCollectable final : public prometheus::Collectable {
       out.push_back(scalar("neardup_judge_foreign_schema_total", count(s.judge_foreign_schema)));
       out.push_back(histogram("neardup_judge_round_trip_seconds", s.judge_round_trip_seconds));
     }
+    if (s.summarizing) {
+      MetricFamily summaries = family("neardup_story_summaries_total");
+      for (const auto& [kind, value] :
+           {std::pair<const char*, std::uint64_t>{"interim", s.story_summaries_interim},
+            {"final", s.story_summaries_final}})
+        summaries.metric.push_back(number(count(value), summaries.type, {{"kind", kind}}));
+      out.push_back(std::move(summaries));
+      out.push_back(scalar("neardup_stories_open", count(s.stories_open)));
+      out.push_back(histogram("neardup_story_duplicates", s.story_duplicates));
+    }
 
     std::vector<ClientMetric::Label> labels{{"version", build_.version}};
     for (const auto& [name, value] : build_.labels) {

@@ -53,29 +53,38 @@ constexpr std::array kSeries = std::to_array<Series>({
     {"neardup_kafka_broker_outages_total", SeriesType::counter, "", "outages",
      "Kafka outages begun: times a client lost every broker."},
     {"neardup_judge_active", SeriesType::gauge, "", "0 or 1",
-     "1 while this process is its group's judge (holds the judge topic).", true},
+     "1 while this process is its group's judge (holds the judge topic).", Served::group_judge},
     {"neardup_judge_decisions_total", SeriesType::counter, "", "decisions",
-     "Window decisions this process took as its group's judge.", true},
+     "Window decisions this process took as its group's judge.", Served::group_judge},
     {"neardup_judge_takeovers_total", SeriesType::counter, "", "takeovers",
-     "Times this process became its group's judge.", true},
+     "Times this process became its group's judge.", Served::group_judge},
     {"neardup_judge_takeover_seconds", SeriesType::gauge, "", "seconds",
      "Seconds this process's last takeover as judge took, from the judge partition's assignment to "
      "its first possible decision (the window rebuilt from the changelog); 0 before any.",
-     true},
+     Served::group_judge},
     {"neardup_judge_awaiting_messages", SeriesType::gauge, "", "messages",
-     "Messages of this instance waiting for the judge's verdicts.", true},
+     "Messages of this instance waiting for the judge's verdicts.", Served::group_judge},
     {"neardup_judge_waiting_seconds", SeriesType::gauge, "", "seconds",
      "Seconds the oldest request of this instance has waited for its verdicts (0 when none waits): "
      "it grows while no instance of the group judges.",
-     true},
+     Served::group_judge},
     {"neardup_judge_resends_total", SeriesType::counter, "", "requests",
-     "Requests sent to the judge again, unanswered for 15 s.", true},
+     "Requests sent to the judge again, unanswered for 15 s.", Served::group_judge},
     {"neardup_judge_foreign_schema_total", SeriesType::counter, "", "entries",
      "Judge request entries of another fingerprint schema than the judge's, answered invalid (this "
      "process's judge).",
-     true},
+     Served::group_judge},
     {"neardup_judge_round_trip_seconds", SeriesType::histogram, "", "seconds",
-     "From a request to the judge produced to its verdicts read.", true},
+     "From a request to the judge produced to its verdicts read.", Served::group_judge},
+    {"neardup_story_summaries_total", SeriesType::counter, "kind", "summaries",
+     "Story summaries written to kafka.summary_topic, by kind (interim, final).",
+     Served::summaries},
+    {"neardup_stories_open", SeriesType::gauge, "", "stories",
+     "Originals in the window with duplicates (stories not yet final).", Served::summaries},
+    {"neardup_story_duplicates", SeriesType::histogram, "", "duplicates",
+     "Duplicates per story, observed at its final summary (when the original leaves the "
+     "window).",
+     Served::summaries},
     {"neardup_build_info", SeriesType::gauge, "version,...", "always 1",
      "Always 1; the labels describe the running build and its settings."},
 });
@@ -118,7 +127,8 @@ std::string series_markdown() {
     out += s.unit;
     out += " | ";
     out += s.help;
-    if (s.group_judge_only) out += " (With the group judge only.)";
+    if (s.served == Served::group_judge) out += " (With the group judge only.)";
+    if (s.served == Served::summaries) out += " (With story summaries only.)";
     out += " |\n";
   }
   return out;

@@ -12,13 +12,20 @@ namespace neardup::metrics {
 
 enum class SeriesType { counter, gauge, histogram };
 
+/// When /metrics serves a series.
+enum class Served {
+  always,
+  group_judge,  ///< with the group judge (kafka.judge_topic set)
+  summaries,    ///< with story summaries (kafka.summary_topic set)
+};
+
 struct Series {
   std::string_view name;
   SeriesType type;
-  std::string_view labels;        ///< label names, comma-separated ("" for none)
-  std::string_view unit;          ///< what a value counts ("" for a plain count)
-  std::string_view help;          ///< the HELP line /metrics serves
-  bool group_judge_only = false;  ///< exported only with the group judge (kafka.judge_topic set)
+  std::string_view labels;  ///< label names, comma-separated ("" for none)
+  std::string_view unit;    ///< what a value counts ("" for a plain count)
+  std::string_view help;    ///< the HELP line /metrics serves
+  Served served = Served::always;
 };
 
 /// Every series, in the order /metrics serves them.

@@ -60,6 +60,10 @@ void fill_seconds(const LatencyHistogram& from, metrics::Histogram& out) {
 
 }  // namespace
 
+metrics::Histogram StoryStats::size_histogram() {
+  return metrics::Histogram({1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000});
+}
+
 metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   metrics::ServiceStats m = metrics::ServiceStats::with_buckets(max_distance);
   m.unique = s.unique + s.passed;
@@ -102,6 +106,11 @@ metrics::ServiceStats to_metrics(const ServiceSnapshot& s, int max_distance) {
   m.judge_awaiting = s.judge_awaiting;
   m.judge_waiting_seconds = s.judge_waiting_seconds;
   m.judge_resends = s.judge_resends;
+  m.summarizing = s.summarizing;
+  m.story_summaries_interim = s.stories.interim;
+  m.story_summaries_final = s.stories.finals;
+  m.stories_open = s.stories.stories;
+  m.story_duplicates = s.stories.sizes;
   return m;
 }
 

@@ -33,6 +33,17 @@ struct LatencyHistogram {
   std::int64_t quantile_ms(double q) const;
 };
 
+/// Story summaries written (kafka.summary_topic; stream/pipeline/story_writer.h).
+struct StoryStats {
+  std::uint64_t interim = 0;  ///< interim summaries produced
+  std::uint64_t finals = 0;   ///< final summaries produced
+  std::uint64_t stories = 0;  ///< stories open now (originals in the window with duplicates)
+  /// Duplicates per story at its final summary (neardup_story_duplicates).
+  metrics::Histogram sizes = size_histogram();
+
+  static metrics::Histogram size_histogram();
+};
+
 /// Plain counters of one service run; copied out through ServiceOptions::on_progress.
 struct ServiceSnapshot {
   std::uint64_t consumed = 0;  ///< input messages read
@@ -81,6 +92,8 @@ struct ServiceSnapshot {
   double judge_takeover_seconds = 0;  ///< the last takeover: assignment to first decision possible
   bool judge_active = false;          ///< this process's judge holds the judge topic
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> consumer_lag;
+  bool summarizing = false;  ///< kafka.summary_topic is set
+  StoryStats stories;        ///< this process's story summaries (its pipeline's, or its judge's)
 };
 
 /// The Prometheus view of a snapshot (metrics::Exporter::publish takes it).

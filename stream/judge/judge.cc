@@ -22,6 +22,7 @@
 #include "stream/kafka/client_properties.h"
 #include "stream/kafka/transaction.h"
 #include "stream/pipeline/event_time.h"
+#include "stream/pipeline/story_writer.h"
 #include "stream/records/judge_record.h"
 
 namespace neardup::stream {
@@ -45,6 +46,7 @@ struct Judge::State {
   std::unique_ptr<kafka::Producer> producer;  // while active
   std::unique_ptr<TransactionCycle> txn;      // exactly-once, while active
   std::unique_ptr<dedup::Engine> engine;      // while active
+  std::unique_ptr<StoryWriter> stories;       // kafka.summary_topic set; its stories while active
   Sources sources;                            // the window's refs: every source ever judged
   std::optional<SourceIndex> last_source;     // source_of()'s memo
   std::string last_source_topic;
@@ -69,13 +71,17 @@ struct Judge::State {
   std::vector<std::uint32_t> foreign_logged;  // request schemas said in the log
   std::exception_ptr pending_exception;       // thrown inside a rebalance, raised after the poll
   std::uint64_t unconfirmed_entries = 0;      // changelog entries since the last commit
+  bool summaries_pending = false;             // story summaries produced since the last commit
 
   State(Judge& j, const config::Config& config)
       : judge(j),
         cfg(config),
         schema(dedup::fingerprint_schema(config.dedup)),
         schemas(schema, "judge: "),
-        changelog(base::random_id(), schema) {}
+        changelog(base::random_id(), schema) {
+    if (!config.kafka.summary_topic.empty())
+      stories = std::make_unique<StoryWriter>(config, nullptr, nullptr);
+  }
 
   void add_stats(const std::function<void(JudgeStats&)>& change) {
     base::MutexLock lock(judge.mutex_);
@@ -112,6 +118,7 @@ struct Judge::State {
     producer = std::make_unique<kafka::Producer>(
         props, [this](kafka::Message report) { on_delivery(report); }, judge.options_.health);
     engine = std::make_unique<dedup::Engine>(cfg.dedup);
+    if (stories) stories->reset(producer.get());
     std::size_t restored = 0;
     std::string reads;
     if (!cfg.kafka.changelog_topic.empty()) {
@@ -137,6 +144,12 @@ struct Judge::State {
     if (judge.options_.exactly_once) {
       txn = std::make_unique<TransactionCycle>(*producer, *consumer, std::chrono::seconds(30));
       txn->start();  // fences any earlier judge of this group
+    }
+    // (after the fence: an earlier judge's open transaction is aborted, so
+    // the summary topic reads to its end)
+    if (stories) {
+      stories->restore(*engine, sources, judge.options_.consumer_properties,
+                       std::chrono::seconds(30));
     }
     active = true;
     next_offset = committed = -1;
@@ -165,6 +178,7 @@ struct Judge::State {
     active = false;
     txn.reset();
     if (producer) producer->flush(std::chrono::seconds(5));
+    if (stories) stories->reset(nullptr);
     producer.reset();
     engine.reset();
     log(config::LogLevel::info,
@@ -253,7 +267,9 @@ struct Judge::State {
         engine->prefetch_cells(request.entries[i + kCellsAhead].analysis);
       const JudgeRequestEntry& e = request.entries[i];
       const SourceIndex index = source_of(e.source);
-      const dedup::Verdict v = engine->decide(e.analysis, e.time, pack_ref(index, e.source.offset));
+      const dedup::RecordRef ref = pack_ref(index, e.source.offset);
+      const dedup::Verdict v = engine->decide(e.analysis, e.time, ref);
+      if (stories) stories->note_verdict(v, ref, e.time);
       JudgeVerdictEntry out;
       out.kind = v.kind;
       out.fingerprint = v.fingerprint;
@@ -374,7 +390,7 @@ struct Judge::State {
   /// topic's offset: a transaction (exactly-once), or the records
   /// acknowledged and then the offset committed (at-least-once).
   void finish_cycle() {
-    if (!active || next_offset < 0 || next_offset == committed) return;
+    if (!active || next_offset < 0 || (next_offset == committed && !summaries_pending)) return;
     flush_changelog();
     crash_point("judge-decided");
     kafka::TopicPartitions offsets(1);
@@ -401,6 +417,7 @@ struct Judge::State {
       }
     }
     committed = next_offset;
+    summaries_pending = false;
     add_stats([&](JudgeStats& s) { s.written += unconfirmed_entries; });
     unconfirmed_entries = 0;
   }
@@ -424,6 +441,7 @@ struct Judge::State {
     }
     next_offset = committed;
     unconfirmed_entries = 0;
+    summaries_pending = false;
   }
 
   void loop() {
@@ -451,11 +469,18 @@ struct Judge::State {
         decide(m);
       }
       if (pending_exception) std::rethrow_exception(std::exchange(pending_exception, nullptr));
+      // Summaries of what this pass decided: in its transaction (exactly-once).
+      if (active && stories && engine && !consumer->assignment_lost())
+        summaries_pending |= stories->summarize(engine->oldest_live(), sources, Clock::now()) > 0;
       if (producer) producer->poll(std::chrono::milliseconds(0));
       finish_cycle();
       if (engine) {
         const dedup::EngineStats now = engine->stats();
-        add_stats([&](JudgeStats& s) { s.engine = now; });
+        add_stats([&](JudgeStats& s) {
+          s.engine = now;
+          s.summarizing = stories != nullptr;
+          if (stories) s.stories = stories->stats();
+        });
       }
     }
   }

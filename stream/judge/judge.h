@@ -35,6 +35,7 @@
 #include "base/thread_annotations.h"
 #include "config/config.h"
 #include "dedup/engine.h"
+#include "stream/core/service_stats.h"
 #include "stream/kafka/kafka.h"
 
 namespace neardup::stream {
@@ -75,6 +76,8 @@ struct JudgeStats {
   std::uint64_t decide_ns = 0;  ///< time spent deciding (engine only)
   bool active = false;
   dedup::EngineStats engine;  ///< the window's, while active
+  bool summarizing = false;   ///< kafka.summary_topic is set
+  StoryStats stories;         ///< story summaries this process's judge wrote
 };
 
 class Judge {

@@ -494,7 +494,7 @@ kafka::ErrorCode EmbeddedBroker::set_group_coordinator(const std::string& group,
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {
   std::vector<std::string> topics = kafka.input_topics;
   for (const auto* t : {&kafka.output_topic, &kafka.duplicates_topic, &kafka.dead_letter_topic,
-                        &kafka.changelog_topic}) {
+                        &kafka.changelog_topic, &kafka.summary_topic}) {
     if (!t->empty() && std::find(topics.begin(), topics.end(), *t) == topics.end())
       topics.push_back(*t);
   }

@@ -87,7 +87,7 @@ class EmbeddedBroker {
 };
 
 /// The topics `neardup run` uses: inputs, output, duplicates, dead letters and
-/// the window changelog (when kafka.changelog_topic is not "").
+/// the window changelog and the story summaries (each when not "").
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka);
 /// The one-partition topics of the judge (kafka.judge_topic and
 /// kafka.verdict_topic; none when kafka.judge_topic is "").

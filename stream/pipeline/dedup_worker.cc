@@ -234,6 +234,7 @@ void DedupWorker::prepare(Slot& slot) {
     out.spent_ns += static_cast<std::uint64_t>((Clock::now() - started).count());
   }
   slot.engine_stats = engine.stats();
+  slot.oldest_live = engine.oldest_live();
 }
 
 }  // namespace neardup::stream

@@ -58,6 +58,7 @@ struct Slot {
   std::vector<Prepared> prepared;
   std::vector<Outcome> outcomes;
   dedup::EngineStats engine_stats;  ///< the engine's counters after this slot
+  std::uint64_t oldest_live = 0;    ///< the window's oldest live sequence after this slot
 };
 
 /// Decodes, analyzes and judges one batch of polled messages at a time on its

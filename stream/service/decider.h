@@ -93,5 +93,8 @@ std::unique_ptr<Decider> make_no_decider(Service::Impl& service);
 /// changelog batch or a judge request), and whether it is a judge request.
 bool is_decider_record(Ticket ticket);
 bool is_request_delivery(Ticket ticket);
+/// The delivery opaque of a story summary (stream/pipeline/story_writer.h).
+void* summary_opaque();
+bool is_summary_delivery(Ticket ticket);
 
 }  // namespace neardup::stream

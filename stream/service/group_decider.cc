@@ -198,6 +198,8 @@ void GroupDecider::publish(ServiceSnapshot& stats, dedup::EngineStats& engine) {
   stats.changelog_foreign_schema = j.changelog_foreign_schema;
   stats.judge_foreign_schema = j.foreign_schema;
   engine = j.engine;  // the group's window, when this process judges (else empty)
+  stats.summarizing = !s_.cfg.kafka.summary_topic.empty();
+  stats.stories = j.stories;
 }
 
 void GroupDecider::crash() {

@@ -6,6 +6,7 @@
 
 #include "stream/changelog/changelog_writer.h"
 #include "stream/changelog/window_restore.h"
+#include "stream/pipeline/story_writer.h"
 #include "stream/service/decider.h"
 #include "stream/service/service_impl.h"
 
@@ -21,6 +22,8 @@ class LocalDecider final : public Decider {
     if (!s_.cfg.kafka.changelog_topic.empty()) {
       writer_ = std::make_unique<ChangelogWriter>(s_.cfg, *s_.producer, s_.ledger, s_.instance_id);
     }
+    if (!s_.cfg.kafka.summary_topic.empty())
+      stories_ = std::make_unique<StoryWriter>(s_.cfg, s_.producer.get(), summary_opaque());
   }
 
   bool worker_decides() const override { return true; }
@@ -40,6 +43,8 @@ class LocalDecider final : public Decider {
     hooks.stopped = [this] { return s_.stop.load(std::memory_order_relaxed) || stop_signalled(); };
     dedup::Engine& engine = s_.worker->engine();  // no slot is submitted yet
     if (!follower_->rebuild(engine, hooks)) return false;
+    if (stories_)
+      stories_->restore(engine, s_.sources, s_.consumer_properties, std::chrono::seconds(30));
     s_.engine_stats = engine.stats();
     s_.stats.window_ready = true;
     return true;
@@ -65,8 +70,19 @@ class LocalDecider final : public Decider {
                         outcome.verdict.fingerprint, outcome.kept_sketch,
                         slot.prepared[i].analysis.scope);
       }
+      if (stories_ && job.decide) {
+        const dedup::RecordRef ref = pack_ref(job.source, m.offset());
+        if (outcome.verdict.kind == dedup::VerdictKind::unique) {
+          std::optional<std::string_view> key;
+          if (m.has_key()) key = m.key();
+          stories_->note_kept(ref, key, slot.prepared[i].text());
+        }
+        stories_->note_verdict(outcome.verdict, ref, job.time);
+      }
       s_.route_verdict(m, job.source, *ticket, &slot.prepared[i], &outcome);
     }
+    // After the batch's outputs: under exactly-once, in their transaction.
+    if (stories_) stories_->summarize(slot.oldest_live, s_.sources, service_detail::Clock::now());
     slot.messages.clear();
   }
 
@@ -79,6 +95,11 @@ class LocalDecider final : public Decider {
     if (writer_) writer_->flush();
   }
 
+  void publish(ServiceSnapshot& stats, dedup::EngineStats&) override {
+    stats.summarizing = stories_ != nullptr;
+    if (stories_) stats.stories = stories_->stats();
+  }
+
   /// What the partitions' previous owners kept is in the changelog by now
   /// (their revoke waited for it): it is read before any message of those
   /// partitions is judged, so their near-copies are caught.
@@ -87,6 +108,7 @@ class LocalDecider final : public Decider {
   }
 
   void on_delivery(Ticket ticket, bool delivered) override {
+    if (is_summary_delivery(ticket)) return;  // (counted by the service)
     if (writer_) {
       s_.stats.changelog_written +=
           writer_->on_delivery(ticket.seq, delivered, [this](Ticket t) { s_.acknowledge(t); });
@@ -98,6 +120,7 @@ class LocalDecider final : public Decider {
   std::unique_ptr<ChangelogWriter> writer_;      // null when the changelog is off
   std::unique_ptr<ChangelogFollower> follower_;  // set once the changelog is read
   std::vector<Remembered> followed_;             // other instances' entries for the next slot
+  std::unique_ptr<StoryWriter> stories_;         // null when kafka.summary_topic is ""
 };
 
 /// The passthrough baseline (ServiceOptions::bypass_dedup): every message is
@@ -127,5 +150,18 @@ std::unique_ptr<Decider> make_no_decider(Service::Impl& service) {
 }
 
 bool is_decider_record(Ticket ticket) { return ticket.source == ChangelogWriter::kBatchSource; }
+
+namespace {
+constexpr std::uint64_t kSummarySeq = std::uint64_t{1} << 46;  // (requests: bit 47)
+}  // namespace
+
+void* summary_opaque() {
+  return reinterpret_cast<void*>(
+      static_cast<std::uintptr_t>(Ticket{ChangelogWriter::kBatchSource, kSummarySeq}.pack()));
+}
+
+bool is_summary_delivery(Ticket ticket) {
+  return ticket.source == ChangelogWriter::kBatchSource && ticket.seq == kSummarySeq;
+}
 
 }  // namespace neardup::stream

@@ -292,9 +292,10 @@ TEST(ConfigErrors, MappingWhereAScalarIsExpected) {
 }
 
 TEST(ConfigErrors, ScalarWhereASectionIsExpected) {
-  EXPECT_EQ(error_of("window: 5\n"),
-            "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, "
-            "max_memory, max_future, refresh_on_duplicate, rebuild_memory, got '5'");
+  EXPECT_EQ(
+      error_of("window: 5\n"),
+      "t.yaml:1:9: window: expected a mapping with keys duration, max_entries, "
+      "max_memory, max_future, summary_interval, refresh_on_duplicate, rebuild_memory, got '5'");
 }
 
 TEST(ConfigErrors, ListItemErrorPointsAtTheItem) {
