@@ -73,7 +73,11 @@ inline constexpr std::size_t kMaxExactShingles = 128;
 inline constexpr int kRecentBands = 8;
 inline constexpr int kRecentBandBins = 3;
 /// Must-match tokens kept per text; more are ignored.
-inline constexpr std::size_t kMaxMustMatch = 8;
+inline constexpr std::size_t kMaxMustMatch = 16;
+/// A must-match key with this bit set is a name: its length (5 bits) and the set of its
+/// letters (26 bits), compared by must_match_conflict up to a typo; other keys are hashes
+/// that must be equal.
+inline constexpr std::uint32_t kNameKeyBit = 0x80000000U;
 class ExactShingles {
  public:
   bool empty() const { return data_.empty(); }

@@ -1092,10 +1092,10 @@ TEST(ConfigFiles, ShippedExamplesAreValid) {
 namespace neardup::config {
 namespace {
 
-TEST(Config, ShortTextSettingsParseAndDefaultOff) {
+TEST(Config, ShortTextSettingsParseAndDefault) {
   const Config defaults = parse_config("", "t.yaml");
   EXPECT_FALSE(defaults.dedup.text.strip_boilerplate);
-  EXPECT_EQ(defaults.dedup.text.must_match, dedup::MustMatch::none);
+  EXPECT_EQ(defaults.dedup.text.must_match, dedup::MustMatch::numbers_and_names);
   EXPECT_EQ(defaults.dedup.sketch.recent, 8192u);
   EXPECT_EQ(defaults.dedup.sketch.exact_threshold, 0.8);
   const Config config = parse_config(
