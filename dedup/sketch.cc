@@ -774,7 +774,7 @@ bool name_alone(std::span<const std::uint32_t> names, std::span<const std::uint3
 
 }  // namespace
 
-bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b) {
   const auto x = a.keys(), y = b.keys();
   // hashed keys first (top bit clear), then names
   const auto split = [](std::span<const std::uint32_t> keys) {
@@ -782,14 +782,14 @@ bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
                                     keys.begin());
   };
   const std::size_t hashed_x = split(x), hashed_y = split(y);
-  bool a_only = false, b_only = false;
+  bool x_hashed = false, y_hashed = false;
   std::size_t i = 0, j = 0;
   while (i < hashed_x || j < hashed_y) {
     if (j == hashed_y || (i < hashed_x && x[i] < y[j])) {
-      a_only = true;
+      x_hashed = true;
       ++i;
     } else if (i == hashed_x || y[j] < x[i]) {
-      b_only = true;
+      y_hashed = true;
       ++j;
     } else {
       ++i;
@@ -797,9 +797,18 @@ bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
     }
   }
   const auto names_x = x.subspan(hashed_x), names_y = y.subspan(hashed_y);
-  if (!a_only) a_only = name_alone(names_x, names_y);
-  if (!b_only) b_only = name_alone(names_y, names_x);
-  return a_only && b_only;
+  const bool x_name = name_alone(names_x, names_y), y_name = name_alone(names_y, names_x);
+  MustMatchDifference d;
+  if ((x_hashed || x_name) && (y_hashed || y_name)) {
+    d.hashed = x_hashed || y_hashed;
+    d.names = x_name || y_name;
+  }
+  return d;
+}
+
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+  const MustMatchDifference d = must_match_difference(a, b);
+  return d.hashed || d.names;
 }
 
 std::vector<std::uint64_t> Sketcher::shingle_hashes(const NormalizedText& text) {

@@ -128,6 +128,14 @@ double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, do
 /// in twice). One text's tokens all among the other's is no conflict: a repost
 /// may add a signature or lose a word. O(keys).
 bool must_match_conflict(const ExactShingles& a, const ExactShingles& b);
+/// Which kinds of must-match keys a text has alone when the two conflict (both false when
+/// they do not): `hashed` a number, a pair of numbers in a row or a listed word; `names` a
+/// name more than a typo from each of the other's. For `neardup compare`. O(keys^2).
+struct MustMatchDifference {
+  bool hashed = false;
+  bool names = false;
+};
+MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b);
 
 namespace detail {
 /// A bin no shingle fell in.
