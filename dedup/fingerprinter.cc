@@ -40,7 +40,8 @@ double damped_tf(std::uint32_t tf) { return 1.0 + std::log(static_cast<double>(t
 //   the others keeps every key of the text without it);
 // - names: the ASCII words of `raw` with a capital first letter and a lower-case letter after
 //   it ("Perth", not "UTC" or "BREAKING"), except the first word of a sentence (the text's first
-//   word, or one after '.', '!' or '?') unless a ':' follows it ("Perth: ..."). A name's key is
+//   word, one after '.', '!' or '?', or the first of a line) unless a ':' follows it ("Perth:
+//   ..."). A name's key is
 //   its letters (a 26-bit set) and length, so that a typo in it can be told from another name;
 // - listed words (`words`, normalized): present when the normalized text has one as a whole
 //   word, or, for a CJK word, anywhere inside a CJK run; hashed keys.
@@ -94,7 +95,7 @@ void must_match_keys(MustMatch kind, const std::vector<std::string>& words, std:
       std::size_t end = at;
       while (end < raw.size() && (lower(raw[end]) || upper(raw[end]))) ++end;
       if (end == at) {
-        if (c == '.' || c == '!' || c == '?')
+        if (c == '.' || c == '!' || c == '?' || c == '\n')
           sentence_start = true;
         else if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '"' && c != '\'' &&
                  c != '(')
@@ -134,6 +135,7 @@ struct Fingerprinter::Impl {
   std::unique_ptr<FileIdf> file_idf;
   std::unique_ptr<Sketcher> sketcher;
   std::string stripped;                       // the text without boilerplate (strip_boilerplate)
+  std::string keys_text;                      // the same for the must-match tokens alone
   std::vector<std::string> must_match_words;  // normalized, from options.must_match_words
 
   /// Reads options.must_match_words; throws std::runtime_error when it cannot.
@@ -221,8 +223,16 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
     summary.sketch = impl.sketcher->run(norm);
     impl.sketcher->exact_of_last(summary.exact);
     if (!summary.exact.empty() &&
-        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty()))
-      must_match_keys(impl.options.must_match, impl.must_match_words, utf8, norm, summary.exact);
+        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty())) {
+      // The tokens that must match come from the text without its boilerplate: a
+      // handle's or a link's digits ("@jdoe42", "t.co/x9Y2") say nothing of the story.
+      // (norm is not used after this: the features and the sketch are taken.)
+      const std::string_view story =
+          impl.options.strip_boilerplate ? utf8 : strip_boilerplate(utf8, impl.keys_text);
+      must_match_keys(impl.options.must_match, impl.must_match_words, story,
+                      story.data() == utf8.data() ? norm : impl.normalizer.run(story),
+                      summary.exact);
+    }
   }
 
   const auto hashes = impl.counter.hashes();
