@@ -227,8 +227,14 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
       // The tokens that must match come from the text without its boilerplate: a
       // handle's or a link's digits ("@jdoe42", "t.co/x9Y2") say nothing of the story.
       // (norm is not used after this: the features and the sketch are taken.)
+      const bool may_have_boilerplate =
+          !impl.options.strip_boilerplate &&
+          (utf8.find_first_of("@#") != std::string_view::npos ||
+           utf8.find("://") != std::string_view::npos ||
+           utf8.find("www.") != std::string_view::npos ||
+           utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
       const std::string_view story =
-          impl.options.strip_boilerplate ? utf8 : strip_boilerplate(utf8, impl.keys_text);
+          may_have_boilerplate ? strip_boilerplate(utf8, impl.keys_text) : utf8;
       must_match_keys(impl.options.must_match, impl.must_match_words, story,
                       story.data() == utf8.data() ? norm : impl.normalizer.run(story),
                       summary.exact);
