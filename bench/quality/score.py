@@ -144,7 +144,7 @@ def detail(stream_recs, labels, verdicts):
             ops = rec.get("edits") or ["?"]
             pieces = [op for op in ops if op != "typo"]
             # (news reposts carry one to three pieces of boilerplate, sometimes a typo)
-            key = ops[0] if len(ops) == 1 else f"{len(pieces)} pieces" + ("+typo" if "typo" in ops else "")
+            key = ops[0] if len(ops) == 1 else f"{len(pieces)} piece{'' if len(pieces) == 1 else 's'}" + ("+typo" if "typo" in ops else "")
             reposts[key][0] += pred
             reposts[key][1] += 1
         else:

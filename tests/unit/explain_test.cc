@@ -208,12 +208,11 @@ TEST(ExplainPair, SaysWhichMustMatchTokenKeptTwoStoriesApart) {
             "exact Jaccard 0.847 >= 0.80, but each has a must-match token the other lacks "
             "(dedup.must_match numbers_and_names): a number, two numbers in another order, or a "
             "listed word");
-  EXPECT_TRUE(
-      PairExplanation{.decision = why("Perth: the police department reviews a flood barrier",
-                                      "Pertth: the police department reviews a flood barrier")
-                                      .first}
-          .duplicate())
-      << "a typo in a name";
+  PairExplanation typo;
+  typo.decision = why("Perth: the police department reviews a flood barrier",
+                      "Pertth: the police department reviews a flood barrier")
+                      .first;
+  EXPECT_TRUE(typo.duplicate()) << "a typo in a name";
 }
 
 }  // namespace
