@@ -74,6 +74,8 @@ TEST_P(RecentPairsTest, DuplicatesArriveWithTheirOriginalsTextAndTheWindowsCount
 // judge gets them in its requests.
 TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEitherDecider) {
   cfg_.action = config::Action::tag;
+  // (two places: dedup.must_match, on by default, would keep them apart)
+  cfg_.dedup.text.must_match = dedup::MustMatch::none;
   const std::string kept = "Accra: the police department suspends the tram line";
   const std::string repost = "Hanoi: the police department suspends the tram line";
   produce_to("input", {kept, repost}, 0, std::string("k"));
