@@ -93,6 +93,28 @@ TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEith
   }
 }
 
+// Two stories of one template (J 0.879) stay apart with the default
+// dedup.must_match on either decider: the judge gets each text's must-match
+// keys in its requests; a repost of the first, with a typo in its place name,
+// is still its duplicate.
+TEST_P(RecentPairsTest, TemplatedStoriesStayApartWithEitherDecider) {
+  cfg_.action = config::Action::tag;
+  const std::string perth = "Perth: the police department reviews a flood barrier near the harbour";
+  const std::string dakar = "Dakar: the police department reviews a flood barrier near the harbour";
+  const std::string repost =
+      "Pertth: the police department reviews a flood barrier near the harbour";
+  produce_to("input", {perth, dakar, repost}, 0, std::string("k"));
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, 2u);
+  EXPECT_EQ(running->last.duplicate, 1u);
+  const std::vector<Record> out = read_all("output");
+  ASSERT_EQ(out.size(), 3u);
+  for (const Record& r : out)
+    EXPECT_EQ(header_of(r, "neardup-verdict"), r.value == repost ? "duplicate" : "") << r.value;
+}
+
 // A repost of a repost: the second is 0.738 from the original and 0.893 from
 // the first repost, which is no window entry. Both deciders keep the first
 // repost's set among the recent texts, so the second is a duplicate of the
