@@ -39,7 +39,10 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
   const bool passes = *e.similarity >= so.threshold;
   if (so.recent > 0 && !kept.exact.empty() && !incoming.exact.empty()) {
     e.exact = exact_jaccard(kept.exact, incoming.exact);
-    const bool conflict = must_match_conflict(kept.exact, incoming.exact);
+    const MustMatchDifference difference = must_match_difference(kept.exact, incoming.exact);
+    const bool conflict = difference.hashed || difference.names;
+    e.must_match_hashed = difference.hashed;
+    e.must_match_names = difference.names;
     const int bands = std::min(kRecentBands, kSketchBits / so.bits / kRecentBandBins);
     for (int band = 0; band < bands; ++band)
       e.shared_recent_band |= kept.exact.band_key(band) == incoming.exact.band_key(band);
@@ -124,12 +127,19 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
       return buffer;
     case PairDecision::must_match_differs:
       std::snprintf(buffer, sizeof buffer,
-                    "exact Jaccard %.3f >= %.2f, but each has a must-match token (%s) the other "
-                    "lacks",
+                    "exact Jaccard %.3f >= %.2f, but each has a must-match token the other "
+                    "lacks (dedup.must_match %s%s): %s",
                     std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold,
-                    options.text.must_match == MustMatch::numbers ? "numbers"
-                    : options.text.must_match == MustMatch::names ? "names"
-                                                                  : "numbers, names");
+                    options.text.must_match == MustMatch::none      ? "none"
+                    : options.text.must_match == MustMatch::numbers ? "numbers"
+                    : options.text.must_match == MustMatch::names   ? "names"
+                                                                    : "numbers_and_names",
+                    options.text.must_match_words.empty() ? "" : ", must_match_words",
+                    e.must_match_names && e.must_match_hashed
+                        ? "a number or listed word, and a name more than a typo apart"
+                    : e.must_match_names ? "a name more than a typo from each of the other's"
+                                         : "a number, two numbers in another order, or a listed "
+                                           "word");
       return buffer;
     case PairDecision::below_threshold:
       if (e.exact)

@@ -52,6 +52,10 @@ struct PairExplanation {
   /// Both are recent texts: their exact Jaccard, which the engine reports as the similarity.
   std::optional<double> exact;
   bool shared_recent_band = false;  ///< they share a band of the recent-text index
+  /// Both recent: what one of them has alone of its must-match tokens (text.must_match; both
+  /// false when neither conflicts): a number, a pair of numbers or a listed word / a name.
+  bool must_match_hashed = false;
+  bool must_match_names = false;
   bool duplicate() const {
     return decision == PairDecision::simhash || decision == PairDecision::simhash_verified ||
            decision == PairDecision::band_verified || decision == PairDecision::exact_verified;

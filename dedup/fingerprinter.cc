@@ -32,54 +32,85 @@ struct TfWeights {
 
 double damped_tf(std::uint32_t tf) { return 1.0 + std::log(static_cast<double>(tf)); }
 
-// The must-match tokens of a text (TextOptions::must_match) into `exact`: numbers are the
-// normalized tokens with a digit (a CJK run keeps its digits apart: "540人" is "540"); names are
-// the ASCII words of `raw` with a capital first letter and a lower-case letter after it ("Perth",
-// not "UTC" or "BREAKING"), case-folded.
-// Listed words (`words`, normalized) count when the normalized text has one as
-// a whole word, or, for a CJK word, anywhere inside a CJK run.
+// The must-match tokens of a text (TextOptions::must_match) into `exact`, as 32-bit keys
+// (dedup/sketch.h, must_match_conflict):
+// - numbers: the normalized tokens with a digit (a CJK run keeps its digits apart: "540人" is
+//   "540"), each a hashed key, and each two numbers in a row a key of the pair, so
+//   "Arsenal 2, Celtic 3" and "Arsenal 3, Celtic 2" differ (a number added before or after
+//   the others keeps every key of the text without it);
+// - names: the ASCII words of `raw` with a capital first letter and a lower-case letter after
+//   it ("Perth", not "UTC" or "BREAKING"), except the first word of a sentence (the text's first
+//   word, one after '.', '!' or '?', or the first of a line) unless a ':' follows it ("Perth:
+//   ..."). A name's key is
+//   its letters (a 26-bit set) and length, so that a typo in it can be told from another name;
+// - listed words (`words`, normalized): present when the normalized text has one as a whole
+//   word, or, for a CJK word, anywhere inside a CJK run; hashed keys.
+// Hashed keys have the top bit clear, names have it set.
 void must_match_keys(MustMatch kind, const std::vector<std::string>& words, std::string_view raw,
                      const NormalizedText& norm, ExactShingles& exact) {
   std::array<std::uint32_t, 4 * kMaxMustMatch> keys{};
   std::size_t n = 0;
-  auto add = [&](std::string_view token) {
-    if (n < keys.size()) keys[n++] = static_cast<std::uint32_t>(feature_hash(token));
+  auto add = [&](std::uint32_t key) {
+    if (n < keys.size()) keys[n++] = key;
+  };
+  auto hashed = [](std::string_view token) {
+    return static_cast<std::uint32_t>(feature_hash(token)) & ~kNameKeyBit;
   };
   for (const std::string& word : words) {
     for (std::size_t i = 0; i < norm.token_count; ++i) {
       const Token& t = norm.tokens[i];
       const std::string_view token = norm.text.substr(t.offset, t.size);
       if (t.kind == TokenKind::cjk ? token.find(word) != std::string_view::npos : token == word) {
-        add(word);
+        add(hashed(word));
         break;
       }
     }
   }
   if (kind == MustMatch::numbers || kind == MustMatch::numbers_and_names) {
+    std::uint64_t previous = 0;
+    bool after_number = false;
     for (std::size_t i = 0; i < norm.token_count; ++i) {
       const Token& t = norm.tokens[i];
       const std::string_view token = norm.text.substr(t.offset, t.size);
-      if (t.kind == TokenKind::word && token.find_first_of("0123456789") != std::string_view::npos)
-        add(token);
+      if (t.kind == TokenKind::word &&
+          token.find_first_of("0123456789") != std::string_view::npos) {
+        const std::uint64_t h = feature_hash(token);
+        add(static_cast<std::uint32_t>(h) & ~kNameKeyBit);
+        if (after_number)
+          add(static_cast<std::uint32_t>(((previous * 0x9E3779B97F4A7C15ULL) ^ h) >> 32) &
+              ~kNameKeyBit);
+        previous = h;
+        after_number = true;
+      }
     }
   }
   if (kind == MustMatch::names || kind == MustMatch::numbers_and_names) {
     auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
     auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
-    std::string folded;
+    bool sentence_start = true;  // the next word begins a sentence
     for (std::size_t at = 0; at < raw.size();) {
+      const char c = raw[at];
       const bool start = at == 0 || !(lower(raw[at - 1]) || upper(raw[at - 1]) ||
                                       (raw[at - 1] >= '0' && raw[at - 1] <= '9'));
       std::size_t end = at;
       while (end < raw.size() && (lower(raw[end]) || upper(raw[end]))) ++end;
       if (end == at) {
+        if (c == '.' || c == '!' || c == '?' || c == '\n')
+          sentence_start = true;
+        else if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '"' && c != '\'' &&
+                 c != '(')
+          sentence_start = false;
         ++at;
         continue;
       }
-      if (start && end - at >= 2 && upper(raw[at]) && lower(raw[at + 1])) {
-        folded.assign(raw.substr(at, end - at));
-        for (char& c : folded) c = static_cast<char>(c | 0x20);
-        add(folded);
+      const bool first = sentence_start;
+      sentence_start = false;
+      if (start && end - at >= 2 && upper(raw[at]) && lower(raw[at + 1]) &&
+          (!first || (end < raw.size() && raw[end] == ':'))) {
+        std::uint32_t letters = 0;
+        for (std::size_t k = at; k < end; ++k) letters |= 1U << ((raw[k] | 0x20) - 'a');
+        const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(end - at, 31));
+        add(kNameKeyBit | (length << 26) | letters);
       }
       at = end;
     }
@@ -104,6 +135,7 @@ struct Fingerprinter::Impl {
   std::unique_ptr<FileIdf> file_idf;
   std::unique_ptr<Sketcher> sketcher;
   std::string stripped;                       // the text without boilerplate (strip_boilerplate)
+  std::string keys_text;                      // the same for the must-match tokens alone
   std::vector<std::string> must_match_words;  // normalized, from options.must_match_words
 
   /// Reads options.must_match_words; throws std::runtime_error when it cannot.
@@ -191,8 +223,22 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
     summary.sketch = impl.sketcher->run(norm);
     impl.sketcher->exact_of_last(summary.exact);
     if (!summary.exact.empty() &&
-        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty()))
-      must_match_keys(impl.options.must_match, impl.must_match_words, utf8, norm, summary.exact);
+        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty())) {
+      // The tokens that must match come from the text without its boilerplate: a
+      // handle's or a link's digits ("@jdoe42", "t.co/x9Y2") say nothing of the story.
+      // (norm is not used after this: the features and the sketch are taken.)
+      const bool may_have_boilerplate =
+          !impl.options.strip_boilerplate &&
+          (utf8.find_first_of("@#") != std::string_view::npos ||
+           utf8.find("://") != std::string_view::npos ||
+           utf8.find("www.") != std::string_view::npos ||
+           utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
+      const std::string_view story =
+          may_have_boilerplate ? strip_boilerplate(utf8, impl.keys_text) : utf8;
+      must_match_keys(impl.options.must_match, impl.must_match_words, story,
+                      story.data() == utf8.data() ? norm : impl.normalizer.run(story),
+                      summary.exact);
+    }
   }
 
   const auto hashes = impl.counter.hashes();

@@ -35,7 +35,7 @@ struct TextOptions {
   /// Remove URLs, @mentions, hashtags (#tag, #话题#) and a "via", "RT" or 转发
   /// before a mention before anything else (dedup/normalize.h strip_boilerplate).
   bool strip_boilerplate = false;
-  MustMatch must_match = MustMatch::none;
+  MustMatch must_match = MustMatch::numbers_and_names;
   /// A file of words (one per line, any script; lines starting with # are
   /// comments) that must match too: two
   /// recent texts that each contain a listed word the other lacks are not

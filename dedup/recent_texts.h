@@ -26,11 +26,11 @@
 // the entry is still in the window.
 //
 // Memory: per slot 152 bytes (128 in the slot, 24 beside it), an entry of the
-// map by record (about 32 bytes) and its set (4 bytes per shingle plus 104,
+// map by record (about 32 bytes) and its set (4 bytes per shingle plus 136,
 // kept as the largest the slot has held), plus 8 bytes per bucket head (2 *
-// capacity buckets per band, rounded up to a power of two): at most 7.6 MB at
-// the default 8192 texts (1.5 MB of slots, 1 MB of heads, 5 MB of sets of 128
-// shingles; 3.5 MB for texts of 40), whatever the window's size. Not
+// capacity buckets per band, rounded up to a power of two): at most 7.9 MB at
+// the default 8192 texts (1.5 MB of slots, 1 MB of heads, 5.3 MB of sets of 128
+// shingles; 3.8 MB for texts of 40), whatever the window's size. Not
 // thread-safe: one per Engine.
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -750,23 +751,64 @@ double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, do
   return jaccard >= floor ? jaccard : 0.0;
 }
 
-bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+namespace {
+
+// Two name keys (kNameKeyBit) that one typo may turn into each other: lengths at most one apart
+// and at most two letters in one set only (two letters swapped: none; one substituted: two).
+bool names_near(std::uint32_t x, std::uint32_t y) {
+  const int length_x = static_cast<int>((x >> 26) & 31),
+            length_y = static_cast<int>((y >> 26) & 31);
+  constexpr std::uint32_t kLetters = (1U << 26) - 1;
+  return std::abs(length_x - length_y) <= 1 && std::popcount((x ^ y) & kLetters) <= 2;
+}
+
+// Whether some key of `names` (name keys) is near none of `others` (name keys).
+bool name_alone(std::span<const std::uint32_t> names, std::span<const std::uint32_t> others) {
+  for (const std::uint32_t x : names) {
+    bool near = false;
+    for (const std::uint32_t y : others) near = near || names_near(x, y);
+    if (!near) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b) {
   const auto x = a.keys(), y = b.keys();
-  bool a_only = false, b_only = false;
+  // hashed keys first (top bit clear), then names
+  const auto split = [](std::span<const std::uint32_t> keys) {
+    return static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), kNameKeyBit) -
+                                    keys.begin());
+  };
+  const std::size_t hashed_x = split(x), hashed_y = split(y);
+  bool x_hashed = false, y_hashed = false;
   std::size_t i = 0, j = 0;
-  while (i < x.size() || j < y.size()) {
-    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
-      a_only = true;
+  while (i < hashed_x || j < hashed_y) {
+    if (j == hashed_y || (i < hashed_x && x[i] < y[j])) {
+      x_hashed = true;
       ++i;
-    } else if (i == x.size() || y[j] < x[i]) {
-      b_only = true;
+    } else if (i == hashed_x || y[j] < x[i]) {
+      y_hashed = true;
       ++j;
     } else {
       ++i;
       ++j;
     }
   }
-  return a_only && b_only;
+  const auto names_x = x.subspan(hashed_x), names_y = y.subspan(hashed_y);
+  const bool x_name = name_alone(names_x, names_y), y_name = name_alone(names_y, names_x);
+  MustMatchDifference d;
+  if ((x_hashed || x_name) && (y_hashed || y_name)) {
+    d.hashed = x_hashed || y_hashed;
+    d.names = x_name || y_name;
+  }
+  return d;
+}
+
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+  const MustMatchDifference d = must_match_difference(a, b);
+  return d.hashed || d.names;
 }
 
 std::vector<std::uint64_t> Sketcher::shingle_hashes(const NormalizedText& text) {

@@ -73,7 +73,11 @@ inline constexpr std::size_t kMaxExactShingles = 128;
 inline constexpr int kRecentBands = 8;
 inline constexpr int kRecentBandBins = 3;
 /// Must-match tokens kept per text; more are ignored.
-inline constexpr std::size_t kMaxMustMatch = 8;
+inline constexpr std::size_t kMaxMustMatch = 16;
+/// A must-match key with this bit set is a name: its length (5 bits) and the set of its
+/// letters (26 bits), compared by must_match_conflict up to a typo; other keys are hashes
+/// that must be equal.
+inline constexpr std::uint32_t kNameKeyBit = 0x80000000U;
 class ExactShingles {
  public:
   bool empty() const { return data_.empty(); }
@@ -124,6 +128,14 @@ double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, do
 /// in twice). One text's tokens all among the other's is no conflict: a repost
 /// may add a signature or lose a word. O(keys).
 bool must_match_conflict(const ExactShingles& a, const ExactShingles& b);
+/// Which kinds of must-match keys a text has alone when the two conflict (both false when
+/// they do not): `hashed` a number, a pair of numbers in a row or a listed word; `names` a
+/// name more than a typo from each of the other's. For `neardup compare`. O(keys^2).
+struct MustMatchDifference {
+  bool hashed = false;
+  bool names = false;
+};
+MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b);
 
 namespace detail {
 /// A bin no shingle fell in.

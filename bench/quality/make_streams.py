@@ -688,6 +688,191 @@ def templated_repost(text, lang, rng, vocab):
     return boilerplate_repost(text, lang, rng, vocab)
 
 
+# ---------------------------------------------------------------- automated news feed
+
+NEWS_EN_TEAMS = ("Arsenal", "Benfica", "Celtic", "Porto", "Ajax", "Lazio", "Sevilla", "Lyon",
+                 "Galatasaray", "Boca Juniors", "Rangers", "Feyenoord", "Napoli", "Valencia")
+NEWS_EN_PLAYERS = ("Luka Horvat", "Jamal Reed", "Nora Lind", "Kenji Sato", "Ines Duarte",
+                   "Marek Kowal", "Chloe Dubois", "Samuel Osei", "Priya Nair", "Erik Holm")
+NEWS_EN_CITIES = ("Ankara", "Bogota", "Manila", "Nairobi", "Tbilisi", "Valparaiso", "Kobe",
+                  "Izmir", "Mendoza", "Davao", "Padang", "Anchorage", "Reno", "Naples",
+                  "Santiago", "Ljubljana", "Zagreb", "Tirana", "Mombasa", "Sapporo", "Almaty")
+NEWS_EN_GOODS = ("Brent crude", "Gold", "Copper", "Wheat futures", "Natural gas", "Silver", "Coffee")
+NEWS_EN_FIRMS = ("Norvex", "Altaris", "Pinecrest Bank", "Quorra Motors", "Helio Systems", "Brightline Foods")
+NEWS_EN_SKIES = ("sunny", "cloudy", "light rain", "thunderstorms", "snow showers", "fog in the morning")
+NEWS_EN_TEMPLATES = (
+    # results and scores
+    "{team} beat {team2} {a}-{b} in the league on {day}",
+    "FULL TIME: {team} {a}, {team2} {b}",
+    "{player} scores {n} points as {team} win {a}-{b}",
+    # quakes
+    "Magnitude {mag} earthquake hits {km} km {dir} of {city}, depth {depth} km",
+    "Earthquake of {mag} reported near {city} at {hh}:{mm} local time, no damage reported",
+    # weather
+    "{city} forecast for {day}: {sky}, high {t}C, low {t2}C",
+    "Weather warning for {city}: wind gusts up to {km} km/h expected on {day}",
+    # prices
+    "{good} closes at ${p} a unit, {updown} {pct}% on the day",
+    "{firm} shares {rise} {pct}% to ${p} after quarterly results",
+    "Petrol in {city} now costs {p} per litre, {updown} {c} cents",
+)
+NEWS_ZH_TEAMS = ("北京国安", "上海海港", "山东泰山", "广州队", "成都蓉城", "浙江队", "河南队", "天津津门虎",
+                 "长春亚泰", "武汉三镇", "青岛海牛", "沧州雄狮")
+NEWS_ZH_CITIES = ("哈尔滨", "乌鲁木齐", "拉萨", "兰州", "贵阳", "南宁", "海口", "呼和浩特", "银川",
+                  "西宁", "福州", "南昌", "太原", "石家庄", "济南", "长春", "宜宾", "唐山", "丽江", "喀什")
+NEWS_ZH_GOODS = ("黄金", "白银", "原油", "铜", "大豆", "玉米")
+NEWS_ZH_FIRMS = ("华信科技", "东方电气", "中远海运", "长城汽车", "海天味业")
+NEWS_ZH_SKIES = ("晴", "多云", "小雨", "雷阵雨", "阴转小雪", "多云转晴")
+NEWS_ZH_TEMPLATES = (
+    "中超第{d}轮：{team}主场{a}比{b}战胜{team2}",
+    "全场比赛结束，{team}{a}:{b}{team2}",
+    "中国地震台网正式测定：{mon}月{dd}日{hh}时{mm}分在{city}发生{mag}级地震，震源深度{depth}千米",
+    "{city}{mon}月{dd}日天气：{sky}，气温{t2}到{t}摄氏度",
+    "{city}气象台发布大风预警，阵风可达{w}级",
+    "今日{good}收报{p}元，{updown}{pct}%",
+    "{firm}股价收涨{pct}%，报{p}元",
+    "{city}92号汽油每升{p}元，较上次调整{updown}{c}分",
+)
+NEWS_EN_ACCOUNTS = ("@ScoresBot", "@quakewatch", "@wx_alerts", "@marketfeed", "@newsdesk", "@j_smith", "@CityWire")
+NEWS_ZH_ACCOUNTS = ("@体育快讯", "@地震速报", "@天气预报", "@财经早知道", "@人民日报", "@新闻快讯", "@小明同学")
+NEWS_EN_TAGS = ("#football", "#earthquake", "#weather", "#markets", "#breaking", "#news", "#FT")
+NEWS_ZH_TAGS = ("#中超#", "#地震快讯#", "#天气#", "#财经#", "#热点新闻#", "#今日头条#")
+EMOJI = ("\U0001F525", "\u26BD", "\U0001F4C8", "\U0001F4C9", "\u26A0\uFE0F", "\U0001F327", "\U0001F64F", "\u2764\uFE0F")
+
+
+def news_story(rng):
+    """A distinct automated story: a template with every slot drawn afresh."""
+    lang = "zh" if rng.random() < 0.5 else "en"
+    a, b = rng.randint(0, 5), rng.randint(0, 5)
+    t2 = rng.randint(-15, 28)
+    slots = {
+        "a": a, "b": b, "n": rng.randint(8, 48), "d": rng.randint(1, 30), "km": rng.randint(5, 140),
+        "depth": rng.randint(5, 60), "mag": f"{rng.randint(3, 7)}.{rng.randint(0, 9)}",
+        "hh": f"{rng.randint(0, 23):02d}", "mm": f"{rng.randint(0, 59):02d}", "mon": rng.randint(1, 12),
+        "dd": rng.randint(1, 28), "t2": t2, "t": t2 + rng.randint(3, 14), "pct": f"{rng.randint(0, 9)}.{rng.randint(1, 99):02d}",
+        "p": f"{rng.randint(1, 2400)}.{rng.randint(0, 99):02d}", "c": rng.randint(1, 30), "w": rng.randint(6, 11),
+        "day": rng.choice(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")),
+        "dir": rng.choice(("north", "south", "east", "west", "northeast", "southwest")),
+    }
+    if lang == "zh":
+        tpl = rng.randrange(len(NEWS_ZH_TEMPLATES))
+        team, team2 = rng.sample(NEWS_ZH_TEAMS, 2)
+        slots.update(team=team, team2=team2, city=rng.choice(NEWS_ZH_CITIES), good=rng.choice(NEWS_ZH_GOODS),
+                     firm=rng.choice(NEWS_ZH_FIRMS), sky=rng.choice(NEWS_ZH_SKIES),
+                     updown=rng.choice(("上涨", "下跌")))
+        return NEWS_ZH_TEMPLATES[tpl].format(**slots), lang, f"news/zh{tpl}"
+    tpl = rng.randrange(len(NEWS_EN_TEMPLATES))
+    team, team2 = rng.sample(NEWS_EN_TEAMS, 2)
+    slots.update(team=team, team2=team2, player=rng.choice(NEWS_EN_PLAYERS), city=rng.choice(NEWS_EN_CITIES),
+                 good=rng.choice(NEWS_EN_GOODS), firm=rng.choice(NEWS_EN_FIRMS), sky=rng.choice(NEWS_EN_SKIES),
+                 updown=rng.choice(("up", "down")), rise=rng.choice(("rise", "fall", "jump", "slide")))
+    return NEWS_EN_TEMPLATES[tpl].format(**slots), lang, f"news/en{tpl}"
+
+
+NEWS_REPOST_OPS = ("rt_prefix", "via_prefix", "zf_prefix", "chain_suffix", "url", "hashtags", "emoji", "typo")
+
+
+def news_repost(text, lang, rng, vocab):
+    """A repost of an automated story: exact (10%), or one to three pieces of
+    boilerplate (a `RT @x:` / `via @x:` / `转发 @x：` prefix, a `//@x:` suffix, a
+    trailing URL, hashtags, emoji) and sometimes one typo (two adjacent letters
+    of an English word swapped; one Chinese character changed)."""
+    if rng.random() < 0.10:
+        return text, ["exact"]
+    ops = []
+    k = rng.choices((1, 2, 3), weights=(55, 30, 15))[0]
+    pool = [op for op in NEWS_REPOST_OPS if op != "typo" and not (op == "zf_prefix" and lang == "en")]
+    for op in rng.sample(pool, k):
+        ops.append(op)
+    if rng.random() < 0.2:
+        ops.append("typo")
+    accounts = NEWS_ZH_ACCOUNTS if lang == "zh" else NEWS_EN_ACCOUNTS
+    if "typo" in ops:
+        if lang == "zh":
+            han = [i for i, ch in enumerate(text) if is_cjk(ch)]
+            i = rng.choice(han)
+            text = text[:i] + rng.choice(vocab["zh"]) + text[i + 1:]
+        else:
+            words = text.split(" ")
+            long_words = [i for i, w in enumerate(words) if len(w) >= 4 and w.isalpha()]
+            if long_words:
+                i = rng.choice(long_words)
+                w = words[i]
+                j = rng.randrange(len(w) - 1)
+                words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:]
+                text = " ".join(words)
+    prefix = suffix = ""
+    for op in ops:
+        if op == "rt_prefix":
+            prefix = "RT " + rng.choice(accounts) + ": "
+        elif op == "via_prefix":
+            prefix = "via " + rng.choice(accounts) + ": "
+        elif op == "zf_prefix":
+            prefix = "转发 " + rng.choice(accounts) + "：" if rng.random() < 0.5 else "【转发】"
+        elif op == "chain_suffix":
+            suffix += " //" + rng.choice(accounts) + ":" + (rng.choice(("转发", "关注", "")) if lang == "zh"
+                                                            else rng.choice((" wow", "", " +1")))
+        elif op == "url":
+            suffix += " " + (f"http://t.cn/{_slug(rng, 7)}" if lang == "zh" and rng.random() < 0.6
+                             else rng.choice((f"https://t.co/{_slug(rng, 10)}", f"https://bit.ly/{_slug(rng, 7)}",
+                                              f"https://news.example.org/{rng.randint(2019, 2025)}/{_slug(rng, 8)}")))
+        elif op == "hashtags":
+            tags = NEWS_ZH_TAGS if lang == "zh" else NEWS_EN_TAGS
+            suffix += " " + " ".join(rng.sample(tags, rng.randint(1, 2)))
+        elif op == "emoji":
+            e = "".join(rng.sample(EMOJI, rng.randint(1, 2)))
+            if rng.random() < 0.5:
+                prefix = e + " " + prefix
+            else:
+                suffix += " " + e
+    return prefix + text + suffix, ops
+
+
+def build_long_chains(name, bases, size, rng, vocab, dup_rate=0.30, recent=400):
+    """Long texts edited in chains: a variant is an edit of the newest member of
+    a recent original's chain (60%) or of the original itself, so a later
+    version may be closer to an earlier version than to the original. Edits:
+    words substituted, inserted or deleted (1-4% of the words each time), a
+    header or footer line added, two sentences swapped."""
+    records = []
+    chains = []  # [index of original, ..., indices of its versions]
+    it = iter(bases)
+    while len(records) < size:
+        if chains and rng.random() < dup_rate:
+            back = min(len(chains), recent)
+            chain = chains[-1 - min(back - 1, int(rng.expovariate(1 / 60)))]
+            src = records[chain[-1] if rng.random() < 0.6 else chain[0]]
+            text, ops = src["text"], []
+            for _ in range(rng.choices((1, 2), weights=(75, 25))[0]):
+                op = rng.choice(("word_sub", "word_ins", "word_del", "word_sub", "boilerplate", "sentence_swap"))
+                if op.startswith("word_"):
+                    words = text.split(" ")
+                    for _ in range(max(1, round(len(words) * rng.uniform(0.01, 0.04)))):
+                        i = rng.randrange(len(words))
+                        if op == "word_sub":
+                            words[i] = rng.choice(vocab["en"])
+                        elif op == "word_ins":
+                            words.insert(i, rng.choice(vocab["en"]))
+                        elif len(words) > 10:
+                            del words[i]
+                    text = " ".join(words)
+                else:
+                    text = en_edit(text, op, rng, vocab["en"])
+                ops.append(op)
+            chain.append(len(records))
+            records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": "en", "kind": "variant",
+                            "src": src["id"], "edits": ops, "group": src["group"]})
+        else:
+            try:
+                text, lang, group = next(it)
+            except StopIteration:
+                break
+            chains.append([len(records)])
+            records.append({"id": f"{name}-{len(records):05d}", "text": text, "lang": lang,
+                            "kind": "orig", "src": None, "edits": [], "group": group})
+    return records
+
+
 def _take(pool, n, rng):
     """n items keeping topic order: pick contiguous runs so neighbours share a topic."""
     if n >= len(pool):
@@ -737,6 +922,8 @@ def main(argv=None):
         "hard_short": None,
         "boilerplate": None,
         "templated": None,
+        "news": None,
+        "long_chain": lambda r: _take(long_en, size, r),
     }
     for idx, (name, pick) in enumerate(plan.items()):
         rng = random.Random(args.seed * 100 + idx)
@@ -765,10 +952,11 @@ def main(argv=None):
                 for p in parts:
                     bases.extend(p[:10])
                     del p[:10]
-        elif name == "templated":
+        elif name in ("templated", "news"):
+            story = templated_story if name == "templated" else news_story
             bases, seen = [], set()
             while len(bases) < size:
-                text, lang, group = templated_story(rng)
+                text, lang, group = story(rng)
                 if text not in seen:
                     seen.add(text)
                     bases.append((text, lang, group))
@@ -776,9 +964,11 @@ def main(argv=None):
             bases = pick(rng)
         if name == "hard_short":
             recs = build_hard_short(name, bases, size, rng, vocab)
+        elif name == "long_chain":
+            recs = build_long_chains(name, bases, size, rng, vocab)
         else:
             edit = {"very_short": very_short_edit, "boilerplate": boilerplate_repost,
-                    "templated": templated_repost}.get(name)
+                    "templated": templated_repost, "news": news_repost}.get(name)
             recs = build_stream(name, bases, size, rng, vocab, edit=edit)
         path = os.path.join(args.out, f"{name}.jsonl")
         with open(path, "w", encoding="utf-8") as f:

@@ -30,10 +30,11 @@ done
 out="${out:-$here/out${small:+/small}}"
 mkdir -p "$out/streams" "$out/labels"
 if [[ ! -s "$out/streams/mixed.jsonl" || ! -s "$out/streams/very_short.jsonl" ||
-      ! -s "$out/streams/templated.jsonl" ]]; then
+      ! -s "$out/streams/templated.jsonl" || ! -s "$out/streams/news.jsonl" ||
+      ! -s "$out/streams/long_chain.jsonl" ]]; then
   python3 "$here/make_streams.py" $small --out "$out/streams"
 fi
-for stream in long_en short_en short_zh mixed very_short hard_short boilerplate templated; do
+for stream in long_en short_en short_zh mixed very_short hard_short boilerplate templated news long_chain; do
   if [[ ! -s "$out/labels/$stream.jsonl" || "$out/streams/$stream.jsonl" -nt "$out/labels/$stream.jsonl" ]]; then
     python3 "$here/ground_truth.py" "$out/streams/$stream.jsonl" -o "$out/labels/$stream.jsonl"
   fi

@@ -35,10 +35,10 @@ from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STREAMS = ("long_en", "short_en", "short_zh", "mixed", "very_short", "hard_short", "boilerplate",
-           "templated")
+           "templated", "news", "long_chain")
 # Streams whose variants are reposts by construction: scored also by kind
 # (reposts caught, distinct originals flagged), whatever their Jaccard.
-REPOST_STREAMS = ("boilerplate", "templated")
+REPOST_STREAMS = ("boilerplate", "templated", "news")
 JACCARD_BANDS = ((0.80, 0.85), (0.85, 0.90), (0.90, 0.95), (0.95, 1.01))
 LENGTHS = (("8-20", 0, 21), ("21-40", 21, 41), ("41-100", 41, 101), ("101-500", 101, 501),
            (">500", 501, 1 << 60))
@@ -141,7 +141,10 @@ def detail(stream_recs, labels, verdicts):
             below8 += j is None or j < 0.8
             below7 += j is None or j < 0.7
         if rec.get("kind") == "variant":
-            key = "+".join(rec.get("edits") or ["?"])
+            ops = rec.get("edits") or ["?"]
+            pieces = [op for op in ops if op != "typo"]
+            # (news reposts carry one to three pieces of boilerplate, sometimes a typo)
+            key = ops[0] if len(ops) == 1 else f"{len(pieces)} piece{'' if len(pieces) == 1 else 's'}" + ("+typo" if "typo" in ops else "")
             reposts[key][0] += pred
             reposts[key][1] += 1
         else:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The accuracy targets on the CI-sized quality evaluation (bench/quality, eight
+# The accuracy targets on the CI-sized quality evaluation (bench/quality, ten
 # streams including very_short and hard_short: 8-40 characters): with the DEFAULT
 # configuration, the F1, recall and precision targets (score.py's
 # docstring lists them: e.g. F1 >= 0.97 on short Chinese, precision >= 0.98 in

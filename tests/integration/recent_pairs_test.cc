@@ -74,6 +74,8 @@ TEST_P(RecentPairsTest, DuplicatesArriveWithTheirOriginalsTextAndTheWindowsCount
 // judge gets them in its requests.
 TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEitherDecider) {
   cfg_.action = config::Action::tag;
+  // (two places: dedup.must_match, on by default, would keep them apart)
+  cfg_.dedup.text.must_match = dedup::MustMatch::none;
   const std::string kept = "Accra: the police department suspends the tram line";
   const std::string repost = "Hanoi: the police department suspends the tram line";
   produce_to("input", {kept, repost}, 0, std::string("k"));
@@ -89,6 +91,28 @@ TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEith
     EXPECT_EQ(header_of(r, "neardup-verdict"), "duplicate");
     EXPECT_EQ(header_of(r, "neardup-similarity"), "0.800");
   }
+}
+
+// Two stories of one template (J 0.879) stay apart with the default
+// dedup.must_match on either decider: the judge gets each text's must-match
+// keys in its requests; a repost of the first, with a typo in its place name,
+// is still its duplicate.
+TEST_P(RecentPairsTest, TemplatedStoriesStayApartWithEitherDecider) {
+  cfg_.action = config::Action::tag;
+  const std::string perth = "Perth: the police department reviews a flood barrier near the harbour";
+  const std::string dakar = "Dakar: the police department reviews a flood barrier near the harbour";
+  const std::string repost =
+      "Pertth: the police department reviews a flood barrier near the harbour";
+  produce_to("input", {perth, dakar, repost}, 0, std::string("k"));
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, 2u);
+  EXPECT_EQ(running->last.duplicate, 1u);
+  const std::vector<Record> out = read_all("output");
+  ASSERT_EQ(out.size(), 3u);
+  for (const Record& r : out)
+    EXPECT_EQ(header_of(r, "neardup-verdict"), r.value == repost ? "duplicate" : "") << r.value;
 }
 
 // A repost of a repost: the second is 0.738 from the original and 0.893 from

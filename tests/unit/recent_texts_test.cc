@@ -118,6 +118,35 @@ TEST(ExactShingles, MustMatchConflictNeedsATokenOnEachSide) {
   EXPECT_TRUE(must_match_conflict(with_keys({7}), with_keys({3})));
 }
 
+std::uint32_t name_key(std::string_view name) {
+  std::uint32_t letters = 0;
+  for (const char c : name) letters |= 1U << ((c | 0x20) - 'a');
+  return kNameKeyBit | (static_cast<std::uint32_t>(name.size()) << 26) | letters;
+}
+
+TEST(ExactShingles, NamesConflictUnlessOneTypoApart) {
+  const auto names = [](std::initializer_list<std::string_view> words, std::uint32_t number = 0) {
+    std::vector<std::uint32_t> keys;
+    if (number) keys.push_back(number);
+    for (const std::string_view w : words) keys.push_back(name_key(w));
+    std::sort(keys.begin(), keys.end());
+    ExactShingles e = exact_of("any short text");
+    e.set_keys(keys);
+    return e;
+  };
+  EXPECT_TRUE(must_match_conflict(names({"Dakar"}), names({"Perth"})));
+  EXPECT_TRUE(must_match_conflict(names({"Dakar"}), names({"Dallas"}))) << "four letters apart";
+  EXPECT_FALSE(must_match_conflict(names({"Dakar"}), names({"Dkaar"}))) << "two letters swapped";
+  EXPECT_FALSE(must_match_conflict(names({"Alex"}), names({"Avlex"}))) << "a letter inserted";
+  EXPECT_FALSE(must_match_conflict(names({"Luke"}), names({"Lukt"}))) << "a letter substituted";
+  EXPECT_FALSE(must_match_conflict(names({"Maria", "Lopez"}), names({"Lopez"})))
+      << "one side's names all near the other's";
+  EXPECT_TRUE(must_match_conflict(names({"Lopez"}, 7), names({"Lopez"}, 9)))
+      << "a number alone on each side";
+  EXPECT_TRUE(must_match_conflict(names({"Lopez"}, 7), names({"Chen"})))
+      << "a number on one side, a name on the other";
+}
+
 TEST(RecentTexts, FindsAKeptTextBySequenceUntilItIsEvicted) {
   RecentTexts recent(4, kRecentBands);
   for (std::uint64_t s = 10; s < 16; ++s)
@@ -289,11 +318,45 @@ TEST(EngineRecentTexts, MustMatchTellsTemplatedStoriesApartAndKeepsReposts) {
       << "a name lost to lower case is no conflict";
 
   DedupOptions plain;
+  plain.text.must_match = MustMatch::none;
   Feed without{plain};
   without(story);
   EXPECT_EQ(without("Dakar: the city council approves the new flood barrier for the harbour").kind,
             VerdictKind::duplicate)
       << "without must_match the shingles alone decide";
+}
+
+TEST(EngineRecentTexts, DefaultKeepsTemplatedStoriesApart) {
+  Feed feed{DedupOptions{}};
+  const std::string score =
+      "The final score at the old stadium in the north of the city was 21 to 17 tonight before "
+      "a record crowd";
+  feed(score);
+  EXPECT_EQ(feed("The final score at the old stadium in the north of the city was 17 to 21 "
+                 "tonight before a record crowd")
+                .kind,
+            VerdictKind::unique)
+      << "J = 0.845, the same numbers in another order";
+  EXPECT_EQ(feed(score + " (via @jdoe42)").kind, VerdictKind::duplicate)
+      << "a number added after the others";
+  EXPECT_EQ(feed("2024 " + score).kind, VerdictKind::duplicate)
+      << "a number added before the others";
+  feed("Weather warning for Zagreb: wind gusts up to 130 km/h expected on Sunday");
+  EXPECT_EQ(feed("Weather warning for Zagreb: wind gusts up to 17 km/h expected on Sunday").kind,
+            VerdictKind::unique);
+  feed("Perth: the police department reviews a flood barrier near the harbour");
+  EXPECT_EQ(feed("Dakar: the police department reviews a flood barrier near the harbour").kind,
+            VerdictKind::unique);
+  EXPECT_EQ(feed("Porto: the police department reviews a flood barrier near the harbour").kind,
+            VerdictKind::unique)
+      << "J = 0.853, a name with three letters the other lacks";
+  EXPECT_EQ(feed("Pertth: the police department reviews a flood barrier near the harbour").kind,
+            VerdictKind::duplicate)
+      << "a typo in the name";
+  feed("Celebrity voices impersonated for the show tonight.");
+  EXPECT_EQ(feed("All celebrity voices impersonated for the show tonight.").kind,
+            VerdictKind::duplicate)
+      << "a sentence's first word is no name";
 }
 
 TEST(EngineRecentTexts, StrippedUrlLeavesAChinesePostADuplicate) {
@@ -347,7 +410,10 @@ namespace {
 TEST(EngineRecentTexts, ASketchCandidateBelowTheEstimateIsJudgedExactly) {
   constexpr std::string_view kept = "Accra: the police department suspends the tram line";
   constexpr std::string_view incoming = "Hanoi: the police department suspends the tram line";
-  Feed feed{DedupOptions{}};
+  DedupOptions options;
+  options.text.must_match =
+      MustMatch::none;  // (the two places differ: must_match tells them apart)
+  Feed feed{options};
   feed(kept);
   const Verdict v = feed(incoming);
   ASSERT_EQ(v.kind, VerdictKind::duplicate);
