@@ -114,7 +114,7 @@ void StoryMinutes::record(std::uint64_t key, const MessageAt& original, const Sh
       // The fewest duplicates in the hour makes room (ties: the oldest last duplicate).
       for (Entry& e : entries_) advance(e, minute);
       it = std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-        return a.hour != b.hour ? a.hour < b.hour : a.last_ms < b.last_ms;
+        return a.hour != b.hour ? a.hour < b.hour : a.last_seq < b.last_seq;
       });
     }
     it->key = key;
@@ -132,6 +132,7 @@ void StoryMinutes::record(std::uint64_t key, const MessageAt& original, const Sh
   ++it->buckets[bucket_of(it->minute)];
   ++it->hour;
   it->last_ms = now_ms;
+  it->last_seq = ++recorded_;
 }
 
 std::vector<HourStory> StoryMinutes::top(std::size_t n, std::int64_t now_ms) const {
@@ -146,7 +147,7 @@ std::vector<HourStory> StoryMinutes::top(std::size_t n, std::int64_t now_ms) con
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                     [](const auto& a, const auto& b) {
                       return a.first != b.first ? a.first > b.first
-                                                : a.second->last_ms > b.second->last_ms;
+                                                : a.second->last_seq > b.second->last_seq;
                     });
   std::vector<HourStory> out(k);
   for (std::size_t i = 0; i < k; ++i) {

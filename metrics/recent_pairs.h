@@ -52,7 +52,7 @@ struct ShownText {
 // wall-clock minutes. Bounded memory whatever the stream: at most `capacity`
 // originals, each with a ring of 60 per-minute counts. When the table is full,
 // a new original takes the place of the one with the fewest duplicates in the
-// last hour (ties: the one whose last duplicate is oldest), and starts from
+// last hour (ties: the one whose last duplicate was recorded first), and starts from
 // its own duplicate: an original can be undercounted only while it is among
 // the smallest, so the biggest stories of the hour are counted exactly unless
 // more than `capacity` originals compete within the hour.
@@ -88,7 +88,7 @@ class StoryMinutes {
               std::int64_t now_ms);
 
   /// The `n` originals with the most duplicates in the 60 minutes up to
-  /// `now_ms` (ties: most recent last duplicate), none with 0. O(capacity log n).
+  /// `now_ms` (ties: the most recently recorded last duplicate), none with 0. O(capacity log n).
   std::vector<HourStory> top(std::size_t n, std::int64_t now_ms) const;
 
   /// Originals in the table (tests).
@@ -104,6 +104,7 @@ class StoryMinutes {
     std::int64_t minute = 0;                             // the newest minute the buckets hold
     std::uint32_t hour = 0;                              // the sum of buckets
     std::int64_t last_ms = 0;
+    std::uint64_t last_seq = 0;  // record() calls up to its last duplicate (orders ties)
   };
   /// Moves `e` forward to `minute`, emptying the minutes that fell out of the hour.
   static void advance(Entry& e, std::int64_t minute);
@@ -111,6 +112,7 @@ class StoryMinutes {
   static std::uint32_t hour_at(const Entry& e, std::int64_t minute);
 
   std::size_t capacity_, text_bytes_;
+  std::uint64_t recorded_ = 0;
   std::vector<Entry> entries_;
 };
 
