@@ -1,16 +1,18 @@
 #pragma once
 // What the page on the metrics port (metrics/page.h) shows besides the
-// counters: the most recent duplicate pairs with both texts, and the originals
-// with the most duplicates. Bounded memory whatever the stream: a ring of the
+// counters: the most recent duplicate pairs with both texts, the originals
+// with the most duplicates, and the biggest stories of the last hour
+// (StoryMinutes below). Bounded memory whatever the stream: a ring of the
 // last `ring` pairs, a cache of the last `texts` kept messages' texts (each cut
 // to `text_bytes`), a table of the last `originals` originals that had a
-// duplicate. An original whose text has left the cache (or was kept by another
-// instance) is recorded as not held; the page says so rather than guessing.
+// duplicate, and `stories` originals counted per minute over the last hour. An original whose text
+// has left the cache (or was kept by another instance) is recorded as not held; the page says so
+// rather than guessing.
 //
 // Threads: kept() and duplicate() are the pipeline thread's (one writer);
 // snapshot() may be called from any thread (the HTTP workers). The text cache
-// is the writer's alone and is not locked; the ring and the originals table
-// are under one mutex, taken once per duplicate and once per snapshot.
+// is the writer's alone and is not locked; the ring, the originals table and
+// the stories are under one mutex, taken once per duplicate and once per snapshot.
 
 #include <array>
 #include <cstddef>
