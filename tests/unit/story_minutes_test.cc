@@ -125,8 +125,9 @@ TEST(StoryMinutes, FullTableDropsTheSmallestOfTheHour) {
   EXPECT_EQ(top[2].original.offset, 3);
   EXPECT_EQ(top[2].hour, 1u);
   EXPECT_EQ(top[2].text.text, "story 3");
-  // An hour later 1's five duplicates have left: the table is judged by the
-  // last hour, so a newcomer takes 1's place, not 2's (three at minute 1 + 60 - 1).
+  // At minute 61, 1's five duplicates (minute 0) and 2's three (minute 1) have
+  // left the hour: the table is judged by the last hour, so the newcomer 5
+  // takes the place of 1 (none in the hour), not of 2 (one, at minute 59).
   record(s, 2, T(59), 1);
   record(s, 3, T(60), 1);
   record(s, 5, T(61), 1);
