@@ -93,4 +93,25 @@ void BM_RecentPairsDuplicate(benchmark::State& state) {
 }
 BENCHMARK(BM_RecentPairsDuplicate);
 
+// The same with the duplicates among 16 originals (a few big stories): each
+// finds its original in the tables instead of taking the least one's place.
+void BM_RecentPairsDuplicateFewStories(benchmark::State& state) {
+  neardup::metrics::RecentPairs pairs;
+  for (std::uint64_t key = 0; key < 4096; ++key) pairs.kept(key, bench_text(key));
+  const std::string dup = bench_text(1) + " #news";
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    neardup::metrics::DuplicateSeen seen;
+    seen.original_key = (i * 7) & 15;
+    seen.original = {"input", 0, static_cast<std::int64_t>(seen.original_key)};
+    seen.duplicate = {"input", 0, static_cast<std::int64_t>(5000 + i)};
+    seen.duplicate_text = dup;
+    seen.distance = 3;
+    pairs.duplicate(seen);
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RecentPairsDuplicateFewStories);
+
 }  // namespace

@@ -242,6 +242,9 @@ double duplicate_share(const PageCounts& c) {
   return judged ? 100.0 * static_cast<double>(c.duplicate) / static_cast<double>(judged) : 0.0;
 }
 
+// Bytes of an original's text in the list of stories (cut at a character boundary).
+constexpr std::size_t kExcerptBytes = 160;
+
 constexpr std::string_view kStyle = R"(
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
 header{background:#1b1f24;color:#fff;padding:.6em 1.2em;display:flex;gap:1em;align-items:baseline;flex-wrap:wrap}
@@ -259,6 +262,8 @@ main{padding:0 1.2em 2em}
 mark.del{background:#ffd7d5}mark.add{background:#ccffd8}
 .missing{color:#9a6700;font-style:italic}.cut{color:#57606a}.redacted{color:#57606a;font-style:italic}
 table{border-collapse:collapse;background:#fff;width:100%}
+svg.spark{display:block;background:#f6f8fa}svg.spark rect{fill:#0969da}svg.spark line{stroke:#d0d7de}
+td.hour{font-size:1.2em;font-variant-numeric:tabular-nums}
 td,th{border:1px solid #d0d7de;padding:.3em .6em;text-align:left;vertical-align:top}
 )";
 
@@ -330,6 +335,70 @@ void side_html(std::string& out, std::string_view role, const Location& at, cons
   }
   if (text.truncated) out += "<span class=\"cut\"> [cut]</span>";
   out += "</p></div>";
+}
+
+// Bars of the duplicates per minute, oldest on the left, as inline SVG (its
+// look comes from the page's stylesheet: no style attribute, which the policy
+// would block). Each bar carries its minute's count (data-n) and a tooltip.
+void spark_svg(std::string& out, const HourStory& s, std::int64_t last_minute_ms) {
+  constexpr int kBar = 3, kHeight = 32;
+  const std::string width = std::to_string(kBar * kStoryMinutes);
+  const std::string height = std::to_string(kHeight + 1);
+  std::uint32_t max = 0;
+  for (const std::uint32_t n : s.per_minute) max = std::max(max, n);
+  out += "<svg class=\"spark\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + width +
+         "\" height=\"" + height + "\" viewBox=\"0 0 " + width + " " + height +
+         "\" role=\"img\" data-max=\"" + std::to_string(max) +
+         "\"><title>duplicates per minute over the last 60 minutes (at most " +
+         std::to_string(max) + " in a minute)</title><line x1=\"0\" y1=\"" +
+         std::to_string(kHeight) + ".5\" x2=\"" + width + "\" y2=\"" + std::to_string(kHeight) +
+         ".5\"/>";
+  for (int j = 0; j < kStoryMinutes; ++j) {
+    const std::uint32_t n = s.per_minute[static_cast<std::size_t>(j)];
+    if (n == 0) continue;
+    const int h =
+        std::max(1, static_cast<int>((static_cast<std::uint64_t>(n) * kHeight + max / 2) / max));
+    const std::int64_t minute_ms = last_minute_ms - std::int64_t{kStoryMinutes - 1 - j} * 60'000;
+    out += "<rect x=\"" + std::to_string(j * kBar) + "\" y=\"" + std::to_string(kHeight - h) +
+           "\" width=\"" + std::to_string(kBar - 1) + "\" height=\"" + std::to_string(h) +
+           "\" data-n=\"" + std::to_string(n) + "\"><title>" + utc_time(minute_ms).substr(0, 5) +
+           " UTC: " + std::to_string(n) + "</title></rect>";
+  }
+  out += "</svg>";
+}
+
+void stories_html(std::string& out, const PairsSnapshot& pairs) {
+  out +=
+      "<section id=\"stories\"><h2>Biggest stories of the last hour</h2>"
+      "<p class=\"note\">Originals with the most duplicates in the last 60 minutes and their "
+      "duplicates per minute (among " +
+      std::to_string(pairs.story_originals) + " originals counted).</p>";
+  if (pairs.stories.empty()) {
+    out += "<p>None in the last hour.</p></section>\n";
+    return;
+  }
+  out +=
+      "<table><thead><tr><th>last hour</th><th>per minute</th><th>original</th><th>text</th>"
+      "</tr></thead><tbody>";
+  std::string excerpt;
+  for (const HourStory& s : pairs.stories) {
+    out += "<tr class=\"story\"><td class=\"hour\">" + std::to_string(s.hour) + "</td><td>";
+    spark_svg(out, s, pairs.stories_minute_ms);
+    out += "</td><td>";
+    append_html_escaped(out, locate(s.original));
+    out += "</td><td class=\"excerpt\">";
+    if (pairs.texts_redacted) {
+      out += "<span class=\"redacted\">withheld</span>";
+    } else if (s.text.held) {
+      const bool cut = copy_shown_text(s.text.text, kExcerptBytes, excerpt);
+      append_html_escaped(out, excerpt);
+      if (cut || s.text.truncated) out += "<span class=\"cut\"> [cut]</span>";
+    } else {
+      out += "<span class=\"missing\">original no longer held</span>";
+    }
+    out += "</td></tr>";
+  }
+  out += "</tbody></table></section>\n";
 }
 
 void location_json(std::string& out, const Location& at) {
@@ -408,10 +477,12 @@ std::string render_page(const PageCounts& c, const PairsSnapshot* pairs) {
   out += c.ready ? "ready\" id=\"ready\">ready" : "notready\" id=\"ready\">not ready";
   out += "</span><span class=\"l\">/readyz</span></div></section>\n";
 
-  out += "<section id=\"pairs\"><h2>Recent duplicate pairs</h2>";
   if (!pairs) {
+    out += "<section id=\"pairs\"><h2>Recent duplicate pairs</h2>";
     out += "<p>Pairs are not recorded by this process.</p></section></main>";
   } else {
+    stories_html(out, *pairs);
+    out += "<section id=\"pairs\"><h2>Recent duplicate pairs</h2>";
     out +=
         "<p class=\"note\" id=\"pairs-note\">The last " + std::to_string(pairs->pairs.size()) +
         " of " + std::to_string(pairs->recorded) + " duplicates, newest first (at most " +
@@ -496,7 +567,8 @@ std::string render_summary_json(const PageCounts& c, const PairsSnapshot* pairs)
          ",\"limits\":{\"ring\":" + std::to_string(pairs->ring) +
          ",\"texts\":" + std::to_string(pairs->texts) +
          ",\"text_bytes\":" + std::to_string(pairs->text_bytes) +
-         ",\"originals\":" + std::to_string(pairs->originals) + "},\"pairs\":[";
+         ",\"originals\":" + std::to_string(pairs->originals) +
+         ",\"stories\":" + std::to_string(pairs->story_originals) + "},\"pairs\":[";
   for (std::size_t i = 0; i < pairs->pairs.size(); ++i) {
     const RecentPair& p = pairs->pairs[i];
     if (i) out += ',';
@@ -525,6 +597,20 @@ std::string render_summary_json(const PageCounts& c, const PairsSnapshot* pairs)
     out += "{\"duplicates\":" + std::to_string(t.duplicates) +
            ",\"last_ms\":" + std::to_string(t.last_ms) + ",\"original\":";
     side_json(out, t.original, t.text, nullptr, pairs->texts_redacted);
+    out += '}';
+  }
+  out += "],\"stories_minute_ms\":" + std::to_string(pairs->stories_minute_ms) + ",\"stories\":[";
+  for (std::size_t i = 0; i < pairs->stories.size(); ++i) {
+    const HourStory& s = pairs->stories[i];
+    if (i) out += ',';
+    out += "{\"hour\":" + std::to_string(s.hour) + ",\"last_ms\":" + std::to_string(s.last_ms) +
+           ",\"per_minute\":[";
+    for (std::size_t j = 0; j < s.per_minute.size(); ++j) {
+      if (j) out += ',';
+      out += std::to_string(s.per_minute[j]);
+    }
+    out += "],\"original\":";
+    side_json(out, s.original, s.text, nullptr, pairs->texts_redacted);
     out += '}';
   }
   out += "]}\n";

@@ -1,7 +1,9 @@
 #pragma once
 // The page on the metrics port ("/") and its JSON twin ("/api/summary"): live
-// counts and rates, the most recent duplicate pairs side by side with the
-// differing words marked, and the originals with the most duplicates. One
+// counts and rates, the biggest stories of the last hour with a chart of their
+// duplicates per minute (inline SVG), the most recent duplicate pairs side by
+// side with the differing words marked, and the originals with the most
+// duplicates. One
 // self-contained HTML document (inline CSS and a few lines of script that
 // reload the live part every 2 s; no external assets), rendered on the server
 // so that it reads the same without script. Pure functions: no state, no

@@ -53,7 +53,119 @@ bool same(const Location& a, const MessageAt& b) {
   return a.topic == b.topic && a.partition == b.partition && a.offset == b.offset;
 }
 
+constexpr std::int64_t kMinuteMs = 60'000;
+
+// The wall-clock minute holding `ms` (floor, also before the epoch).
+std::int64_t minute_of(std::int64_t ms) {
+  return ms >= 0 ? ms / kMinuteMs : -((-ms + kMinuteMs - 1) / kMinuteMs);
+}
+
+std::size_t bucket_of(std::int64_t minute) {
+  const std::int64_t b = minute % kStoryMinutes;
+  return static_cast<std::size_t>(b < 0 ? b + kStoryMinutes : b);
+}
+
 }  // namespace
+
+// ------------------------------------------------------------ StoryMinutes
+
+StoryMinutes::StoryMinutes(std::size_t capacity, std::size_t text_bytes)
+    : capacity_(std::max<std::size_t>(capacity, 1)), text_bytes_(text_bytes) {
+  entries_.reserve(capacity_);
+}
+
+void StoryMinutes::advance(Entry& e, std::int64_t minute) {
+  if (minute <= e.minute) return;
+  if (minute - e.minute >= kStoryMinutes) {
+    e.buckets.fill(0);
+    e.hour = 0;
+  } else {
+    for (std::int64_t m = e.minute + 1; m <= minute; ++m) {
+      std::uint32_t& b = e.buckets[bucket_of(m)];
+      e.hour -= b;
+      b = 0;
+    }
+  }
+  e.minute = minute;
+}
+
+std::uint32_t StoryMinutes::hour_at(const Entry& e, std::int64_t minute) {
+  if (minute <= e.minute) return e.hour;
+  if (minute - e.minute >= kStoryMinutes) return 0;
+  std::uint32_t hour = e.hour;
+  for (std::int64_t m = e.minute + 1; m <= minute; ++m) hour -= e.buckets[bucket_of(m)];
+  return hour;
+}
+
+void StoryMinutes::record(std::uint64_t key, const MessageAt& original, const ShownText& text,
+                          std::int64_t now_ms) {
+  const std::int64_t minute = minute_of(now_ms);
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const Entry& e) { return e.key == key && same(e.at, original); });
+  bool fresh = false;
+  if (it == entries_.end()) {
+    fresh = true;
+    if (entries_.size() < capacity_) {
+      entries_.emplace_back();
+      it = entries_.end() - 1;
+      it->at.topic.reserve(original.topic.size());
+      it->text.text.reserve(text_bytes_ + 3);
+    } else {
+      // The fewest duplicates in the hour makes room (ties: the oldest last duplicate).
+      for (Entry& e : entries_) advance(e, minute);
+      it = std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+        return a.hour != b.hour ? a.hour < b.hour : a.last_seq < b.last_seq;
+      });
+    }
+    it->key = key;
+    assign(it->at, original);
+    it->buckets.fill(0);
+    it->hour = 0;
+    it->minute = minute;
+  }
+  if (fresh || (!it->text.held && text.held)) {
+    it->text.held = text.held;
+    it->text.text.assign(text.text);
+    it->text.truncated = text.truncated;
+  }
+  advance(*it, minute);  // a clock that steps back counts into the newest minute held
+  ++it->buckets[bucket_of(it->minute)];
+  ++it->hour;
+  it->last_ms = now_ms;
+  it->last_seq = ++recorded_;
+}
+
+std::vector<HourStory> StoryMinutes::top(std::size_t n, std::int64_t now_ms) const {
+  const std::int64_t minute = minute_of(now_ms);
+  std::vector<std::pair<std::uint32_t, const Entry*>> order;
+  order.reserve(entries_.size());
+  for (const Entry& e : entries_) {
+    const std::uint32_t hour = hour_at(e, minute);
+    if (hour > 0) order.emplace_back(hour, &e);
+  }
+  const std::size_t k = std::min(n, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first != b.first ? a.first > b.first
+                                                : a.second->last_seq > b.second->last_seq;
+                    });
+  std::vector<HourStory> out(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    const Entry& e = *order[i].second;
+    HourStory& s = out[i];
+    s.original = e.at;
+    s.text = e.text;
+    s.hour = order[i].first;
+    s.last_ms = e.last_ms;
+    // per_minute[j] is minute (minute - 59 + j); the buckets hold e.minute - 59 .. e.minute.
+    for (int j = 0; j < kStoryMinutes; ++j) {
+      const std::int64_t m = minute - (kStoryMinutes - 1) + j;
+      if (m > e.minute || m <= e.minute - kStoryMinutes) continue;
+      s.per_minute[static_cast<std::size_t>(j)] = e.buckets[bucket_of(m)];
+    }
+  }
+  return out;
+}
 
 bool copy_shown_text(std::string_view text, std::size_t max_bytes, std::string& out) {
   out.clear();
@@ -85,7 +197,9 @@ bool copy_shown_text(std::string_view text, std::size_t max_bytes, std::string& 
   return false;
 }
 
-RecentPairs::RecentPairs(Limits limits) : limits_(limits) {
+RecentPairs::RecentPairs(Limits limits)
+    : limits_(limits), stories_(limits.stories, std::max<std::size_t>(limits.text_bytes, 1)) {
+  limits_.stories = stories_.capacity();
   limits_.ring = std::max<std::size_t>(limits_.ring, 1);
   limits_.texts = std::max<std::size_t>(limits_.texts, 1);
   limits_.text_bytes = std::max<std::size_t>(limits_.text_bytes, 1);
@@ -208,6 +322,8 @@ void RecentPairs::duplicate(const DuplicateSeen& seen) {
   pair.distance = seen.distance;
   pair.similarity = seen.similarity;
   pair.count = it->duplicates;
+
+  stories_.record(seen.original_key, seen.original, it->text, now);
 }
 
 std::uint64_t RecentPairs::recorded() const {
@@ -216,7 +332,13 @@ std::uint64_t RecentPairs::recorded() const {
 }
 
 PairsSnapshot RecentPairs::snapshot(std::uint64_t up_to) const {
+  return snapshot_at(wall_ms(), up_to);
+}
+
+PairsSnapshot RecentPairs::snapshot_at(std::int64_t now_ms, std::uint64_t up_to) const {
   PairsSnapshot out;
+  out.story_originals = limits_.stories;
+  out.stories_minute_ms = minute_of(now_ms) * kMinuteMs;
   out.ring = limits_.ring;
   out.texts = limits_.texts;
   out.text_bytes = limits_.text_bytes;
@@ -242,6 +364,7 @@ PairsSnapshot RecentPairs::snapshot(std::uint64_t up_to) const {
     order.resize(top);
     out.top.reserve(top);
     for (const Original* o : order) out.top.push_back({o->at, o->text, o->duplicates, o->last_ms});
+    out.stories = stories_.top(limits_.top, now_ms);
   }
   return out;
 }
@@ -256,6 +379,10 @@ void redact_texts(PairsSnapshot& snapshot) {
   for (TopOriginal& top : snapshot.top) {
     top.text.text.clear();
     top.text.truncated = false;
+  }
+  for (HourStory& story : snapshot.stories) {
+    story.text.text.clear();
+    story.text.truncated = false;
   }
   snapshot.texts_redacted = true;
 }

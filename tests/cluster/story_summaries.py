@@ -9,6 +9,10 @@ check SUMMARIES_TSV INPUT_TSV RUN: the summary topic (key TAB value lines)
   against the stories; prints "ok" or what is wrong, then the number of final
   and interim summaries.
 latest SUMMARIES_TSV: the duplicates the latest summary of each story counts, summed.
+page INPUT_TSV SUMMARY_JSON...: the biggest stories of the last hour on the
+  instances' pages (/api/summary), summed over the instances by story:
+  "s<i>:<duplicates in the hour>" most first, each with "/ok" when its 60
+  per-minute counts add up to it and its excerpt is the story's text.
 """
 import json
 import random
@@ -94,5 +98,21 @@ def latest(summaries):
     print(sum(last.values()))
 
 
+def page(inputs, *pages):
+    key_of = dict(l.rstrip("\n").split("\t", 1) for l in open(inputs) if "\t" in l)
+    texts = dict(l.rstrip("\n").split("|", 1) for l in open(inputs.rsplit("/", 1)[0] + "/stories.txt"))
+    hours, ok = {}, {}
+    for path in pages:
+        for s in json.load(open(path))["stories"]:
+            o = s["original"]
+            story = key_of.get(f'{o["topic"]}/{o["partition"]}/{o["offset"]}', "?")
+            hours[story] = hours.get(story, 0) + s["hour"]
+            good = (len(s["per_minute"]) == 60 and sum(s["per_minute"]) == s["hour"]
+                    and o["held"] and o["text"] == texts.get(story))
+            ok[story] = ok.get(story, True) and good
+    order = sorted(hours, key=lambda k: (-hours[k], k))
+    print(" ".join(f"{k}:{hours[k]}" + ("/ok" if ok[k] else "/bad") for k in order))
+
+
 if __name__ == "__main__":
-    {"feed": feed, "scan": scan, "check": check, "latest": latest}[sys.argv[1]](*sys.argv[2:])
+    {"feed": feed, "scan": scan, "check": check, "latest": latest, "page": page}[sys.argv[1]](*sys.argv[2:])

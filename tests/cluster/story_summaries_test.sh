@@ -9,7 +9,8 @@
 # stories in the window). Run twice: one instance
 # deciding locally (at-least-once), then two instances with the group judge
 # and exactly-once (read_committed). The first run also reads the story-size
-# histogram from /metrics.
+# histogram from /metrics. Each run also reads the pages' biggest stories of
+# the last hour (/api/summary): every story with its exact count.
 # Brokers: topic creation and deletion, transactions, group.min.session.timeout.ms at
 # most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
@@ -69,6 +70,17 @@ run_case() {
   interim=$(echo "$result" | awk '{ print $NF }')
   [ "$interim" -ge 9 ] && pass || fail_later "$run: $interim interim summaries (want one per story at least)"
   echo "$name: $run: $result (final, interim summaries)"
+  # The pages' biggest stories of the last hour: each repost counted once, by the
+  # instance that routed it, whoever wrote the summaries.
+  local pages=()
+  for i in $(seq "$2" "$3"); do
+    curl -s --max-time 5 "http://$(metrics_address "$work/run$i.err")/api/summary" >"$work/page-$run-$i.json" ||
+      fail_later "$run: no /api/summary from instance $i"
+    pages+=("$work/page-$run-$i.json")
+  done
+  page=$(python3 "$helper" page "$work/input-$run.tsv" "${pages[@]}")
+  [ "$page" = "s9:9/ok s8:8/ok s7:7/ok s6:6/ok s5:5/ok s4:4/ok s3:3/ok s2:2/ok s1:1/ok" ] && pass ||
+    fail_later "$run: the pages' stories of the hour are $page"
 }
 
 # One instance deciding locally, at-least-once, 1 s interim summaries.

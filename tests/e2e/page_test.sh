@@ -3,8 +3,10 @@
 # demo feed (291 lines, deterministic verdicts) and stays up; headless Chromium
 # loads http://ADDR/ and its DOM (--dump-dom) must show the known counts, a
 # known pair with the differing words marked (the Quito item, 348 -> 357
-# people), its distance and similarity, and the originals with the most
-# duplicates; /api/summary must carry the same pair. Both answer with a
+# people), its distance and similarity, the originals with the most
+# duplicates, and the biggest stories of the last hour (counts 3, 3, 2 x 8,
+# the first the Changsha item, each with an SVG chart whose bars add up to
+# its count); /api/summary must carry the same pair and stories. Both answer with a
 # Content-Security-Policy, and the page works under it: its script reloads the
 # live part (body data-refreshed) and Chromium's console reports no policy
 # violation. A screenshot is kept for
@@ -56,6 +58,17 @@ changed = lambda side: [s["text"] for s in p[side]["segments"] if s["changed"]]
 assert changed("original") == ["348"] and changed("duplicate") == ["357"], (changed("original"), changed("duplicate"))
 top = d["top"][0]
 assert top["duplicates"] == 3 and top["original"]["text"].startswith("长沙机场增加国际航班"), top
+# The biggest stories of the last hour: the feed took 3 s, so every duplicate
+# is in the last three minutes of each chart (the feed and the reading may
+# straddle minutes).
+STORY_HOURS = [3, 3, 2, 2, 2, 2, 2, 2, 2, 2]
+st = d["stories"]
+assert d["limits"]["stories"] == 64 and d["stories_minute_ms"] % 60000 == 0, d["limits"]
+assert [s["hour"] for s in st] == STORY_HOURS, [s["hour"] for s in st]
+for s in st:
+    assert len(s["per_minute"]) == 60 and sum(s["per_minute"][-3:]) == s["hour"], s
+assert st[0]["original"]["offset"] == top["original"]["offset"], (st[0]["original"], top["original"])
+assert st[0]["original"]["text"].startswith("长沙机场增加国际航班"), st[0]
 PY
 pass
 
@@ -93,6 +106,21 @@ assert re.findall(r'<mark class="del">([^<]*)</mark>', original) == ["348"], ori
 assert re.findall(r'<mark class="add">([^<]*)</mark>', duplicate) == ["357"], duplicate
 m = re.search(r'<section id="top">.*?<tbody><tr><td class="count">(\d+)</td><td>([^<]*)</td><td>([^<]*)</td>', dom, re.S)
 assert m and m.group(1) == "3" and m.group(3).startswith("长沙机场增加国际航班"), m and m.groups()
+# The biggest stories of the last hour, each with its count and an inline SVG
+# chart whose bars (data-n) add up to it; the excerpt is cut at 160 bytes.
+STORY_HOURS = [3, 3, 2, 2, 2, 2, 2, 2, 2, 2]
+m = re.search(r'<section id="stories">(.*?)</section>', dom, re.S)
+assert m, "no stories section in the DOM"
+rows = re.findall(r'<tr class="story"><td class="hour">(\d+)</td><td>(<svg class="spark".*?</svg>)</td>'
+                  r'<td>([^<]*)</td><td class="excerpt">([^<]*)', m.group(1), re.S)
+assert [int(r[0]) for r in rows] == STORY_HOURS, [r[0] for r in rows]
+for hour, svg, at, excerpt in rows:
+    bars = [int(n) for n in re.findall(r'<rect [^>]*data-n="(\d+)"', svg)]
+    assert sum(bars) == int(hour) and 1 <= len(bars) <= 2, (hour, bars)
+    assert 'width="180"' in svg and '<title>' in svg, svg[:200]
+hour, svg, at, excerpt = rows[0]
+assert at.startswith("input/0/") and excerpt.startswith("长沙机场增加国际航班"), (at, excerpt)
+assert len(excerpt.encode()) <= 160, len(excerpt.encode())
 PY
 pass
 

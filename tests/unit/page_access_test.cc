@@ -320,8 +320,13 @@ TEST(PageAccessServer, RedactTextsShowsLocationsAndDistancesOnly) {
   EXPECT_THAT(page.body, HasSubstr("text withheld (metrics.redact_texts)"));
   EXPECT_THAT(page.body, HasSubstr("input/1/9"));
   EXPECT_THAT(page.body, HasSubstr("distance <b class=\"distance\">2</b>"));
+  // The stories of the hour: count and chart, no excerpt.
+  EXPECT_THAT(page.body, HasSubstr("<tr class=\"story\"><td class=\"hour\">1</td>"));
+  EXPECT_THAT(page.body,
+              HasSubstr("<td class=\"excerpt\"><span class=\"redacted\">withheld</span>"));
   const Reply json = get(exporter.address(), "/api/summary");
   ASSERT_EQ(json.status, 200);
+  EXPECT_THAT(json.body, HasSubstr("\"stories\":[{\"hour\":1,"));
   EXPECT_THAT(json.body, Not(HasSubstr("harbour")));
   EXPECT_THAT(json.body, HasSubstr("\"texts_redacted\":true"));
   EXPECT_THAT(json.body, HasSubstr("\"held\":true,\"text\":null"));
