@@ -6,7 +6,9 @@
 # on from the summary topic (its log says 9 open stories), gets the other half
 # of the reposts and then 300 other texts through a window of 50 entries. The
 # summary topic (read_committed) must hold exactly one final summary per
-# story with reposts, counting exactly 1..9, none twice.
+# story with reposts, none twice, each counting at least its reposts (1..9):
+# a request the instance resends to the new judge after 15 s is counted
+# again, a limit docs/KAFKA.md states.
 # Brokers: topic creation and deletion, transactions, group.min.session.timeout.ms at
 # most 6000.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
@@ -53,15 +55,16 @@ took_over() { [ "$(current_judge "$survivor")" = "$survivor" ]; }
 wait_for 90 took_over || fail "instance $survivor did not take the judging over: $(tail -3 "$work/run$survivor.err")"
 goes_on=$(grep -o 'story summaries: [0-9]* open stories go on' "$work/run$survivor.err" | tail -1 | grep -o '[0-9]*' || true)
 [ "$goes_on" = 9 ] && pass || fail_later "the new judge went on with '$goes_on' open stories, want 9"
-counts_all() { [ "$(counted)" = 45 ]; }
-wait_for 120 counts_all || fail "the interim summaries count $(counted) reposts after the takeover, want 45"
+# (at least: a request resent to the new judge is counted again; see story_summaries.py)
+counts_all() { [ "$(counted)" -ge 45 ]; }
+wait_for 120 counts_all || fail "the interim summaries count $(counted) reposts after the takeover, want at least 45"
 send others
 kcat -b "$brokers" -C -t "$(topic input)" -e -q -f '%t/%p/%o\t%k\n' 2>/dev/null >"$work/input.tsv" || true
-finals() { summaries; [ "$(python3 "$helper" check "$work/summaries.tsv" "$work/input.tsv" judge | awk '{ print $(NF-1) }')" -ge 9 ]; }
+finals() { summaries; [ "$(python3 "$helper" check "$work/summaries.tsv" "$work/input.tsv" takeover | awk '{ print $(NF-1) }')" -ge 9 ]; }
 wait_for 120 finals || true
 kcat -b "$brokers" -C -t "$(topic input)" -e -q -f '%t/%p/%o\t%k\n' 2>/dev/null >"$work/input.tsv" || true
 summaries
-result=$(python3 "$helper" check "$work/summaries.tsv" "$work/input.tsv" judge)
+result=$(python3 "$helper" check "$work/summaries.tsv" "$work/input.tsv" takeover)
 cp "$work/run$survivor.err" "$work/run.err"
 [ "${result%% *}" = ok ] && pass || fail_later "$result"
 echo "$name: $result (final, interim summaries)"
