@@ -74,14 +74,19 @@ void BM_RecentPairsKept(benchmark::State& state) {
 }
 BENCHMARK(BM_RecentPairsKept);
 
+// A duplicate recorded for the page, its original one of range(0) originals:
+// 4096 turn the originals table (256) and the stories of the hour (64) over,
+// each duplicate's original taking the least one's place; 16 (a few big
+// stories) find theirs in both tables.
 void BM_RecentPairsDuplicate(benchmark::State& state) {
   neardup::metrics::RecentPairs pairs;
   for (std::uint64_t key = 0; key < 4096; ++key) pairs.kept(key, bench_text(key));
   const std::string dup = bench_text(1) + " #news";
+  const auto mask = static_cast<std::uint64_t>(state.range(0)) - 1;
   std::uint64_t i = 0;
   for (auto _ : state) {
     neardup::metrics::DuplicateSeen seen;
-    seen.original_key = (i * 7) & 4095;  // originals beyond the table's 256: it turns over
+    seen.original_key = (i * 7) & mask;
     seen.original = {"input", 0, static_cast<std::int64_t>(seen.original_key)};
     seen.duplicate = {"input", 0, static_cast<std::int64_t>(5000 + i)};
     seen.duplicate_text = dup;
@@ -91,27 +96,6 @@ void BM_RecentPairsDuplicate(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_RecentPairsDuplicate);
-
-// The same with the duplicates among 16 originals (a few big stories): each
-// finds its original in the tables instead of taking the least one's place.
-void BM_RecentPairsDuplicateFewStories(benchmark::State& state) {
-  neardup::metrics::RecentPairs pairs;
-  for (std::uint64_t key = 0; key < 4096; ++key) pairs.kept(key, bench_text(key));
-  const std::string dup = bench_text(1) + " #news";
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    neardup::metrics::DuplicateSeen seen;
-    seen.original_key = (i * 7) & 15;
-    seen.original = {"input", 0, static_cast<std::int64_t>(seen.original_key)};
-    seen.duplicate = {"input", 0, static_cast<std::int64_t>(5000 + i)};
-    seen.duplicate_text = dup;
-    seen.distance = 3;
-    pairs.duplicate(seen);
-    ++i;
-  }
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_RecentPairsDuplicateFewStories);
+BENCHMARK(BM_RecentPairsDuplicate)->ArgName("originals")->Arg(4096)->Arg(16);
 
 }  // namespace

@@ -353,6 +353,8 @@ class WindowSizer {
       if (st.st_size > at) left_ = static_cast<std::uint64_t>(st.st_size - std::max<off_t>(at, 0));
     }
   }
+  /// True once the window is sized, or when the input has no size.
+  bool done() const { return left_ == 0; }
   /// One record of `line_bytes` (its newline not included) was read; judged
   /// records so far are in `classifier`'s stats.
   void read(std::size_t line_bytes, Classifier& classifier) {
@@ -727,7 +729,8 @@ ScanStats scan_on_threads(const config::Config& config, std::FILE* in, std::FILE
     const std::size_t count = chunk->lines.size();
     const std::vector<Prepared>& prepared = chunk->prepared;
     if (chunk->judged.size() < count) chunk->judged.resize(count);
-    for (const Chunk::Line& line : chunk->lines) sizer.read(line.size + line.skipped, classifier);
+    if (!sizer.done())
+      for (const Chunk::Line& line : chunk->lines) sizer.read(line.size + line.skipped, classifier);
     for (std::size_t i = 0; i < count && i < 2; ++i) classifier.prefetch(prepared[i]);
     for (std::size_t i = 0; i < count; ++i) {
       if (i + 2 < count) classifier.prefetch(prepared[i + 2]);
