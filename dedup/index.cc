@@ -605,7 +605,11 @@ void CellTables::spill_pop(Bucket& b, std::uint32_t oldest, std::uint32_t live) 
   }
   if (s.size == before) return;
   cells_ -= before - s.size;
-  if (s.size <= slot_cells_ / 2) {  // back into the slot, front at 0
+  // Back into the slot (front at 0) once it fits with an eighth of the slot
+  // to spare. Waiting for half the slot would keep a bucket out for good when
+  // its expected load is above half (a full 10M window: 153 cells a bucket in
+  // slots of 185), so spills would pile up as the window slides.
+  if (s.size + slot_margin() <= slot_cells_) {
     std::uint8_t* res = residues(b);
     std::uint32_t* seq = sequences(b);
     for (std::uint32_t j = 0, pos = s.head; j < s.size; ++j, pos = pos + 1 == s.cap ? 0 : pos + 1) {

@@ -179,8 +179,9 @@ class PigeonholeLayout {
 /// residues) instead of a header and then a separately allocated cell array. A
 /// slot holds up to slot_cells() cells: about the expected load plus 2.5 standard
 /// deviations (reserve() re-sizes the slots as the window grows). A bucket that
-/// outgrows its slot spills whole into a malloc'd ring and moves back when it has
-/// shrunk to half the slot; with random fingerprints that is ~1% of buckets.
+/// outgrows its slot spills whole into a malloc'd ring and moves back when it
+/// fits the slot with an eighth to spare; with random fingerprints under 1% of
+/// buckets are out at a time, and the share does not grow as the window slides.
 ///
 /// Residues are packed in 3 bytes: on this machine a probe is bound by the cache
 /// lines it streams, and 24 bits still filter all but ~1.4e-4 of the cells at k=3.
@@ -226,7 +227,7 @@ class CellTables {
   /// Grows the slots to fit `expected_entries` per table, if they would grow:
   /// the array grows in place (huge_reallocate) and every cell whose sequence
   /// is live (oldest, live as in pop_expired) moves to its bucket's wider
-  /// slot; a spilled bucket keeps its ring unless it now fits half the slot.
+  /// slot; a spilled bucket keeps its ring unless it now fits the slot with an eighth to spare.
   /// Invalidates Bucket references. O(buckets + cells).
   void reserve(std::size_t expected_entries, std::uint32_t oldest, std::uint32_t live);
 
@@ -393,6 +394,8 @@ class CellTables {
   }
   void spill_pop(Bucket& b, std::uint32_t oldest, std::uint32_t live);
   static std::uint32_t spill_step(std::uint32_t cap) { return cap / 16 > 4 ? cap / 16 : 4; }
+  // Cells a spilled ring must be below the slot's size to move back.
+  std::uint32_t slot_margin() const { return slot_cells_ / 8 > 1 ? slot_cells_ / 8 : 1; }
   void resize(Spill& s, std::uint32_t cap);
   void release(Spill& s);
   void free_all_spills();

@@ -210,6 +210,25 @@ TEST(CellTables, SpillsAFullSlotAndMovesBackWhenItHasShrunk) {
   EXPECT_EQ(cells.cells(), 0U);
 }
 
+TEST(CellTables, ASpilledBucketReturnsOnceItFitsWithAnEighthOfTheSlotToSpare) {
+  // A full window's buckets hover above half their slot (153 of 185 at 10M
+  // entries), so a bucket that spilled must come back well before half.
+  const PigeonholeLayout layout(4, 3, 1 << 10);
+  CellTables cells(layout, 1 << 12);  // 64 cells a bucket expected
+  const std::uint32_t slot = cells.slot_cells();
+  ASSERT_GE(slot, 64U);
+  CellTables::Bucket& b = cells.bucket(0, 11);
+  std::uint32_t next = 0;
+  while (next < slot + 1) cells.push(b, next, next), ++next;
+  ASSERT_NE(b.spill, 0U);
+  const std::uint32_t fits = slot - slot / 8;  // the most cells that move back
+  cells.pop_expired(b, next - (fits + 1), 1U << 30);
+  EXPECT_NE(b.spill, 0U) << fits + 1 << " cells of a " << slot << "-cell slot stay out";
+  cells.pop_expired(b, next - fits, 1U << 30);
+  EXPECT_EQ(b.spill, 0U) << fits << " cells of a " << slot << "-cell slot move back";
+  EXPECT_EQ(cells.cells(), fits);
+}
+
 TEST(CellTables, ReserveGrowsSlotsKeepingLiveCellsInOrder) {
   const PigeonholeLayout layout(4, 3, 1 << 14);
   CellTables cells(layout);
