@@ -27,14 +27,16 @@ namespace neardup::dedup {
 
 /// Page-backed memory for large arrays, advised to use transparent huge pages:
 /// on this VM a TLB miss costs about as much as a cache miss, and huge pages
-/// roughly halved probe+insert time at 10M entries. Zero-filled. Throws
+/// roughly halved probe+insert time at 10M entries. A block of 2 MiB or more
+/// starts on a 2 MiB boundary, which a huge page needs. Zero-filled. Throws
 /// std::bad_alloc. Thread-compatible.
 void* huge_allocate(std::size_t bytes);
 void huge_free(void* memory, std::size_t bytes) noexcept;
 /// Grows a huge_allocate block from `old_bytes` to `new_bytes` (>= old_bytes)
 /// in place or by moving its pages (mremap: no copy, and the pages already
-/// touched are not faulted in again); the contents are kept and the rest is
-/// zero-filled. Returns the block's address. Throws std::bad_alloc.
+/// touched are not faulted in again) to a 2 MiB boundary, so its huge pages
+/// move whole; the contents are kept and the rest is zero-filled. Returns
+/// the block's address. Throws std::bad_alloc.
 void* huge_reallocate(void* memory, std::size_t old_bytes, std::size_t new_bytes);
 
 /// A fixed-size, zero-initialized array of an implicit-lifetime type (all-zero

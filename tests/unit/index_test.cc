@@ -281,5 +281,27 @@ TEST(CellTables, FiltersOnTheLow24ResidueBits) {
   EXPECT_EQ(hits, want) << cpu::name(cpu::active());
 }
 
+TEST(HugeArray, LargeArraysStartOnA2MiBBoundaryAndKeepItAsTheyGrow) {
+  // A huge page needs an aligned 2 MiB of address space; growth by moving
+  // pages must not shift the array off that boundary.
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  HugeArray<std::uint64_t> array(std::size_t{1} << 19);  // 4 MiB
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(array.begin()) % kHuge, 0U);
+  for (std::size_t i = 0; i < array.size(); i += 4096) array[i] = i + 1;
+  // Occupy the address space right after it, so growing in place is impossible.
+  HugeArray<std::uint64_t> neighbour(std::size_t{1} << 19);
+  for (std::size_t size : {std::size_t{3} << 19, std::size_t{5} << 19, std::size_t{11} << 19}) {
+    array.grow(size);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(array.begin()) % kHuge, 0U) << size;
+    ASSERT_EQ(array.size(), size);
+    for (std::size_t i = 0; i < (std::size_t{1} << 19); i += 4096) ASSERT_EQ(array[i], i + 1);
+    EXPECT_EQ(array[size - 1], 0U) << "the new part is zero";
+  }
+  HugeArray<std::uint32_t> small(100);  // under a huge page: any page boundary
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.begin()) % 4096, 0U);
+  small.grow(3 << 18);  // 3 MiB: now aligned as a large one
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.begin()) % kHuge, 0U);
+}
+
 }  // namespace
 }  // namespace neardup::dedup
