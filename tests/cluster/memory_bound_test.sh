@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # cluster: `window.max_memory: 12MiB` bounds the window in bytes. One instance
-# (the group judge on, as by default) reads one and a half times the entries
-# `neardup plan --memory 12MiB` says the bound holds, every text distinct:
+# (the group judge on, as by default) reads 200,000 texts, every one distinct
+# (at least one and a half times the entries `neardup plan --memory 12MiB`
+# says the bound holds, so the bound binds):
 # `neardup_window_bytes`, sampled every 0.2 s while they go through and at
 # the end, never exceeds 12 MiB, and the window ends holding the entries the
-# plan says (less at most 2%, the spills' early evictions), none more.
+# plan says (less at most 2%, the spills' early evictions), none more, and at
+# least 100,000.
 # Brokers: topic creation and deletion.
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
@@ -24,7 +26,7 @@ printf '%s\n' 'metrics: {listen: "127.0.0.1:0"}' 'window: {max_memory: 12MiB}' >
 cluster_topics "$config" 4
 holds=$("$NEARDUP" plan --memory 12MiB --config "$config" | sed -n 's/.* holds \([0-9]*\) entries.*/\1/p')
 [ -n "$holds" ] && [ "$holds" -ge 50000 ] && pass || fail "neardup plan --memory 12MiB says it holds '${holds}' entries"
-texts=$((holds + holds / 2))
+texts=$((holds + holds / 2 > 200000 ? holds + holds / 2 : 200000))
 
 python3 - "$work/feed.txt" "$texts" <<'PY'
 import random, sys
@@ -61,5 +63,6 @@ echo "$name: $texts distinct texts: the window holds $entries entries of the pla
 [ "$most" -le "$bound" ] && pass || fail_later "neardup_window_bytes reached $most, over the bound of $bound"
 [ "$entries" -le "$holds" ] && [ "$entries" -ge $((holds - holds / 50)) ] && pass ||
   fail_later "the window holds $entries entries; the plan says $holds"
+[ "$entries" -ge 100000 ] && pass || fail_later "12 MiB holds $entries entries, fewer than 100,000"
 kill -0 "${run_pids[1]}" 2>/dev/null || fail_later "the instance stopped: $(tail -3 "$work/run1.err")"
 finish
