@@ -29,9 +29,9 @@
 //   [broker_cpu_us_per_msg_passthrough=... _neardup_alo=... _neardup_eos=...] repeat=N
 // where cpu_us_per_msg_* is this process (the service and the bench's feeder) and
 // broker_cpu_us_per_msg_* is the process --broker-pid names (/proc/PID/stat utime +
-// stime), both from the feeder's start to the last commit. --commit-interval (default
-// 100 ms, as on the embedded broker) is how often the service commits: one
-// transaction per interval with exactly-once.
+// stime), both from the feeder's start to the last commit. --commit-interval (default:
+// the service's own, 200 ms) is how often the service commits: one transaction
+// per interval with exactly-once.
 // --only runs one of the two (for profiling one side; no ratio is printed).
 // --only neardup --repeat N: N runs, each followed by the isolated loop, and
 // the median of the N worker/isolated ratios (this VM's CPU times drift ~30%).
@@ -461,7 +461,7 @@ std::size_t scrape(const std::string& address) {
 /// How a run differs from the default one, beyond its side and action.
 struct RunSettings {
   config::Delivery delivery = config::Delivery::at_least_once;
-  std::chrono::milliseconds commit_interval{100};
+  std::chrono::milliseconds commit_interval = stream::ServiceOptions{}.commit_interval;
   pid_t broker_pid = 0;  ///< the external broker's process, for its CPU; 0 none
 };
 
