@@ -15,7 +15,7 @@
 # summary topic (read_committed) must hold exactly one final summary per
 # story with reposts, counting exactly 1..9, none twice.
 # Brokers: topic creation and deletion, transactions, group.min.session.timeout.ms at
-# most 6000.
+# most 6000 and group.max.session.timeout.ms at least 20000 (Kafka's default: 30 min).
 # Every wait is bounded; every process started here is stopped by the trap; loopback only.
 set -euo pipefail
 NEARDUP=${NEARDUP:?set NEARDUP to the neardup binary}
