@@ -150,6 +150,7 @@ struct Judge::State {
     if (stories) {
       stories->restore(*engine, sources, judge.options_.consumer_properties,
                        std::chrono::seconds(30));
+      if (txn) stories->checkpoint();  // (an abort goes back to what was restored)
     }
     active = true;
     next_offset = committed = -1;
@@ -400,6 +401,7 @@ struct Judge::State {
         rewind();
         return;
       }
+      if (stories) stories->checkpoint();
     } else {
       // Every verdict and changelog entry acknowledged before the offset moves
       // (30 s at most: past that, the next judge re-judges what follows the last commit).
@@ -424,8 +426,10 @@ struct Judge::State {
 
   /// exactly-once, after an abort: the requests since the last commit are read
   /// and decided again (the window keeps its entries; a message is never its
-  /// own duplicate, so the verdicts repeat).
+  /// own duplicate, so the verdicts repeat), and the stories go back to the
+  /// last commit, so their duplicates count once.
   void rewind() {
+    if (stories) stories->rollback();
     if (committed < 0) {
       // Nothing committed in this term: the group's committed offset is where it began.
       kafka::TopicPartitions list(1);

@@ -44,8 +44,32 @@ void StoryWriter::note_kept(dedup::RecordRef ref, std::optional<std::string_view
   next_held_ = (next_held_ + 1) % held_.size();
 }
 
+bool StoryWriter::first_judging(dedup::RecordRef ref) {
+  const std::uint32_t source = ref_source(ref).value;
+  const std::int64_t offset = ref_offset(ref);
+  if (source >= judged_.size()) judged_.resize(source + 1);
+  Judged& judged = judged_[source];
+  if (offset <= judged.through) return false;
+  if (transactional_ && judged.saved_in != epoch_) {
+    judged.saved_in = epoch_;
+    judged_journal_.emplace_back(source, judged.through);
+  }
+  judged.through = offset;
+  return true;
+}
+
+void StoryWriter::save_extra(std::uint64_t ref) {
+  if (!transactional_) return;
+  const auto it = extras_.find(ref);
+  if (it == extras_.end())
+    extras_journal_.emplace_back(ref, std::nullopt);
+  else
+    extras_journal_.emplace_back(ref, it->second);
+}
+
 void StoryWriter::note_verdict(const dedup::Verdict& verdict, dedup::RecordRef ref,
                                dedup::EventTime time) {
+  if (!first_judging(ref)) return;  // judged again: counted the first time, if at all
   if (verdict.kind != dedup::VerdictKind::duplicate || !verdict.match) return;
   std::optional<std::uint64_t> renewed;
   if (verdict.refreshed) renewed = verdict.sequence;
@@ -55,6 +79,7 @@ void StoryWriter::note_verdict(const dedup::Verdict& verdict, dedup::RecordRef r
   auto it = held_index_.find(story.original.value);
   if (it == held_index_.end()) return;
   const Held& held = held_[it->second];
+  save_extra(story.original.value);
   Extra& extra = extras_[story.original.value];
   extra.has_key = held.has_key;
   extra.key = held.key;
@@ -66,8 +91,13 @@ std::size_t StoryWriter::summarize(std::uint64_t oldest_live, const Sources& sou
                                    std::chrono::steady_clock::time_point now) {
   std::size_t written = book_.close(oldest_live, [&](const dedup::Story& story) {
     write(story, sources, true);
-    stats_.sizes.observe(static_cast<double>(story.duplicates));
-    ++stats_.finals;
+    if (transactional_) {
+      pending_sizes_.push_back(story.duplicates);
+    } else {
+      stats_.sizes.observe(static_cast<double>(story.duplicates));
+      ++stats_.finals;
+    }
+    save_extra(story.original.value);
     extras_.erase(story.original.value);
   });
   if (interval_.count() > 0) {
@@ -76,7 +106,10 @@ std::size_t StoryWriter::summarize(std::uint64_t oldest_live, const Sources& sou
       last_report_ = now;
       written += book_.report_changed([&](const dedup::Story& story) {
         write(story, sources, false);
-        ++stats_.interim;
+        if (transactional_)
+          ++pending_interim_;
+        else
+          ++stats_.interim;
       });
     }
   }
@@ -209,7 +242,46 @@ void StoryWriter::reset(kafka::Producer* producer) {
   producer_ = producer;
   book_ = dedup::StoryBook();
   extras_.clear();
+  judged_.clear();
+  transactional_ = false;
+  judged_journal_.clear();
+  extras_journal_.clear();
+  pending_sizes_.clear();
+  pending_interim_ = 0;
   stats_.stories = 0;
+}
+
+void StoryWriter::checkpoint() {
+  book_.checkpoint();
+  transactional_ = true;
+  ++epoch_;
+  judged_journal_.clear();
+  extras_journal_.clear();
+  for (const std::uint64_t duplicates : pending_sizes_)
+    stats_.sizes.observe(static_cast<double>(duplicates));
+  stats_.finals += pending_sizes_.size();
+  stats_.interim += pending_interim_;
+  pending_sizes_.clear();
+  pending_interim_ = 0;
+}
+
+void StoryWriter::rollback() {
+  if (!transactional_) return;
+  book_.rollback();
+  for (auto it = judged_journal_.rbegin(); it != judged_journal_.rend(); ++it)
+    judged_[it->first] = Judged{it->second, 0};
+  for (auto it = extras_journal_.rbegin(); it != extras_journal_.rend(); ++it) {
+    if (it->second)
+      extras_.insert_or_assign(it->first, std::move(*it->second));
+    else
+      extras_.erase(it->first);
+  }
+  ++epoch_;
+  judged_journal_.clear();
+  extras_journal_.clear();
+  pending_sizes_.clear();
+  pending_interim_ = 0;
+  stats_.stories = book_.size();
 }
 
 void StoryWriter::write(const dedup::Story& story, const Sources& sources, bool final) {

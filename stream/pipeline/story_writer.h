@@ -6,7 +6,15 @@
 // original left the window (final summaries) and, every
 // window.summary_interval, reports the stories that grew (interim ones). The
 // records go through the caller's producer, so under exactly-once they are in
-// the transaction of the verdicts they count.
+// the transaction of the verdicts they count, and the caller checkpoints the
+// stories at each commit and rolls them back at an abort.
+//
+// Each duplicate counts once: a message's position (its source partition and
+// offset) counts the first time it is judged, and a message judged again (a
+// judge request sent again, an input read again after a rewind) does not
+// count, however it is judged. What "first" means is per source partition:
+// the highest offset judged so far (its messages are judged in offset order
+// but for such repeats, which only ever go back).
 
 #include <chrono>
 #include <cstdint>
@@ -40,8 +48,10 @@ class StoryWriter {
   /// it may start. Skip it when no text is at hand (the judge).
   void note_kept(dedup::RecordRef ref, std::optional<std::string_view> key, std::string_view text);
 
-  /// A verdict: a duplicate is counted towards its original's story. `ref`
-  /// and `time`: the duplicate's. Anything else is ignored. O(log stories).
+  /// A verdict (every one the deciding thread takes, whatever its kind): a
+  /// duplicate is counted towards its original's story, unless its source
+  /// partition had a message at or after its offset judged already (since the
+  /// last reset()). `ref` and `time`: the message's. O(log stories).
   void note_verdict(const dedup::Verdict& verdict, dedup::RecordRef ref, dedup::EventTime time);
 
   /// After a batch: final summaries of the stories whose original left the
@@ -62,9 +72,19 @@ class StoryWriter {
                       const kafka::Properties& consumer_properties,
                       std::chrono::milliseconds timeout);
 
-  /// Forgets every story (a new window: a judge's takeover) and writes
-  /// through `producer` from now on. stats() keep counting.
+  /// Forgets every story and every offset judged (a new window: a judge's
+  /// takeover) and writes through `producer` from now on. stats() keep counting.
   void reset(kafka::Producer* producer);
+
+  /// Exactly-once, at every commit (and once after restore(), which starts
+  /// the journal): what was counted and summarized so far is for good. From
+  /// the first call on, stats() count the summaries of committed
+  /// transactions only (here). O(finals since).
+  void checkpoint();
+  /// Exactly-once, after an abort: the stories and the offsets judged go
+  /// back to the last checkpoint() (its messages, judged again, count
+  /// again; its summaries are written again). O(changes since).
+  void rollback();
 
   const StoryStats& stats() const { return stats_; }
 
@@ -79,6 +99,11 @@ class StoryWriter {
     std::string key, excerpt;
   };
   void write(const dedup::Story& story, const Sources& sources, bool final);
+  /// Whether `ref`'s source partition has no message at or after its offset
+  /// judged yet; it has from now on.
+  bool first_judging(dedup::RecordRef ref);
+  /// extras_[ref] is about to change: its value at the checkpoint is kept.
+  void save_extra(std::uint64_t ref);
 
   const std::string topic_;
   const bool redact_;
@@ -92,6 +117,19 @@ class StoryWriter {
   std::unordered_map<std::uint64_t, Extra> extras_;            // original ref -> its story's
   std::optional<std::chrono::steady_clock::time_point> last_report_;
   StoryStats stats_;
+  struct Judged {                // per source partition (SourceIndex)
+    std::int64_t through = -1;   // the highest offset judged
+    std::uint64_t saved_in = 0;  // the checkpoint whose journal holds its earlier value
+  };
+  std::vector<Judged> judged_;
+  // Since the last checkpoint (transactional only): earlier values to roll back to.
+  bool transactional_ = false;
+  std::uint64_t epoch_ = 1;
+  std::vector<std::pair<std::uint32_t, std::int64_t>> judged_journal_;
+  std::vector<std::pair<std::uint64_t, std::optional<Extra>>> extras_journal_;
+  // Transactional: what stats_ gets at the next checkpoint (counters never go back).
+  std::vector<std::uint64_t> pending_sizes_;  // the finals' duplicates
+  std::uint64_t pending_interim_ = 0;
   std::vector<StoryPosition> samples_;  // buffers reused by write()
   std::string key_, value_;
 };

@@ -67,6 +67,8 @@ class Decider {
   /// After an aborted transaction: nothing handled waits any more (the input is
   /// rewound; its messages are read and decided again).
   virtual void forget() {}
+  /// A transaction committed: what was decided up to here is for good.
+  virtual void committed() {}
   /// The delivery report of a record this decider produced (a changelog batch
   /// or a judge request: is_decider_record(ticket)).
   virtual void on_delivery(Ticket /*ticket*/, bool /*delivered*/) {}

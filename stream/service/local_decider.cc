@@ -32,6 +32,7 @@ class LocalDecider final : public Decider {
   /// if a stop was requested first. Throws KafkaError (missing topic, fatal errors).
   bool start() override {
     if (!writer_) {
+      if (stories_ && s_.txn) stories_->checkpoint();
       s_.stats.window_ready = true;
       return true;
     }
@@ -43,8 +44,10 @@ class LocalDecider final : public Decider {
     hooks.stopped = [this] { return s_.stop.load(std::memory_order_relaxed) || stop_signalled(); };
     dedup::Engine& engine = s_.worker->engine();  // no slot is submitted yet
     if (!follower_->rebuild(engine, hooks)) return false;
-    if (stories_)
+    if (stories_) {
       stories_->restore(engine, s_.sources, s_.consumer_properties, std::chrono::seconds(30));
+      if (s_.txn) stories_->checkpoint();  // (an abort goes back to what was restored)
+    }
     s_.engine_stats = engine.stats();
     s_.stats.window_ready = true;
     return true;
@@ -105,6 +108,15 @@ class LocalDecider final : public Decider {
   /// partitions is judged, so their near-copies are caught.
   void assigned() override {
     if (follower_) follower_->read_to_end(followed_);
+  }
+
+  /// Exactly-once: the stories go with the transactions (an aborted one's
+  /// messages, judged again, count once).
+  void committed() override {
+    if (stories_ && s_.txn) stories_->checkpoint();
+  }
+  void forget() override {
+    if (stories_) stories_->rollback();
   }
 
   void on_delivery(Ticket ticket, bool delivered) override {

@@ -82,6 +82,7 @@ void Service::Impl::commit_transaction() {
     return;
   }
   for (const SourceIndex i : moved) sources[i].committed = sources[i].position;
+  decider->committed();
   if (options.commit_offsets_after_transaction) {
     if (const kafka::ErrorCode err = consumer->commit(offsets, false);
         err && err != kafka::errc::no_offset) {

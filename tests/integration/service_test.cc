@@ -16,6 +16,7 @@
 #include "stream/kafka/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/event_time.h"
+#include "stream/records/story_record.h"
 #include "stream/service/service.h"
 #include "tests/integration/broker_fixture.h"
 
@@ -510,6 +511,81 @@ TEST_F(TwoBrokerServiceTest, UnderExactlyOnceAnAbortableTransactionIsAbortedNotD
     EXPECT_EQ(dead_sources.count("input/0/" + std::to_string(i)), 1u) << "lost: input/0/" << i;
   }
 }
+
+// Story summaries under exactly-once: a transaction aborted while the service
+// runs (a refused output, as above) takes its messages' story counts back
+// with it, and its messages, judged again, count once. Five stories get
+// 1..5 reposts (exact copies) after the refusal; then 30 other texts push
+// their originals out of a window of 20 entries: one final summary per story,
+// counting exactly its reposts. Deciding locally, the aborted transaction
+// held the counts; with the group judge (whose transactions commit), the
+// instance's rewind sends the judge the same messages again.
+class AbortedStoriesTest : public TwoBrokerServiceTest {
+ protected:
+  void run(bool group_judge) {
+    config::Config cfg = cfg_;
+    cfg.action = config::Action::tag;
+    cfg.kafka.changelog_topic = "";
+    if (!group_judge) cfg.kafka.judge_topic = "";
+    cfg.kafka.delivery = config::Delivery::exactly_once;
+    cfg.kafka.transactional_id = "neardup-abortable-stories";
+    cfg.kafka.summary_topic = "summaries";
+    cfg.dedup.window.max_entries = 20;
+    cfg.dedup.window.summary_interval = std::chrono::milliseconds(0);  // finals only
+    broker_.create_topic("summaries", kPartitions);
+    for (int p = 0; p < kPartitions; ++p) broker_.set_leader("summaries", p, 1);
+    const auto originals = distinct_texts(5, 23);
+    const auto others = distinct_texts(30, 29);
+    auto running = start_service(cfg);
+    produce(originals, 0);
+    ASSERT_TRUE(eventually([&] { return committed_offsets()[0] >= 5; }));
+    refuse_next_produces(1);
+    std::int64_t sent = 5;
+    for (std::size_t round = 0; round < 5; ++round) {  // story i gets i + 1 reposts
+      std::vector<std::string> reposts(originals.begin() + static_cast<std::ptrdiff_t>(round),
+                                       originals.end());
+      produce(reposts, 0);
+      sent += static_cast<std::int64_t>(reposts.size());
+    }
+    ASSERT_EQ(sent, 20);
+    ASSERT_TRUE(
+        eventually([&] { return committed_offsets()[0] >= 20 || running->status.load() != -1; },
+                   std::chrono::seconds(60)));
+    produce(others, 0);
+    ASSERT_TRUE(
+        eventually([&] { return committed_offsets()[0] >= 50 || running->status.load() != -1; },
+                   std::chrono::seconds(60)));
+    ASSERT_EQ(running->status.load(), -1)
+        << "the service stopped: " << running->service->fatal_error();
+    ASSERT_EQ(running->stop(), 0);
+    EXPECT_GE(running->last.produce_errors, 1u);     // the refusal: a transaction was aborted
+    EXPECT_FALSE(read_all("dead-letters").empty());  // the refused record's input
+    // The latest summary of each story (the mock broker keeps aborted
+    // transactions' records readable, so earlier ones may be of an aborted one).
+    std::map<std::string, std::pair<std::int64_t, DecodedStory>> latest;
+    for (const auto& r : read_all("summaries")) {
+      DecodedStory story;
+      std::string error;
+      ASSERT_TRUE(decode_story(r.value, story, &error)) << error;
+      auto& slot = latest[r.key.value_or("")];
+      if (slot.second.original.topic.empty() || r.offset > slot.first) slot = {r.offset, story};
+    }
+    ASSERT_EQ(latest.size(), 5u);
+    for (std::uint64_t i = 0; i < 5; ++i) {
+      const std::string key = "input/0/" + std::to_string(i);
+      ASSERT_EQ(latest.count(key), 1u) << key;
+      EXPECT_TRUE(latest[key].second.final) << key;
+      EXPECT_EQ(latest[key].second.duplicates, i + 1) << key;
+    }
+    EXPECT_EQ(running->last.stories.finals, 5u);
+    EXPECT_EQ(running->last.stories.sizes.count, 5u);
+    EXPECT_EQ(running->last.stories.sizes.sum, 15.0);  // 1 + 2 + 3 + 4 + 5
+  }
+};
+
+TEST_F(AbortedStoriesTest, DecidingLocallyAnAbortedTransactionsDuplicatesCountOnce) { run(false); }
+
+TEST_F(AbortedStoriesTest, WithTheGroupJudgeMessagesJudgedAgainAfterAnAbortCountOnce) { run(true); }
 
 }  // namespace
 }  // namespace neardup::stream

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dedup/engine.h"
@@ -134,6 +135,54 @@ TEST(StoryBook, ClosesAStoryWhenItsOriginalIsEvictedFromAnEngineWindow) {
   EXPECT_EQ(closed[0].original, RecordRef{1});
   EXPECT_EQ(closed[0].duplicates, 2u);
   EXPECT_EQ(closed[0].last_seen, EventTime{3});
+}
+
+// What every story holds, oldest first: (original ref, duplicates, changed).
+std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> contents(StoryBook book) {
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> out;
+  book.close(~std::uint64_t{0},
+             [&](const Story& s) { out.emplace_back(s.original.value, s.duplicates, s.changed); });
+  return out;
+}
+
+TEST(StoryBook, RollsBackCountsClosesReportsAndRenewalsToTheLastCheckpoint) {
+  StoryBook book;
+  book.count(original_at(1, 10, 0), RecordRef{11}, EventTime{1}, {});
+  book.count(original_at(2, 20, 0), RecordRef{21}, EventTime{1}, {});
+  book.count(original_at(3, 30, 0), RecordRef{31}, EventTime{1}, {});
+  book.count(original_at(4, 40, 0), RecordRef{41}, EventTime{1}, {});
+  book.report_changed([](const Story&) {});
+  book.count(original_at(4, 40, 0), RecordRef{42}, EventTime{1}, {});
+  book.checkpoint();
+  const auto at_checkpoint = contents(book);
+  ASSERT_EQ(at_checkpoint.size(), 4u);
+  // A transaction: every kind of change, some stories changed twice.
+  book.count(original_at(2, 20, 0), RecordRef{22}, EventTime{2}, {});
+  book.count(original_at(2, 20, 0), RecordRef{23}, EventTime{3}, {});
+  book.count(original_at(5, 50, 0), RecordRef{51}, EventTime{2}, {});                 // a new story
+  book.count(original_at(3, 30, 0), RecordRef{32}, EventTime{2}, {}, /*renewed=*/8);  // 3 -> 8
+  book.count(original_at(8, 30, 0), RecordRef{33}, EventTime{3}, {});
+  std::size_t reported = book.report_changed([](const Story&) {});
+  EXPECT_EQ(reported, 4u);  // 2, 4 (changed at the checkpoint), 5, 8
+  std::size_t closed = book.close(3, [](const Story&) {});
+  EXPECT_EQ(closed, 2u);  // 1 and 2
+  book.rollback();
+  EXPECT_EQ(contents(book), at_checkpoint);
+  // The same transaction again, then a commit: it holds.
+  book.count(original_at(2, 20, 0), RecordRef{22}, EventTime{2}, {});
+  book.checkpoint();
+  book.rollback();
+  const auto after = contents(book);
+  ASSERT_EQ(after.size(), 4u);
+  EXPECT_EQ(after[1], std::make_tuple(std::uint64_t{20}, std::uint64_t{2}, true));
+}
+
+TEST(StoryBook, RollsBackNothingWithoutACheckpoint) {
+  StoryBook book;
+  book.count(original_at(1, 10, 0), RecordRef{11}, EventTime{1}, {});
+  book.rollback();
+  EXPECT_EQ(contents(book),
+            (std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>>{{10, 1, true}}));
 }
 
 TEST(StoryRecord, EncodesVersionOneWithKeyExcerptAndSamples) {
