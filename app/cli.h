@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "metrics/page_access.h"
+#include "metrics/http/page_access.h"
 
 namespace neardup::app::cli {
 

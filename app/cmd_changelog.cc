@@ -7,7 +7,7 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "dedup/schema.h"
+#include "dedup/engine/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/core/process.h"
 #include "stream/kafka/client_properties.h"

@@ -10,7 +10,7 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "metrics/http_server.h"
+#include "metrics/http/http_server.h"
 
 namespace neardup::app {
 

@@ -8,9 +8,9 @@
 
 #include "app/cli.h"
 #include "config/config.h"
-#include "dedup/engine.h"
-#include "dedup/explain.h"
-#include "dedup/fingerprinter.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/explain.h"
+#include "dedup/fingerprint/fingerprinter.h"
 #include "stream/records/json_out.h"
 
 namespace neardup::app {

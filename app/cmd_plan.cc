@@ -9,11 +9,11 @@
 #include "app/cli.h"
 #include "config/config.h"
 #include "config/values.h"
-#include "dedup/index.h"
-#include "dedup/memory.h"
-#include "dedup/options.h"
-#include "dedup/plan.h"
-#include "dedup/window.h"
+#include "dedup/core/options.h"
+#include "dedup/engine/plan.h"
+#include "dedup/index/index.h"
+#include "dedup/index/memory.h"
+#include "dedup/index/window.h"
 
 namespace neardup::app {
 namespace {

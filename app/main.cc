@@ -170,7 +170,7 @@ int run_help(const std::vector<std::string>& args) {
 }  // namespace
 
 // Like Go's runtime: the soft open-file limit goes up to the hard one, so that
-// the metrics server's workers (sized from it: metrics/http_server.h) and the
+// the metrics server's workers (sized from it: metrics/http/http_server.h) and the
 // Kafka clients' sockets both fit. A plain shell's soft limit is often 1024.
 static void raise_open_file_limit() {
   struct rlimit limit {};

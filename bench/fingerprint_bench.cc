@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dedup/fingerprinter.h"
+#include "dedup/fingerprint/fingerprinter.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "metrics/metrics.h"
-#include "metrics/recent_pairs.h"
+#include "metrics/page/recent_pairs.h"
 #include "metrics/render.h"
 
 namespace {
@@ -48,7 +48,7 @@ void BM_MetricsRender(benchmark::State& state) {
 }
 BENCHMARK(BM_MetricsRender);
 
-// The page's record on the pipeline thread (metrics/recent_pairs.h): a kept
+// The page's record on the pipeline thread (metrics/page/recent_pairs.h): a kept
 // message's text into the cache (~200-byte ASCII texts, the cache full and
 // turning over), and a duplicate pair into the ring with its original's text.
 std::string bench_text(std::uint64_t i) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dedup/options.h"
+#include "dedup/core/options.h"
 #include "stream/changelog/changelog_writer.h"
 #include "stream/records/changelog_record.h"
 #include "stream/records/judge_record.h"

@@ -7,8 +7,8 @@
 
 #include "base/json.h"
 #include "bench/feed.h"
-#include "dedup/engine.h"
-#include "dedup/fingerprinter.h"
+#include "dedup/engine/engine.h"
+#include "dedup/fingerprint/fingerprinter.h"
 #include "stream/records/json_out.h"
 #include "stream/scan/scan.h"
 

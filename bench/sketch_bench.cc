@@ -27,11 +27,11 @@
 
 #include "base/json.h"
 #include "bench/feed.h"
-#include "dedup/engine.h"
-#include "dedup/normalize.h"
-#include "dedup/sketch.h"
-#include "dedup/sketch_index.h"
-#include "dedup/window.h"
+#include "dedup/engine/engine.h"
+#include "dedup/fingerprint/sketch.h"
+#include "dedup/index/sketch_index.h"
+#include "dedup/index/window.h"
+#include "dedup/text/normalize.h"
 #include "stream/records/json_out.h"
 #include "stream/scan/scan.h"
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "bench/feed.h"
-#include "dedup/index.h"
-#include "dedup/window.h"
+#include "dedup/index/index.h"
+#include "dedup/index/window.h"
 
 namespace neardup::dedup {
 namespace {

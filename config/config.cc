@@ -20,8 +20,8 @@
 
 #include "base/listen_address.h"
 #include "config/values.h"
-#include "dedup/memory.h"
-#include "dedup/window.h"
+#include "dedup/index/memory.h"
+#include "dedup/index/window.h"
 
 namespace neardup::config {
 

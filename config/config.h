@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "dedup/options.h"
+#include "dedup/core/options.h"
 
 namespace neardup::config {
 

@@ -9,9 +9,9 @@
 
 #include "base/log.h"
 #include "base/thread_annotations.h"
-#include "metrics/http_server.h"
-#include "metrics/page.h"
-#include "metrics/recent_pairs.h"
+#include "metrics/http/http_server.h"
+#include "metrics/page/page.h"
+#include "metrics/page/recent_pairs.h"
 #include "metrics/render.h"
 
 namespace neardup::metrics {

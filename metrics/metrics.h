@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "metrics/page_access.h"
+#include "metrics/http/page_access.h"
 
 namespace neardup::metrics {
 
@@ -90,8 +90,8 @@ struct BuildInfo {
 /// Serves /metrics, /healthz (200 while the process is alive), /readyz
 /// (200 once set_ready(true): partitions assigned, window rebuilt and Kafka
 /// brokers reachable; 503 otherwise, the body saying why), and the page: "/"
-/// (HTML) and "/api/summary" (JSON), metrics/page.h, as `access` allows
-/// (metrics/page_access.h): 403 when not served, 401 without its credentials.
+/// (HTML) and "/api/summary" (JSON), metrics/page/page.h, as `access` allows
+/// (metrics/http/page_access.h): 403 when not served, 401 without its credentials.
 /// Every answer on the page's paths carries a Content-Security-Policy and
 /// X-Content-Type-Options: nosniff.
 /// Thread-safe: publish() and set_ready() may be called from any thread.
@@ -101,7 +101,7 @@ class Exporter {
   /// with an actionable message when the address is malformed or cannot be bound.
   /// `pairs` (not owned; may be null: the page then shows counts only) must
   /// outlive the Exporter: the page's requests read it on the HTTP threads.
-  /// `max_workers`: the HTTP server's worker ceiling (metrics/http_server.h).
+  /// `max_workers`: the HTTP server's worker ceiling (metrics/http/http_server.h).
   /// Logs page_exposure_warning() (level warn) when it applies to the bound address.
   Exporter(const std::string& listen, const BuildInfo& build, const RecentPairs* pairs = nullptr,
            int max_workers = 1024, PageAccess access = {});

@@ -2,7 +2,7 @@
 // Every Prometheus series neardup exports, declared once: its name, type,
 // labels, unit and help. render.cc takes each family's name, type and help
 // from here; docs/METRICS.md's table is series_markdown() (`neardup metrics
-// --markdown`), and tests/unit/metrics_series_test.cc keeps the three in step.
+// --markdown`), and tests/unit/metrics/metrics_series_test.cc keeps the three in step.
 
 #include <span>
 #include <string>

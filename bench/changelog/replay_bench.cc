@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dedup/engine.h"
-#include "dedup/schema.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/schema.h"
 #include "stream/changelog/window_restore.h"
 #include "stream/core/sources.h"
 #include "stream/records/changelog_record.h"

@@ -52,7 +52,7 @@
 // --metrics adds a third run, neardup with its Prometheus exporter on and scraped,
 // and prints metrics_on/metrics_off (counting must not slow the hot path).
 // --page adds --repeat pairs of runs, neardup without and with the page's record
-// (metrics/recent_pairs.h: each kept text cached, each duplicate pair recorded, as
+// (metrics/page/recent_pairs.h: each kept text cached, each duplicate pair recorded, as
 // `neardup run` does when its metrics endpoint is on), and prints the median
 // page_on/page_off ratio and the process CPU per message of both.
 // (drop, the default action, republishes ~20% fewer records than the
@@ -93,7 +93,7 @@
 
 #include "bench/feed.h"
 #include "metrics/metrics.h"
-#include "metrics/recent_pairs.h"
+#include "metrics/page/recent_pairs.h"
 #include "stream/kafka/client_properties.h"
 #include "stream/kafka/embedded_broker.h"
 #include "stream/kafka/kafka.h"

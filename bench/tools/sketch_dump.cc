@@ -11,10 +11,10 @@
 #include <iostream>
 #include <string>
 
-#include "dedup/fingerprinter.h"
-#include "dedup/normalize.h"
-#include "dedup/options.h"
-#include "dedup/sketch.h"
+#include "dedup/core/options.h"
+#include "dedup/fingerprint/fingerprinter.h"
+#include "dedup/fingerprint/sketch.h"
+#include "dedup/text/normalize.h"
 
 namespace {
 

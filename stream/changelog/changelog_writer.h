@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dedup/types.h"
+#include "dedup/core/types.h"
 #include "stream/core/offset_ledger.h"
 #include "stream/core/sources.h"
 #include "stream/kafka/kafka.h"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dedup/engine.h"
-#include "dedup/schema.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/core/service_stats.h"
 #include "stream/core/sources.h"
@@ -27,7 +27,7 @@
 namespace neardup::stream {
 
 /// Which changelog entries this engine can use. An entry of another
-/// fingerprint schema (dedup/schema.h: its fingerprint or sketch means
+/// fingerprint schema (dedup/engine/schema.h: its fingerprint or sketch means
 /// something else) is not used at all: the first of each such schema is said
 /// in the log, naming both ids and the options that differ, and every one is
 /// counted. An entry written before schemas existed (schema 0) is used by its

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "dedup/engine.h"
+#include "dedup/engine/engine.h"
 #include "metrics/metrics.h"
 
 namespace neardup::stream {
@@ -61,7 +61,7 @@ struct ServiceSnapshot {
   std::uint64_t changelog_replayed = 0;  ///< entries remembered by the rebuild at start
   std::uint64_t changelog_followed = 0;  ///< other instances' records remembered while running
   std::uint64_t changelog_corrupt = 0;   ///< changelog records skipped as unreadable
-  /// Changelog entries of another fingerprint schema, not used (dedup/schema.h).
+  /// Changelog entries of another fingerprint schema, not used (dedup/engine/schema.h).
   std::uint64_t changelog_foreign_schema = 0;
   /// Request entries the judge answered invalid: of another fingerprint schema.
   std::uint64_t judge_foreign_schema = 0;

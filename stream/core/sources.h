@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dedup/types.h"
+#include "dedup/core/types.h"
 #include "stream/core/offset_ledger.h"
 #include "stream/kafka/kafka.h"
 

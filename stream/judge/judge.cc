@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/random_id.h"
-#include "dedup/engine.h"
-#include "dedup/schema.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/changelog/changelog_writer.h"
 #include "stream/changelog/window_restore.h"
@@ -51,7 +51,7 @@ struct Judge::State {
   std::optional<SourceIndex> last_source;     // source_of()'s memo
   std::string last_source_topic;
   std::int32_t last_source_partition = 0;
-  dedup::FingerprintSchema schema;  // this judge's (dedup/schema.h)
+  dedup::FingerprintSchema schema;  // this judge's (dedup/engine/schema.h)
   SchemaCompatibility schemas;
   ChangelogBatch changelog;
   ChangelogRecord kept_record;  // the entry being added (its topic buffer reused)

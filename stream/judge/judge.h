@@ -34,7 +34,7 @@
 
 #include "base/thread_annotations.h"
 #include "config/config.h"
-#include "dedup/engine.h"
+#include "dedup/engine/engine.h"
 #include "stream/core/service_stats.h"
 #include "stream/kafka/kafka.h"
 

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "config/config.h"
-#include "dedup/types.h"
+#include "dedup/core/types.h"
 
 namespace neardup::stream {
 

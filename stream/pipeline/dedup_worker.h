@@ -15,7 +15,7 @@
 
 #include "base/thread_annotations.h"
 #include "config/config.h"
-#include "dedup/engine.h"
+#include "dedup/engine/engine.h"
 #include "stream/core/sources.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/pipeline.h"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "dedup/types.h"
+#include "dedup/core/types.h"
 
 namespace neardup::stream {
 

@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "config/config.h"
-#include "dedup/engine.h"
-#include "dedup/fingerprinter.h"
+#include "dedup/engine/engine.h"
+#include "dedup/fingerprint/fingerprinter.h"
 #include "stream/pipeline/decode.h"
 
 namespace neardup::stream {

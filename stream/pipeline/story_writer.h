@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dedup/engine.h"
-#include "dedup/stories.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/stories.h"
 #include "stream/core/service_stats.h"
 #include "stream/core/sources.h"
 #include "stream/kafka/kafka.h"

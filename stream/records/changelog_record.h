@@ -9,7 +9,7 @@
 // the cost of the changelog is per Kafka record, and binary
 // (stream/records/binary_record.h), because the judge writes one entry per
 // kept message. What every entry of a batch shares (the writer's fingerprint
-// schema, dedup/schema.h, and sketch options) is said once in the header; an
+// schema, dedup/engine/schema.h, and sketch options) is said once in the header; an
 // entry's time and offset are deltas from the previous entry's, as varints:
 // a typical entry with the default sketch (3 bands) takes 54 bytes.
 //   key    "<instance, 16 hex>-<batch sequence, 16 hex>" (unique per batch)
@@ -60,9 +60,9 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/schema.h"
-#include "dedup/sketch.h"
-#include "dedup/types.h"
+#include "dedup/core/types.h"
+#include "dedup/engine/schema.h"
+#include "dedup/fingerprint/sketch.h"
 
 namespace neardup::stream {
 
@@ -86,7 +86,7 @@ struct ChangelogRecord {
   int bands = 0;                      ///< band keys carried (the writer's sketch.bands)
   dedup::SketchResult sketch;  ///< shingles is 1 when has_sketch (the engine indexes it), else 0
   dedup::ScopeId scope;        ///< dedup.scope of the message; "scope" is written only when not 0
-  /// The writer's fingerprint schema id (dedup/schema.h); 0 in formats before version 4.
+  /// The writer's fingerprint schema id (dedup/engine/schema.h); 0 in formats before version 4.
   std::uint32_t schema = 0;
   /// Its description, shared by the entries of one batch (null when schema is 0).
   std::shared_ptr<const std::string> schema_description;

@@ -16,7 +16,7 @@
 //            entries:u32 bits:u8 band_bins:u8 bands:u8
 //            schema:u32 description_len:u8 description {entry}*
 //            (bits, band_bins, bands: the sender's sketch options; bands 0 = sketch off;
-//             schema: the sender's fingerprint schema, dedup/schema.h)
+//             schema: the sender's fingerprint schema, dedup/engine/schema.h)
 //            "NDQ3" (read): the same without the entries' exact sets;
 //            "NDQ2" (read, from 0.1.0): nor schema and description (its schema reads as 0)
 //     entry  topic:u16 partition:i32 offset:i64 time:i64 scope:u32 fingerprint:u64
@@ -24,7 +24,7 @@
 //            shingles:u32 [minhash:2*u64 {band key:u64}*bands]  (when shingles > 0)
 //            exact:u8 [keys:u8 {recent band key:u64}*8 {hash:u32}*exact {key:u32}*keys]
 //            (exact > 0: a short text's exact shingle set, sorted, for the judge's
-//             recent-text stage, with its must-match token hashes; dedup/sketch.h)
+//             recent-text stage, with its must-match token hashes; dedup/fingerprint/sketch.h)
 //   verdict  "NDV2" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
 //            entries:u32 {entry}*
 //     entry  kind:u8 fingerprint:u64 features:u32 candidates:u32 flags:u8
@@ -41,9 +41,9 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/engine.h"
-#include "dedup/options.h"
-#include "dedup/schema.h"
+#include "dedup/core/options.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/schema.h"
 
 namespace neardup::stream {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/stories.h"
+#include "dedup/engine/stories.h"
 
 namespace neardup::stream {
 

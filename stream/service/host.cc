@@ -4,8 +4,8 @@
 #include <memory>
 #include <thread>
 
+#include "metrics/page/recent_pairs.h"
 #include "metrics/progress.h"
-#include "metrics/recent_pairs.h"
 #include "stream/core/process.h"
 #include "stream/kafka/broker_health.h"
 #include "stream/kafka/embedded_broker.h"

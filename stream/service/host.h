@@ -8,7 +8,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "metrics/page_access.h"
+#include "metrics/http/page_access.h"
 #include "stream/service/service.h"
 
 namespace neardup::stream {
@@ -19,7 +19,7 @@ struct HostOptions {
   std::string bootstrap_file;   ///< write the embedded broker's address here
   bool force_progress = false;  ///< show the progress line even when stderr is not a terminal
   std::chrono::milliseconds progress_every{2000};
-  /// The metrics endpoint's worker ceiling (metrics/http_server.h; the demo needs few).
+  /// The metrics endpoint's worker ceiling (metrics/http/http_server.h; the demo needs few).
   int http_workers = 1024;
   /// Who may read the page's message texts (metrics.page*; app/cli.h page_access()).
   metrics::PageAccess page_access;

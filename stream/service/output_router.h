@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dedup/types.h"
+#include "dedup/core/types.h"
 #include "stream/core/offset_ledger.h"
 #include "stream/core/service_stats.h"
 #include "stream/core/sources.h"

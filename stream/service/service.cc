@@ -4,7 +4,7 @@
 #include <random>
 
 #include "base/random_id.h"
-#include "metrics/recent_pairs.h"
+#include "metrics/page/recent_pairs.h"
 #include "stream/kafka/broker_health.h"
 #include "stream/service/service_test_hooks.h"
 

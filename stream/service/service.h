@@ -45,7 +45,7 @@
 #include <string_view>
 
 #include "config/config.h"
-#include "dedup/engine.h"
+#include "dedup/engine/engine.h"
 #include "stream/core/process.h"
 #include "stream/core/service_stats.h"
 #include "stream/kafka/client_properties.h"
@@ -94,7 +94,7 @@ struct ServiceOptions {
   /// Fed by the service's producer and consumer (stream/kafka/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
-  /// The page's data (metrics/recent_pairs.h): each kept message's text and
+  /// The page's data (metrics/page/recent_pairs.h): each kept message's text and
   /// each duplicate pair, recorded where the verdict is routed (with or
   /// without a judge). Not owned, must outlive the Service; nullptr: not recorded.
   metrics::RecentPairs* recent_pairs = nullptr;

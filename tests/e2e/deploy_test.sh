@@ -40,7 +40,7 @@ if python3 -c 'import yaml' 2>/dev/null; then
     check "YAML parses: ${f#$src/}" python3 -c 'import yaml,sys; list(yaml.safe_load_all(open(sys.argv[1])))' "$f"
   done
 else
-  skip "python3 yaml not installed (tests/unit/yaml_files_test.cc parses them with yaml-cpp)"
+  skip "python3 yaml not installed (tests/unit/config/yaml_files_test.cc parses them with yaml-cpp)"
 fi
 
 # --- Grafana dashboard: the expected panels, and every query is valid PromQL.
@@ -106,7 +106,7 @@ fi
 if docker compose version >/dev/null 2>&1; then
   check "docker compose config" docker compose -f "$deploy/docker-compose.yml" config -q
 else
-  skip "docker compose not available (tests/unit/yaml_files_test.cc checks the file's structure)"
+  skip "docker compose not available (tests/unit/config/yaml_files_test.cc checks the file's structure)"
 fi
 
 if [ "$failures" -ne 0 ]; then

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "dedup/engine.h"
-#include "dedup/fingerprinter.h"
+#include "dedup/engine/engine.h"
+#include "dedup/fingerprint/fingerprinter.h"
 
 namespace {
 

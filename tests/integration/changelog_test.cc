@@ -2,7 +2,7 @@
 // own duplicate, "" turns it off, unreadable records are skipped and counted,
 // and instances of one group follow each other's kept messages. The record
 // format itself, and that a rebuilt engine judges exactly like the original,
-// need no broker: tests/unit/changelog_codec_test.cc.
+// need no broker: tests/unit/stream/changelog/changelog_codec_test.cc.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "dedup/engine.h"
-#include "dedup/schema.h"
+#include "dedup/engine/engine.h"
+#include "dedup/engine/schema.h"
 #include "stream/changelog/changelog_reader.h"
 #include "stream/changelog/window_restore.h"
 #include "stream/core/sources.h"

@@ -1,4 +1,4 @@
-// The page's record (metrics/recent_pairs.h) fed by the service where it routes
+// The page's record (metrics/page/recent_pairs.h) fed by the service where it routes
 // verdicts: with the group judge and with each instance's own window, the same
 // pairs, texts and counts.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "metrics/recent_pairs.h"
+#include "metrics/page/recent_pairs.h"
 #include "tests/integration/broker_fixture.h"
 
 namespace neardup::stream {

@@ -1,0 +1,201 @@
+#pragma once
+// A compact similarity sketch of a text: b-bit one-permutation MinHash over the
+// text's character shingles, plus LSH band keys derived from the same minima.
+//
+// Shingles are exactly the ones of the quality evaluation's ground truth
+// (bench/quality/ground_truth.py): the normalized tokens joined by single
+// spaces, cut into character 5-grams; when more than half of the characters
+// are CJK, the tokens concatenated without spaces and cut into 2-grams. A text
+// shorter than n characters is one shingle. Symbol tokens (emoji) are left out.
+//
+// One-permutation MinHash (Li, Owen, Zhang 2012): every shingle hash falls in
+// one of `bins` bins by its top bits and the bin keeps the smallest low 32 bits;
+// an empty bin is filled from the first filled bin of its own fixed random
+// order of the bins, plus an offset per step (Shrivastava 2017, "optimal
+// densification": the sources of neighbouring empty bins are independent). Each bin then keeps
+// `bits` bits (b-bit MinHash, Li, Koenig 2010); bins * bits = 128, so a sketch is 16 bytes whatever
+// the setting. Two bins agree with probability J + (1 - J) 2^-bits.
+//
+// Band keys: band j hashes the full 32-bit minima of `band_bins` bins spread
+// over the sketch (j, j + bins/band_bins, ...); two texts share band j with
+// probability ~J^band_bins.
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dedup/core/options.h"
+#include "dedup/text/normalize.h"
+
+namespace neardup::dedup {
+
+inline constexpr int kSketchBits = 128;
+/// Which definition of the sketch this build computes, for sketches kept
+/// elsewhere (the window changelog): 1 filled empty bins by rotation (the next
+/// filled bin to the right), 2 from each bin's own random order (optimal
+/// densification). Sketches of different schemes must not be compared.
+inline constexpr int kSketchScheme = 2;
+inline constexpr int kMaxSketchBands = 8;
+
+/// 128 bits: `bins` codes of `bits` bits, bin i at bits [i*bits, (i+1)*bits).
+struct Sketch {
+  std::array<std::uint64_t, 2> words{};
+  friend constexpr bool operator==(const Sketch&, const Sketch&) = default;
+};
+
+/// Throws std::invalid_argument with a reason unless bits is 1, 2, 4 or 8,
+/// 0 <= bands <= kMaxSketchBands, 1 <= band_bins, bands * band_bins <= bins and
+/// 0 < threshold <= 1. Disabled options are not checked.
+void validate(const SketchOptions& options);
+
+/// Estimated Jaccard similarity of the texts behind two sketches made with the
+/// same `bits`, in [0, 1]: (agreeing share - 2^-bits) / (1 - 2^-bits). O(1).
+double estimate_jaccard(const Sketch& a, const Sketch& b, int bits);
+
+/// What Sketcher::run computes for one text.
+struct SketchResult {
+  Sketch sketch;
+  std::array<std::uint64_t, kMaxSketchBands> band_keys{};  ///< the first `bands` are set
+  std::uint32_t shingles = 0;  ///< shingles hashed (with repeats); 0 for a text with no tokens
+};
+
+/// A short text's exact shingle set, for the recent-text cache
+/// (dedup/index/recent_texts.h), with the band keys of that cache's index and the
+/// text's must-match tokens (TextOptions::must_match), in one heap block.
+/// Empty, without an allocation, for a text that is not kept: more than
+/// kMaxExactShingles shingles, or SketchOptions::recent = 0. Made by
+/// Sketcher::exact_of_last.
+inline constexpr std::size_t kMaxExactShingles = 128;
+/// Band keys of the recent-text index: kRecentBandBins minima each (fewer bands
+/// when the sketch has fewer than kRecentBands * kRecentBandBins bins).
+inline constexpr int kRecentBands = 8;
+inline constexpr int kRecentBandBins = 3;
+/// Must-match tokens kept per text; more are ignored.
+inline constexpr std::size_t kMaxMustMatch = 16;
+/// A must-match key with this bit set is a name: its length (5 bits) and the set of its
+/// letters (26 bits), compared by must_match_conflict up to a typo; other keys are hashes
+/// that must be equal.
+inline constexpr std::uint32_t kNameKeyBit = 0x80000000U;
+class ExactShingles {
+ public:
+  bool empty() const { return data_.empty(); }
+  /// The distinct shingles (the low 32 bits of each shingle hash), sorted.
+  std::span<const std::uint32_t> hashes() const {
+    return empty() ? std::span<const std::uint32_t>{}
+                   : std::span<const std::uint32_t>(data_).subspan(kHashes, data_[0]);
+  }
+  /// The must-match token hashes, sorted and distinct.
+  std::span<const std::uint32_t> keys() const {
+    return empty() ? std::span<const std::uint32_t>{}
+                   : std::span<const std::uint32_t>(data_).subspan(kKeys, data_[1]);
+  }
+  std::uint64_t band_key(int band) const {
+    const auto at = kBandKeys + 2 * static_cast<std::size_t>(band);
+    return empty() ? 0 : (std::uint64_t{data_[at]} << 32) | data_[at + 1];
+  }
+  /// `hashes`: sorted, distinct, not empty.
+  void assign(std::span<const std::uint32_t> hashes,
+              const std::array<std::uint64_t, kRecentBands>& band_keys);
+  /// `keys`: sorted, distinct, at most kMaxMustMatch; for a non-empty set.
+  void set_keys(std::span<const std::uint32_t> keys);
+  void clear() { data_.clear(); }
+  /// Heap bytes held (reused by the next assign).
+  std::size_t capacity_bytes() const { return data_.capacity() * sizeof(std::uint32_t); }
+
+ private:
+  // [shingle count, key count, band keys (two words each), keys, hashes]
+  static constexpr std::size_t kBandKeys = 2;
+  static constexpr std::size_t kKeys = kBandKeys + 2 * kRecentBands;
+  static constexpr std::size_t kHashes = kKeys + kMaxMustMatch;
+
+ public:
+  /// The most capacity_bytes() reaches: a set of kMaxExactShingles (a copy
+  /// allocates what it holds; a reused block keeps the largest it held).
+  static constexpr std::size_t kMaxBytes = (kHashes + kMaxExactShingles) * sizeof(std::uint32_t);
+
+ private:
+  std::vector<std::uint32_t> data_;
+};
+
+/// The exact Jaccard similarity of two shingle sets (up to 32-bit hash collisions). O(count).
+double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
+/// exact_jaccard(a, b) when it is at least `floor`, else a value below
+/// `floor` (0): the merge stops as soon as the shingles left cannot reach it.
+double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, double floor);
+/// Whether each text has a must-match token the other lacks (a template filled
+/// in twice). One text's tokens all among the other's is no conflict: a repost
+/// may add a signature or lose a word. O(keys).
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b);
+/// Which kinds of must-match keys a text has alone when the two conflict (both false when
+/// they do not): `hashed` a number, a pair of numbers in a row or a listed word; `names` a
+/// name more than a typo from each of the other's. For `neardup compare`. O(keys^2).
+struct MustMatchDifference {
+  bool hashed = false;
+  bool names = false;
+};
+MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b);
+
+namespace detail {
+/// A bin no shingle fell in.
+inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
+/// One-permutation MinHash densification with independent sources
+/// (Shrivastava 2017, "optimal densification"), in place over `bins` (16, 32,
+/// 64 or 128) minima: every empty bin i (kEmptyBin) takes the first filled bin
+/// j of its own order (densify_orders(bins) row i, attempt a = 0, 1, ...), as
+/// minima[j] + (a + 1) * 0x9e3779b9. With no filled bin, bin i becomes
+/// kEmptyBin + (bins - i) * 0x9e3779b9. Two texts with the same filled bins
+/// fill an empty bin alike; unlike the rotation rule (the next filled bin to
+/// the right), neighbouring empty bins rarely share a source, so a short
+/// text's bins, and the LSH bands made of them, stay close to independent.
+/// Exposed for tests.
+void densify(std::uint32_t* minima, int bins);
+/// The distinct low 32 bits of hashes[0, count) (count <= kMaxExactShingles),
+/// ascending, into out; returns how many. Exposed for tests.
+std::size_t sort_low32(const std::uint64_t* hashes, std::size_t count, std::uint32_t* out);
+/// The densification orders for `bins` (16, 32, 64 or 128): bins * bins bytes,
+/// row i a fixed pseudo-random permutation of 0 .. bins - 1. Exposed for tests.
+const std::uint8_t* densify_orders(int bins);
+/// The sketch of 128 / `bits` minima (bits 1, 2, 4 or 8): bin i at bits
+/// [i*bits, (i+1)*bits) of the 128, holding the top `bits` bits of
+/// minima[i] * 0x2545f491 (a minimum's own top bits lean to 0). Exposed for tests.
+Sketch pack(const std::uint32_t* minima, int bits);
+/// The tokens of `text` joined by single spaces into `out`, which must hold
+/// text.text.size() + text.token_count + 16 bytes; returns the joined size.
+/// The portable ASCII join (CPUs without AVX-512 VBMI2 use it). Exposed for tests.
+std::size_t join_ascii_tokens(const NormalizedText& text, char* out);
+}  // namespace detail
+
+/// Reuses its buffers. Not thread-safe; one per Fingerprinter.
+class Sketcher {
+ public:
+  /// Throws std::invalid_argument (see validate()).
+  explicit Sketcher(const SketchOptions& options);
+
+  /// O(bytes + bins). Identical normalized tokens give identical results.
+  SketchResult run(const NormalizedText& text);
+  /// The exact shingle set and recent-index band keys of the text of the last
+  /// run() into `out` (empty when it has more than kMaxExactShingles
+  /// shingles, or none, or recent is 0), no must-match tokens. O(shingles log shingles).
+  void exact_of_last(ExactShingles& out);
+
+  /// For tests and tools: the hash of each distinct shingle run() would use.
+  std::vector<std::uint64_t> shingle_hashes(const NormalizedText& text);
+
+ private:
+  /// The hash of every shingle of `text` (with repeats), in a buffer reused by the next call.
+  std::span<const std::uint64_t> hash_shingles(const NormalizedText& text);
+
+  SketchOptions options_;
+  int bins_;
+  int bin_shift_;
+  std::string buffer_;
+  std::vector<std::uint32_t> starts_;
+  std::vector<std::uint64_t> hashes_;  // shingle hashes of one ASCII text
+  std::array<std::uint32_t, kSketchBits> minima_{};
+  std::array<std::uint32_t, 4 * kSketchBits> ways_{};  // run()'s four sets of bins
+  std::span<const std::uint64_t> last_hashes_;         // the last run()'s shingle hashes
+};
+
+}  // namespace neardup::dedup
