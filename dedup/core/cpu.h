@@ -1,12 +1,12 @@
 #pragma once
 // CPU-specific code: which kernel set (variant) the process runs.
 //
-// Three files hold hand-written SIMD kernels with a portable twin: index.cc
-// (the residue filters), simhash.cc (the bit-sum accumulate) and sketch.cc
-// (the ASCII token join and 5-byte window hashing). None of them asks the CPU
-// what it supports: they call their kernels through kernels::active()
-// (dedup/kernels/kernels.h), the table of cpu::active(), chosen here once per process,
-// so all three always run the same variant.
+// dedup/kernels/ holds hand-written SIMD kernels with a portable twin: the
+// index's residue filters, the SimHash bit-sum accumulate and the sketch's
+// ASCII token join, 5-byte window hashing, densification and sort. Their
+// callers never ask the CPU what it supports: they call the kernels through
+// kernels::active() (dedup/kernels/kernels.h), the table of cpu::active(),
+// chosen here once per process, so all of them always run the same variant.
 //
 // The choice is the best variant this build contains and this CPU runs,
 // unless the environment variable NEARDUP_CPU names one (portable, popcnt,
@@ -19,8 +19,9 @@
 // a benchmark measure a kernel other than the one it asked for.
 //
 // Only the kernels above are chosen at run time. The SSE2/SSE4.1 code in
-// normalize.cc and sketch.cc follows the compiler's target (-march, by
-// default x86-64-v2) and is compiled out of a NEARDUP_PORTABLE build.
+// normalize.cc, sketch.cc and the portable densify (sketch_kernels.cc)
+// follows the compiler's target (-march, by default x86-64-v2) and is
+// compiled out of a NEARDUP_PORTABLE build.
 
 #include <array>
 #include <atomic>

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "dedup/core/options.h"
+#include "dedup/kernels/sketch_kernels.h"
 #include "dedup/text/normalize.h"
 
 namespace neardup::dedup {
@@ -66,8 +67,8 @@ struct SketchResult {
 /// text's must-match tokens (TextOptions::must_match), in one heap block.
 /// Empty, without an allocation, for a text that is not kept: more than
 /// kMaxExactShingles shingles, or SketchOptions::recent = 0. Made by
-/// Sketcher::exact_of_last.
-inline constexpr std::size_t kMaxExactShingles = 128;
+/// Sketcher::exact_of_last. (kMaxExactShingles is in dedup/kernels/sketch_kernels.h,
+/// beside the kernel that sorts a set.)
 /// Band keys of the recent-text index: kRecentBandBins minima each (fewer bands
 /// when the sketch has fewer than kRecentBands * kRecentBandBins bins).
 inline constexpr int kRecentBands = 8;
@@ -138,33 +139,10 @@ struct MustMatchDifference {
 MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b);
 
 namespace detail {
-/// A bin no shingle fell in.
-inline constexpr std::uint32_t kEmptyBin = 0xffffffffU;
-/// One-permutation MinHash densification with independent sources
-/// (Shrivastava 2017, "optimal densification"), in place over `bins` (16, 32,
-/// 64 or 128) minima: every empty bin i (kEmptyBin) takes the first filled bin
-/// j of its own order (densify_orders(bins) row i, attempt a = 0, 1, ...), as
-/// minima[j] + (a + 1) * 0x9e3779b9. With no filled bin, bin i becomes
-/// kEmptyBin + (bins - i) * 0x9e3779b9. Two texts with the same filled bins
-/// fill an empty bin alike; unlike the rotation rule (the next filled bin to
-/// the right), neighbouring empty bins rarely share a source, so a short
-/// text's bins, and the LSH bands made of them, stay close to independent.
-/// Exposed for tests.
-void densify(std::uint32_t* minima, int bins);
-/// The distinct low 32 bits of hashes[0, count) (count <= kMaxExactShingles),
-/// ascending, into out; returns how many. Exposed for tests.
-std::size_t sort_low32(const std::uint64_t* hashes, std::size_t count, std::uint32_t* out);
-/// The densification orders for `bins` (16, 32, 64 or 128): bins * bins bytes,
-/// row i a fixed pseudo-random permutation of 0 .. bins - 1. Exposed for tests.
-const std::uint8_t* densify_orders(int bins);
 /// The sketch of 128 / `bits` minima (bits 1, 2, 4 or 8): bin i at bits
 /// [i*bits, (i+1)*bits) of the 128, holding the top `bits` bits of
 /// minima[i] * 0x2545f491 (a minimum's own top bits lean to 0). Exposed for tests.
 Sketch pack(const std::uint32_t* minima, int bits);
-/// The tokens of `text` joined by single spaces into `out`, which must hold
-/// text.text.size() + text.token_count + 16 bytes; returns the joined size.
-/// The portable ASCII join (CPUs without AVX-512 VBMI2 use it). Exposed for tests.
-std::size_t join_ascii_tokens(const NormalizedText& text, char* out);
 }  // namespace detail
 
 /// Reuses its buffers. Not thread-safe; one per Fingerprinter.

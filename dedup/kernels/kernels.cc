@@ -1,6 +1,6 @@
 #include "dedup/kernels/kernels.h"
 
-#include "dedup/fingerprint/sketch.h"
+#include "dedup/kernels/sketch_kernels.h"
 #include "dedup/text/normalize.h"
 
 namespace neardup::dedup::kernels {

@@ -5,9 +5,12 @@
 // it and never ask which variant is active, so all of them always run the same
 // one, and a new variant is one more row in kernels.cc.
 //
-// The kernels themselves live beside the code that calls them (index.cc,
-// simhash.cc, sketch.cc), in namespace `kernels`; they are declared here only
-// so that kernels.cc can list them. Call them through active().
+// The kernels themselves live here too, below their callers (dedup/index/,
+// dedup/fingerprint/), which include this header and never the other way:
+// index_filters.cc, simhash_kernels.cc and sketch_kernels.cc, in namespace
+// `kernels` (the sketch's portable ones in `detail`, sketch_kernels.h). They
+// are declared here only so that kernels.cc can list them. Call them through
+// active().
 
 #include <array>
 #include <cstddef>
@@ -60,19 +63,25 @@ extern const std::array<Kernels, cpu::kVariants.size()> kByVariant;
 /// one relaxed load and an index. Thread-safe.
 inline const Kernels& active() { return kByVariant[static_cast<std::size_t>(cpu::active())]; }
 
+/// The packed 3-byte residue at `p` (little-endian), as filter24 reads it.
+inline std::uint32_t residue24(const std::uint8_t* p) {
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+         static_cast<std::uint32_t>(p[2]) << 16;
+}
+
 // ---- the kernels the table lists --------------------------------------------
 
-// index.cc
+// index_filters.cc
 std::uint32_t filter_portable(const std::uint32_t* res, std::uint32_t n, std::uint32_t residue,
                               int k, std::uint16_t* hits);
 std::uint32_t filter24_portable(const std::uint8_t* res, std::uint32_t n, std::uint32_t residue,
                                 int k, std::uint16_t* hits);
-// simhash.cc
+// simhash_kernels.cc
 void accumulate_unit(const std::uint64_t* hashes, const std::uint32_t* weights, std::size_t n,
                      std::int32_t* sums);
 void accumulate_weighted(const std::uint64_t* hashes, const std::uint32_t* weights, std::size_t n,
                          std::int32_t* sums);
-// sketch.cc
+// sketch_kernels.cc
 void hash_windows(const char* data, std::size_t count, std::uint64_t* out);
 
 #if NEARDUP_X86_KERNELS

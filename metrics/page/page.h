@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "metrics/page/recent_pairs.h"
+#include "metrics/page/word_diff.h"
 
 namespace neardup::metrics {
 
@@ -52,24 +53,6 @@ class RateMeter {
   std::chrono::milliseconds span_;
   std::deque<Sample> samples_;  // oldest first; at most one older than span_
 };
-
-/// A piece of one side of a pair: `changed` when the other side lacks it.
-struct DiffSegment {
-  std::string_view text;
-  bool changed = false;
-};
-struct WordDiff {
-  std::vector<DiffSegment> original, duplicate;  ///< each covers its whole text, in order
-};
-
-/// Word-level difference (longest common subsequence of tokens): a token is a
-/// run of letters and digits, one CJK/kana/hangul character, or one
-/// punctuation character; whitespace only separates. Tokens compare ignoring
-/// ASCII case, as the fingerprint does (so a repost in capitals shows no marks).
-/// The segments view the arguments. O(n * m) in the tokens between the common
-/// prefix and suffix; each side beyond kMaxDiffTokens tokens is marked changed.
-WordDiff word_diff(std::string_view original, std::string_view duplicate);
-inline constexpr std::size_t kMaxDiffTokens = 2000;
 
 /// Appends `text` escaped for HTML text and attribute values (& < > " ').
 void append_html_escaped(std::string& out, std::string_view text);

@@ -1,0 +1,122 @@
+// ExactShingles (dedup/fingerprint/sketch.h) and what compares two of them:
+// exact Jaccard similarity and must-match tokens.
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+
+#include "dedup/fingerprint/sketch.h"
+
+namespace neardup::dedup {
+
+void ExactShingles::assign(std::span<const std::uint32_t> hashes,
+                           const std::array<std::uint64_t, kRecentBands>& band_keys) {
+  data_.assign(kHashes + hashes.size(), 0);
+  data_[0] = static_cast<std::uint32_t>(hashes.size());
+  for (std::size_t b = 0; b < band_keys.size(); ++b) {
+    data_[kBandKeys + 2 * b] = static_cast<std::uint32_t>(band_keys[b] >> 32);
+    data_[kBandKeys + 2 * b + 1] = static_cast<std::uint32_t>(band_keys[b]);
+  }
+  std::copy(hashes.begin(), hashes.end(), data_.begin() + kHashes);
+}
+
+void ExactShingles::set_keys(std::span<const std::uint32_t> keys) {
+  if (empty()) return;
+  const std::size_t n = std::min(keys.size(), kMaxMustMatch);
+  data_[1] = static_cast<std::uint32_t>(n);
+  std::copy_n(keys.begin(), n, data_.begin() + kKeys);
+}
+
+double exact_jaccard(const ExactShingles& a, const ExactShingles& b) {
+  const auto x = a.hashes(), y = b.hashes();
+  std::size_t i = 0, j = 0, common = 0;
+  while (i < x.size() && j < y.size()) {
+    common += x[i] == y[j];
+    const bool step_i = x[i] <= y[j], step_j = y[j] <= x[i];
+    i += step_i;
+    j += step_j;
+  }
+  const std::size_t together = x.size() + y.size() - common;
+  return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
+}
+
+double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, double floor) {
+  const auto x = a.hashes(), y = b.hashes();
+  // J >= floor  <=>  common >= floor * (|x| + |y|) / (1 + floor)
+  const double total = static_cast<double>(x.size() + y.size());
+  const auto needed = static_cast<std::size_t>(std::max(0.0, floor * total / (1.0 + floor) - 1e-9));
+  std::size_t i = 0, j = 0, common = 0;
+  while (i < x.size() && j < y.size()) {
+    // (the matches still possible: at most the shorter remainder)
+    if (common + std::min(x.size() - i, y.size() - j) < needed) return 0.0;
+    common += x[i] == y[j];
+    const bool step_i = x[i] <= y[j], step_j = y[j] <= x[i];
+    i += step_i;
+    j += step_j;
+  }
+  const std::size_t together = x.size() + y.size() - common;
+  const double jaccard =
+      together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
+  return jaccard >= floor ? jaccard : 0.0;
+}
+
+namespace {
+
+// Two name keys (kNameKeyBit) that one typo may turn into each other: lengths at most one apart
+// and at most two letters in one set only (two letters swapped: none; one substituted: two).
+bool names_near(std::uint32_t x, std::uint32_t y) {
+  const int length_x = static_cast<int>((x >> 26) & 31),
+            length_y = static_cast<int>((y >> 26) & 31);
+  constexpr std::uint32_t kLetters = (1U << 26) - 1;
+  return std::abs(length_x - length_y) <= 1 && std::popcount((x ^ y) & kLetters) <= 2;
+}
+
+// Whether some key of `names` (name keys) is near none of `others` (name keys).
+bool name_alone(std::span<const std::uint32_t> names, std::span<const std::uint32_t> others) {
+  for (const std::uint32_t x : names) {
+    bool near = false;
+    for (const std::uint32_t y : others) near = near || names_near(x, y);
+    if (!near) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+MustMatchDifference must_match_difference(const ExactShingles& a, const ExactShingles& b) {
+  const auto x = a.keys(), y = b.keys();
+  // hashed keys first (top bit clear), then names
+  const auto split = [](std::span<const std::uint32_t> keys) {
+    return static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), kNameKeyBit) -
+                                    keys.begin());
+  };
+  const std::size_t hashed_x = split(x), hashed_y = split(y);
+  bool x_hashed = false, y_hashed = false;
+  std::size_t i = 0, j = 0;
+  while (i < hashed_x || j < hashed_y) {
+    if (j == hashed_y || (i < hashed_x && x[i] < y[j])) {
+      x_hashed = true;
+      ++i;
+    } else if (i == hashed_x || y[j] < x[i]) {
+      y_hashed = true;
+      ++j;
+    } else {
+      ++i;
+      ++j;
+    }
+  }
+  const auto names_x = x.subspan(hashed_x), names_y = y.subspan(hashed_y);
+  const bool x_name = name_alone(names_x, names_y), y_name = name_alone(names_y, names_x);
+  MustMatchDifference d;
+  if ((x_hashed || x_name) && (y_hashed || y_name)) {
+    d.hashed = x_hashed || y_hashed;
+    d.names = x_name || y_name;
+  }
+  return d;
+}
+
+bool must_match_conflict(const ExactShingles& a, const ExactShingles& b) {
+  const MustMatchDifference d = must_match_difference(a, b);
+  return d.hashed || d.names;
+}
+
+}  // namespace neardup::dedup
