@@ -8,7 +8,7 @@
 #include "config/config.h"
 #include "config/values.h"
 #include "stream/core/process.h"
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 
 namespace neardup::app {
 namespace {

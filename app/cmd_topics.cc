@@ -8,7 +8,7 @@
 #include "config/config.h"
 #include "stream/core/process.h"
 #include "stream/kafka/client_properties.h"
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 
 namespace neardup::app {

@@ -204,7 +204,7 @@ bool is_secret_property(const std::string& name);
 /// with Secrets::redact, secret property values read "<redacted>" instead.
 std::string to_yaml(const Config& config, Secrets secrets = Secrets::show);
 
-/// One key of the schema. Each key is declared once, in config.cc's table:
+/// One key of the schema. Each key is declared once, in keys.cc's table:
 /// its parser, printer, error text and doc; its default is the struct's
 /// (above), read back through the printer.
 struct KeyInfo {

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds and tests the variants deploy/test.sh does not cover, one after the
 # other, and prints one summary line per variant:
-#   portable   NEARDUP_PORTABLE (no x86 intrinsics, no -march): build the unit tests, ctest -L unit
-#   tsan       ThreadSanitizer: build, ctest -L unit, ctest -L integration
-#              (TSAN_OPTIONS with tests/tsan.supp come from the test preset)
+#   portable   NEARDUP_PORTABLE (no x86 intrinsics, no -march): build and run the
+#              tests of the code with CPU-specific kernels (ctest -L portable:
+#              tests/unit/dedup/ and tests/unit/stream/scan/)
+#   tsan       ThreadSanitizer: build and run the tests of code that starts
+#              threads (ctest -L threads: every integration test and the unit
+#              tests tests/CMakeLists.txt lists; TSAN_OPTIONS with tests/tsan.supp
+#              come from the test preset)
 #   clang-tsa  clang -Wthread-safety -Werror=thread-safety: libraries and neardup compile
 # Exits non-zero if any variant fails; a variant's full output is in
 # build/<preset>/test-variants.log, and its last lines are printed on failure.
@@ -22,14 +26,13 @@ steps_of() {
   case "$1" in
     portable)
       echo "cmake --preset portable"
-      echo "cmake --build --preset portable -j $jobs --target neardup_unit_tests"
-      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L unit"
+      echo "cmake --build --preset portable -j $jobs --target neardup_portable_tests"
+      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L portable"
       ;;
     tsan)
       echo "cmake --preset tsan"
-      echo "cmake --build --preset tsan -j $jobs"
-      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L unit"
-      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L integration"
+      echo "cmake --build --preset tsan -j $jobs --target neardup_threads_tests"
+      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L threads"
       ;;
     clang-tsa)
       echo "cmake --preset clang-tsa"

@@ -55,7 +55,8 @@ struct ServiceStats {
   std::uint64_t judge_foreign_schema = 0;  ///< request entries of another schema, answered invalid
   double window_rebuild_seconds = 0;       ///< neardup_window_rebuild_seconds
   std::uint64_t window_rebuild_entries_read = 0;  ///< neardup_window_rebuild_entries_read
-  /// Kafka broker connections, as the service's clients see them (stream/kafka/broker_health.h).
+  /// Kafka broker connections, as the service's clients see them
+  /// (stream/kafka/clients/broker_health.h).
   bool kafka_brokers_up = true;            ///< neardup_kafka_brokers_up: false during an outage
   std::uint64_t kafka_broker_outages = 0;  ///< neardup_kafka_broker_outages_total
   std::map<std::string, bool> kafka_broker_up;  ///< neardup_kafka_broker_up{broker="host:port"}

@@ -33,7 +33,7 @@
 #include "bench/feed.h"
 #include "stream/core/process.h"
 #include "stream/judge/judge.h"
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/pipeline.h"
 #include "stream/records/changelog_record.h"

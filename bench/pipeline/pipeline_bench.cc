@@ -95,7 +95,7 @@
 #include "metrics/metrics.h"
 #include "metrics/page/recent_pairs.h"
 #include "stream/kafka/client_properties.h"
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/pipeline.h"
 #include "stream/service/service.h"

@@ -20,7 +20,7 @@
 #include "stream/core/service_stats.h"
 #include "stream/core/sources.h"
 #include "stream/kafka/client_properties.h"
-#include "stream/kafka/transaction.h"
+#include "stream/kafka/clients/transaction.h"
 #include "stream/pipeline/event_time.h"
 #include "stream/pipeline/story_writer.h"
 #include "stream/records/judge_record.h"

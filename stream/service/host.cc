@@ -7,8 +7,8 @@
 #include "metrics/page/recent_pairs.h"
 #include "metrics/progress.h"
 #include "stream/core/process.h"
-#include "stream/kafka/broker_health.h"
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/broker_health.h"
+#include "stream/kafka/clients/embedded_broker.h"
 
 namespace neardup::stream {
 namespace {

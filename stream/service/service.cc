@@ -5,7 +5,7 @@
 
 #include "base/random_id.h"
 #include "metrics/page/recent_pairs.h"
-#include "stream/kafka/broker_health.h"
+#include "stream/kafka/clients/broker_health.h"
 #include "stream/service/service_test_hooks.h"
 
 namespace neardup::stream {

@@ -2,7 +2,7 @@
 // `neardup run`'s service: consume -> decode -> analysis -> window decision ->
 // produce -> commit, at-least-once (default) or exactly-once (kafka.delivery:
 // outputs, changelog entries and input offsets in one Kafka transaction,
-// stream/kafka/transaction.h).
+// stream/kafka/clients/transaction.h).
 //
 // Threads: the pipeline thread runs run() (poll, route, produce, commit,
 // rebalance callbacks, stop); the dedup worker (stream/pipeline/dedup_worker.h)
@@ -91,7 +91,7 @@ struct ServiceOptions {
   bool commit_offsets_after_transaction = true;
   /// Tests only (service_test_hooks.h); null in every deployment.
   std::shared_ptr<const ServiceTestHooks> test_hooks;
-  /// Fed by the service's producer and consumer (stream/kafka/broker_health.h); not
+  /// Fed by the service's producer and consumer (stream/kafka/clients/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
   /// The page's data (metrics/page/recent_pairs.h): each kept message's text and

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/service/service.h"
 #include "stream/service/service_test_hooks.h"

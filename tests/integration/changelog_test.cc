@@ -21,7 +21,7 @@
 #include "stream/changelog/changelog_reader.h"
 #include "stream/changelog/window_restore.h"
 #include "stream/core/sources.h"
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/service/service.h"
 #include "tests/integration/broker_fixture.h"

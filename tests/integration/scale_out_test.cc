@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/service/service.h"
 #include "tests/integration/broker_fixture.h"

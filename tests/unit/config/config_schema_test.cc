@@ -152,7 +152,7 @@ TEST(ConfigSchema, ReadmeKeyTableIsTheSchemas) {
     for (std::size_t c = 1; c < want.size(); ++c) {
       const std::string got = c < it->second.size() ? it->second[c] : "(missing)";
       EXPECT_EQ(got, want[c]) << key << ": config/README.md's '" << kColumns[c]
-                              << "' differs from the schema (config/config.cc)" << regenerate;
+                              << "' differs from the schema (config/keys.cc)" << regenerate;
     }
     in_readme.erase(it);
   }

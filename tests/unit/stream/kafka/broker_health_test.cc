@@ -1,7 +1,7 @@
 // stream/broker_health: the broker connection state machine, fed the events
 // librdkafka would send (no broker needed; time is a parameter).
 
-#include "stream/kafka/broker_health.h"
+#include "stream/kafka/clients/broker_health.h"
 
 #include <cstdio>
 #include <functional>

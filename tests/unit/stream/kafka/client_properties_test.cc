@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "stream/kafka/clients/transaction.h"
 #include "stream/kafka/kafka.h"
-#include "stream/kafka/transaction.h"
 
 namespace neardup::stream {
 namespace {

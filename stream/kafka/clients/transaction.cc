@@ -1,4 +1,4 @@
-#include "stream/kafka/transaction.h"
+#include "stream/kafka/clients/transaction.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "stream/kafka/broker_health.h"
+#include "stream/kafka/clients/broker_health.h"
 
 #include <librdkafka/rdkafka.h>
 #include <simdjson.h>

@@ -1,4 +1,4 @@
-#include "stream/kafka/embedded_broker.h"
+#include "stream/kafka/clients/embedded_broker.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,0 +1,47 @@
+#include "stream/kafka/handle.h"
+
+#include "stream/kafka/errors.h"
+
+namespace neardup::stream::kafka {
+
+ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health,
+                         int (*on_statistics)(rd_kafka_t*, char*, size_t, void*)) {
+  ConfPtr conf;
+  if (health && !properties.contains("statistics.interval.ms")) {
+    Properties with_statistics = properties;
+    with_statistics.emplace("statistics.interval.ms", kHealthStatisticsMs);
+    conf = make_conf(with_statistics);
+  } else {
+    conf = make_conf(properties);
+  }
+  rd_kafka_conf_set_opaque(conf.get(), opaque);
+  if (health) rd_kafka_conf_set_stats_cb(conf.get(), on_statistics);
+  return conf;
+}
+
+std::string fatal_reason_of(rd_kafka_t* rk) {
+  char buf[512];
+  rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+  return std::string(rd_kafka_err2name(orig)) + ": " + buf;
+}
+
+int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout) {
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* metadata = nullptr;
+  rd_kafka_resp_err_t err =
+      rd_kafka_metadata(rk, 0, rkt, &metadata, static_cast<int>(timeout.count()));
+  rd_kafka_topic_destroy(rkt);
+  if (err) {
+    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), err,
+                     classify(err));
+  }
+  int count = 0;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const auto& t = metadata->topics[i];
+    if (topic == t.topic && t.err == RD_KAFKA_RESP_ERR_NO_ERROR) count = t.partition_cnt;
+  }
+  rd_kafka_metadata_destroy(metadata);
+  return count;
+}
+
+}  // namespace neardup::stream::kafka
