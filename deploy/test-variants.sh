@@ -2,12 +2,14 @@
 # Builds and tests the variants deploy/test.sh does not cover, one after the
 # other, and prints one summary line per variant:
 #   portable   NEARDUP_PORTABLE (no x86 intrinsics, no -march): build and run the
-#              tests of the code with CPU-specific kernels (ctest -L portable:
-#              tests/unit/dedup/ and tests/unit/stream/scan/)
+#              tests of the code with CPU-specific kernels (tests/unit/dedup/ and
+#              tests/unit/stream/scan/: target neardup_portable_tests)
 #   tsan       ThreadSanitizer: build and run the tests of code that starts
-#              threads (ctest -L threads: every integration test and the unit
-#              tests tests/CMakeLists.txt lists; TSAN_OPTIONS with tests/tsan.supp
-#              come from the test preset)
+#              threads (every integration test and the unit tests
+#              tests/CMakeLists.txt lists: target neardup_threads_tests;
+#              TSAN_OPTIONS with tests/tsan.supp come from the test preset)
+# ctest -L runs the tests of the binaries built: one not built is a placeholder
+# test without a label.
 #   clang-tsa  clang -Wthread-safety -Werror=thread-safety: libraries and neardup compile
 # Exits non-zero if any variant fails; a variant's full output is in
 # build/<preset>/test-variants.log, and its last lines are printed on failure.
@@ -27,12 +29,12 @@ steps_of() {
     portable)
       echo "cmake --preset portable"
       echo "cmake --build --preset portable -j $jobs --target neardup_portable_tests"
-      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L portable"
+      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L unit"
       ;;
     tsan)
       echo "cmake --preset tsan"
       echo "cmake --build --preset tsan -j $jobs --target neardup_threads_tests"
-      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L threads"
+      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L unit|integration"
       ;;
     clang-tsa)
       echo "cmake --preset clang-tsa"
