@@ -7,9 +7,9 @@
 #   NEARDUP_TEST_PRESET=dev deploy/test.sh       # the same without -Werror (build/dev)
 #   NEARDUP_TEST_PRESET=release deploy/test.sh   # optimized build instead
 #   NEARDUP_TEST_LABEL=unit deploy/test.sh       # only one label
-# The other variants (deploy/test-variants.sh: portable unit tests,
-# ThreadSanitizer unit and integration tests, the clang -Wthread-safety
-# compile; about 20 more minutes on 2 cores) run before the main run when
+# The other variants (deploy/test-variants.sh: the dedup/ and scan unit tests
+# built portable, the integration tests and the unit tests of threaded code
+# under ThreadSanitizer, the clang -Wthread-safety compile) run before the main run when
 # asked, and always in CI (.ci/run), one summary line each:
 #   NEARDUP_TEST_VARIANTS=1 deploy/test.sh
 set -euo pipefail
