@@ -61,10 +61,12 @@ bool StoryWriter::first_judging(dedup::RecordRef ref) {
 void StoryWriter::save_extra(std::uint64_t ref) {
   if (!transactional_) return;
   const auto it = extras_.find(ref);
-  if (it == extras_.end())
+  if (it == extras_.end()) {
     extras_journal_.emplace_back(ref, std::nullopt);
-  else
+  } else if (it->second.saved_in != epoch_) {  // once a transaction: its value at the checkpoint
     extras_journal_.emplace_back(ref, it->second);
+    it->second.saved_in = epoch_;
+  }
 }
 
 void StoryWriter::note_verdict(const dedup::Verdict& verdict, dedup::RecordRef ref,
@@ -81,6 +83,7 @@ void StoryWriter::note_verdict(const dedup::Verdict& verdict, dedup::RecordRef r
   const Held& held = held_[it->second];
   save_extra(story.original.value);
   Extra& extra = extras_[story.original.value];
+  extra.saved_in = epoch_;  // (journaled just above: created or saved)
   extra.has_key = held.has_key;
   extra.key = held.key;
   extra.has_excerpt = !redact_;

@@ -97,6 +97,7 @@ class StoryWriter {
   struct Extra {  // what a story's summaries say of its original besides the counts
     bool has_key = false, has_excerpt = false;
     std::string key, excerpt;
+    std::uint64_t saved_in = 0;  // the checkpoint whose journal holds its earlier value
   };
   void write(const dedup::Story& story, const Sources& sources, bool final);
   /// Whether `ref`'s source partition has no message at or after its offset
