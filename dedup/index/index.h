@@ -344,6 +344,21 @@ class CellTables {
     __builtin_prefetch(sequences(b) + tail);
   }
 
+  /// After the header is cached: starts loading what an insert touches, the
+  /// front sequence (pop_expired) and the tail's residue and sequence (push).
+  void prefetch_ends(const Bucket& b) const {
+    if (b.spill != 0) {
+      const Spill& s = spills_[b.spill - 1];
+      __builtin_prefetch(s.cells + s.cap + s.head);
+      return;
+    }
+    std::uint32_t tail = b.head + b.size;
+    if (tail >= slot_cells_) tail -= slot_cells_;
+    __builtin_prefetch(sequences(b) + b.head);
+    __builtin_prefetch(sequences(b) + tail);
+    __builtin_prefetch(residues(b) + 3 * tail);
+  }
+
   std::size_t cells() const { return cells_; }
   /// Slots as mapped, spilled rings as the allocator sizes them, and their directory.
   std::size_t bytes() const {

@@ -455,10 +455,24 @@ std::uint64_t Window::insert(Fingerprint fp, EventTime time, RecordRef ref, Scop
   const auto oldest = static_cast<std::uint32_t>(w.head_seq);
   const auto live = static_cast<std::uint32_t>(w.live());
   const std::uint64_t mix = w.mix_of(scope);
-  for (std::size_t t = 0; t < w.layout.tables(); ++t) {
-    CellTables::Bucket& b = w.cells.bucket(t, w.bucket_of(t, fp.bits, mix));
-    w.cells.pop_expired(b, oldest, live);
-    w.cells.push(b, w.layout.residue(t, fp.bits), static_cast<std::uint32_t>(seq));
+  // Tables go in groups, as in probe_filtered: every bucket's front sequence
+  // and tail are requested before any is popped. Whether a front cell has
+  // expired is a coin toss the branch predictor loses, so popping table by
+  // table would wait out each table's miss in turn.
+  constexpr std::size_t kGroup = 8;
+  CellTables::Bucket* buckets[kGroup];
+  for (std::size_t group = 0; group < w.layout.tables(); group += kGroup) {
+    const std::size_t n = std::min(kGroup, w.layout.tables() - group);
+    for (std::size_t i = 0; i < n; ++i) {
+      buckets[i] = &w.cells.bucket(group + i, w.bucket_of(group + i, fp.bits, mix));
+      __builtin_prefetch(buckets[i]);
+    }
+    for (std::size_t i = 0; i < n; ++i) w.cells.prefetch_ends(*buckets[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      CellTables::Bucket& b = *buckets[i];
+      w.cells.pop_expired(b, oldest, live);
+      w.cells.push(b, w.layout.residue(group + i, fp.bits), static_cast<std::uint32_t>(seq));
+    }
   }
   if (--w.sweep_countdown == 0) {
     w.sweep_countdown = kSweepEvery;
