@@ -155,6 +155,57 @@ void BM_WindowMemoryFloor(benchmark::State& state) {
 }
 BENCHMARK(BM_WindowMemoryFloor)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
 
+// The floor under BM_WindowProbeInsert/10000000 itself, which knows each
+// fingerprint only when its turn comes: the memory of BM_WindowMemoryFloor
+// with no op ahead to overlap, and the front and tail sequences located from
+// the header just read, as the real buckets are (a second, dependent miss).
+// What separates this floor from the one above is latency, not bandwidth.
+void BM_WindowLatencyFloor(benchmark::State& state) {
+  const auto entries = static_cast<std::size_t>(state.range(0));
+  constexpr std::size_t kSlot = 1344;
+  constexpr std::size_t kTables = 4;
+  const std::size_t slots = kTables * 65536;
+  HugeArray<std::uint64_t> memory(slots * kSlot / 8);
+  HugeArray<std::uint64_t> ring(entries * 3);
+  std::uint64_t rng = 99, sum = 0, tail = 0;
+  for (std::size_t i = 0; i < memory.size(); i += kSlot / 8) memory[i] = splitmix64(rng);
+  for (std::size_t i = 0; i < ring.size(); i += 512) ring[i] = i;
+  auto slot_of = [&](std::uint64_t r, std::size_t t) {
+    return reinterpret_cast<unsigned char*>(memory.begin()) +
+           (t * 65536 + ((r >> (16 * t)) & 0xffff)) * kSlot;
+  };
+  for (auto _ : state) {
+    const std::uint64_t r = splitmix64(rng);
+    std::uint64_t header[kTables];
+    for (std::size_t t = 0; t < kTables; ++t) {
+      const unsigned char* slot = slot_of(r, t);
+      for (std::size_t l = 0; l < 8; ++l) __builtin_prefetch(slot + 64 * l);
+    }
+    for (std::size_t t = 0; t < kTables; ++t) std::memcpy(&header[t], slot_of(r, t), 8);
+    for (std::size_t t = 0; t < kTables; ++t) {
+      unsigned char* slot = slot_of(r, t);
+      __builtin_prefetch(slot + 8 + 3 * 185 + 4 * ((header[t] + sum) % 185));
+      __builtin_prefetch(slot + 8 + 3 * 185 + 4 * ((header[t] >> 8) % 185));
+    }
+    for (std::size_t t = 0; t < kTables; ++t) {
+      unsigned char* slot = slot_of(r, t);
+      for (std::size_t b = 0; b < 8 + 3 * 153; b += 64) {
+        std::uint64_t word;
+        std::memcpy(&word, slot + b, 8);
+        sum += word;
+      }
+      std::uint32_t front;
+      std::memcpy(&front, slot + 8 + 3 * 185 + 4 * ((header[t] + sum) % 185), 4);
+      sum += front;
+      std::memcpy(slot + 8 + 3 * 185 + 4 * ((header[t] >> 8) % 185), &sum, 4);
+    }
+    ring[(tail++ % entries) * 3] = sum;
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WindowLatencyFloor)->Arg(10'000'000)->Unit(benchmark::kNanosecond);
+
 // The probe's own work without its memory waits: the same fingerprint probed
 // `repeat` times per iteration (the repeats find its buckets cached), so
 // (time at 5 - time at 1) / 4 is one cached probe at 10M entries.
