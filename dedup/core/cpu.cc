@@ -1,4 +1,5 @@
 #include "dedup/core/cpu.h"
+#include "dedup/core/cpu_testing.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -90,10 +90,4 @@ inline Variant active() {
   return detail::choose();
 }
 
-/// Tests only: makes every kernel run `variant` from now on, so one process can
-/// check each supported variant against portable. Not thread-safe with respect
-/// to running kernels: call it while no other thread fingerprints, sketches or
-/// probes. Throws std::invalid_argument (with missing()) if unsupported.
-void set_active_for_testing(Variant variant);
-
 }  // namespace neardup::dedup::cpu

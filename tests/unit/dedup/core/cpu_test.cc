@@ -1,4 +1,4 @@
-#include "dedup/core/cpu.h"
+#include "dedup/core/cpu_testing.h"
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "dedup/core/cpu.h"
+#include "dedup/core/cpu_testing.h"
 #include "dedup/engine/engine.h"
 #include "dedup/fingerprint/simhash.h"
 #include "dedup/fingerprint/sketch.h"
