@@ -150,7 +150,7 @@ std::vector<std::string> client_property_errors(const config::Config& config,
       });
       properties.insert_or_assign(
           "log_level",
-          std::string("0"));  // (GCC 12 -Wrestrict: see stream/judge/judge.cc)
+          std::string("0"));  // (GCC 12 -Wrestrict: see stream/judge/judge_state.cc)
       create(properties);
     } catch (const stream::kafka::KafkaError& e) {
       errors.push_back(origin + ": " + key + ": " + e.what());

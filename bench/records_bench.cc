@@ -53,7 +53,7 @@ std::string encode_request(stream::JudgeRequestWriter& writer,
 
 /// The judge's side of one request: decode it, then per entry a verdict
 /// (every fifth a duplicate) and, for a kept one, a changelog entry, as
-/// stream/judge/judge.cc does around each decision. Items: messages.
+/// stream/judge/judge_decide.cc does around each decision. Items: messages.
 void BM_JudgeSideOfARequest(benchmark::State& state) {
   const dedup::SketchOptions sketch;
   const auto in = analyses(sketch);

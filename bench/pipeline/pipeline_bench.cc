@@ -319,7 +319,7 @@ double isolated_cpu_us(const std::vector<std::string>& feed, const config::Confi
 /// The same work split as the service splits it with the group judge: every
 /// message analyzed first (the analysis threads), then the decisions back to
 /// back, `ahead` decisions prefetched ahead (cells `cells_ahead`), as
-/// stream/judge/judge.cc does with a request's entries. CPU microseconds per message
+/// stream/judge/judge_decide.cc does with a request's entries. CPU microseconds per message
 /// of each half, on this thread, with no broker and no service.
 struct Split {
   double analysis_us = 0, decisions_us = 0;

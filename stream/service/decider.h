@@ -1,8 +1,7 @@
 #pragma once
 // Where `neardup run` takes its window decisions: the seam between the
 // service's loop (consume, route, commit: service.cc) and the ways of
-// deciding, one implementation each, chosen once when the service is built
-// (make_decider):
+// deciding, one implementation each, chosen once when the service is built:
 //   local  (local_decider.cc): kafka.judge_topic is "": the dedup worker owns
 //          the window and decides; kept messages are appended to the changelog,
 //          which rebuilds the window at start and brings other instances'
@@ -13,19 +12,104 @@
 //          decides for the whole group while it holds the judge topic.
 //   none   (local_decider.cc): the passthrough baseline (ServiceOptions::
 //          bypass_dedup): nothing is decided.
+//
+// The seam runs one way. A decider is given a batch (decide(slot)) and the
+// loop's hooks (the Decider's methods); its verdicts go out through the one
+// callback it holds, a DecisionSink, which the loop implements: each decided
+// message is admitted there (the offset ledger) and routed there (outputs),
+// whichever way it was decided. What else a decider uses it is given at
+// construction (DeciderContext): the configuration, the service's producer
+// (its changelog batches or judge requests), the interned sources, the
+// ledger and the counters. Nothing here knows the loop's own state.
+//
 // Pipeline thread only (a Decider's methods run on it, some inside librdkafka
 // callbacks served by its poll calls).
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 
+#include "config/config.h"
+#include "dedup/engine/engine.h"
 #include "stream/core/offset_ledger.h"
+#include "stream/core/service_stats.h"
+#include "stream/core/sources.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/dedup_worker.h"
-#include "stream/service/service.h"
 
 namespace neardup::stream {
+
+class BrokerHealth;
+
+/// Thrown at a crash point a test chose (ServiceTestHooks::crash_at), by the
+/// loop or by a decider whose judge crashed there; run() then stops dead.
+struct SimulatedCrash {};
+
+/// A topic the cluster has, but not in the shape the configuration needs
+/// (Service::kTopicLayoutError): a judge or verdict topic of more than one partition.
+struct TopicLayoutError : kafka::KafkaError {
+  explicit TopicLayoutError(const std::string& what)
+      : KafkaError(what, kafka::errc::fail, kafka::Severity::fatal) {}
+};
+
+/// The loop's side of the seam: the steps every decided message takes,
+/// whichever way it was decided, and the few services a decider asks of the
+/// loop. Implemented by the service; pipeline thread only.
+class DecisionSink {
+ public:
+  /// Message `i` of the analyzed `slot` arrives: nullopt when there is
+  /// nothing more to do with it (its partition was not assigned when it was
+  /// polled, or is not now; a consumer error, logged), else its ticket in the
+  /// offset ledger, outstanding until its outputs are acknowledged. Throws
+  /// kafka::KafkaError for a fatal consumer error.
+  virtual std::optional<Ticket> arrive(const Slot& slot, std::size_t i) = 0;
+  /// Message `in` of source `index` is decided (`outcome`): its partition's
+  /// position moves past it and its outputs go out (output_router.h), in
+  /// the order the calls come.
+  virtual void decided(kafka::Message in, SourceIndex index, Ticket ticket,
+                       const Prepared& prepared, const Outcome& outcome) = 0;
+  /// One outstanding output of `ticket` is done (a changelog entry
+  /// acknowledged, a verdict received).
+  virtual void acknowledge(Ticket ticket) = 0;
+  /// A delivery report of a producer the decider owns (its records' tickets
+  /// say they are the decider's: is_decider_record).
+  virtual void on_delivery(kafka::Message report) = 0;
+  /// Serves the service producer's delivery reports, up to `timeout`.
+  virtual void serve_deliveries(std::chrono::milliseconds timeout) = 0;
+  /// Publishes the counters (a long window rebuild shows its progress).
+  virtual void progress() = 0;
+  /// Whether a stop was asked for (request_stop or a signal).
+  virtual bool stopping() const = 0;
+
+  virtual ~DecisionSink() = default;
+};
+
+/// What a decider is given when it is built. Every reference outlives it.
+struct DeciderContext {
+  const config::Config& cfg;
+  const std::string& brokers;                    ///< for error messages
+  const kafka::Properties& consumer_properties;  ///< the service's input consumer's
+  const kafka::Properties& producer_properties;  ///< the service's producer's
+  /// The service's producer: a decider's changelog batches and (at-least-once)
+  /// its judge requests; under exactly-once, records on it are in the
+  /// service's transaction.
+  kafka::Producer& producer;
+  bool exactly_once = false;      ///< kafka.delivery: exactly-once
+  std::uint64_t instance_id = 0;  ///< marks this process's changelog records and requests
+  Sources& sources;               ///< the input partitions and window refs
+  OffsetLedger& ledger;           ///< an output a decider adds is expected here
+  ServiceSnapshot& stats;         ///< its counters
+  BrokerHealth* broker_health = nullptr;
+  std::chrono::milliseconds progress_interval{500};
+  /// Tests only (service_test_hooks.h): the group judge's crash points.
+  std::function<bool(std::string_view point)> crash_at;
+  DecisionSink& sink;
+};
 
 /// The hooks a way of deciding has no use for do nothing by default.
 class Decider {
@@ -34,15 +118,19 @@ class Decider {
 
   /// Whether the dedup worker holds a window and decides (else it only analyzes).
   virtual bool worker_decides() const = 0;
-  /// Before the input is subscribed: the window rebuilt from the changelog, or
-  /// the verdicts' reader opened and the judge started. False when a stop came
-  /// first. Throws kafka::KafkaError.
-  virtual bool start() = 0;
+  /// Before the input is subscribed: the window rebuilt from the changelog
+  /// into `window` (the worker's engine when worker_decides(), no slot
+  /// submitted yet; else null), `window_stats` set to its counters after the
+  /// rebuild; or the verdicts' reader opened and the judge started. False
+  /// when a stop came first. Throws kafka::KafkaError.
+  virtual bool start(dedup::Engine* window, dedup::EngineStats& window_stats) = 0;
   /// Whether other instances' changelog entries wait for the worker's next slot.
   virtual bool has_remembered() const { return false; }
   /// Moves them into `slot.remember`.
   virtual void take_remembered(Slot& /*slot*/) {}
-  /// The worker finished `slot`: its messages are routed now, or sent for judgement.
+  /// The worker finished `slot`: each message of it is admitted
+  /// (DecisionSink::arrive) and decided now or sent for judgement (then
+  /// decided when its verdict comes, in input order). Leaves `slot.messages` empty.
   virtual void decide(Slot& slot) = 0;
   /// Whether messages wait for verdicts (then the input poll does not wait).
   virtual bool waiting() const { return false; }
@@ -84,12 +172,10 @@ class Decider {
   virtual void crash() {}
 };
 
-/// The deciders; `service` outlives them. `producer_properties`: the
-/// service's producer's (the judge and its request producer start from them).
-std::unique_ptr<Decider> make_local_decider(Service::Impl& service);
-std::unique_ptr<Decider> make_group_decider(Service::Impl& service,
-                                            const kafka::Properties& producer_properties);
-std::unique_ptr<Decider> make_no_decider(Service::Impl& service);
+/// The deciders; what `context` refers to outlives them.
+std::unique_ptr<Decider> make_local_decider(const DeciderContext& context);
+std::unique_ptr<Decider> make_group_decider(const DeciderContext& context);
+std::unique_ptr<Decider> make_no_decider(const DeciderContext& context);
 
 /// Whether a delivery report's ticket is a record of the decider's own (a
 /// changelog batch or a judge request), and whether it is a judge request.

@@ -1,18 +1,20 @@
 // The group's way of deciding (decider.h): analyzed messages wait here for
 // the group judge's verdicts (stream/judge/), then are routed in input order.
-#include "stream/service/decider.h"
-
+#include <chrono>
 #include <cstring>
 #include <map>
 
+#include "stream/changelog/changelog_writer.h"
+#include "stream/core/process.h"
 #include "stream/judge/judge.h"
+#include "stream/pipeline/event_time.h"
 #include "stream/records/judge_record.h"
-#include "stream/service/service_impl.h"
+#include "stream/service/decider.h"
 
 namespace neardup::stream {
 
-using namespace service_detail;
 using kafka::KafkaError;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -25,10 +27,10 @@ constexpr std::size_t kMaxRequestBytes = 512 * 1024;
 /// The group judge's side of one instance. Its state is what waits for verdicts.
 class GroupDecider final : public Decider {
  public:
-  GroupDecider(Service::Impl& service, const kafka::Properties& producer_properties);
+  explicit GroupDecider(const DeciderContext& context);
 
   bool worker_decides() const override { return false; }
-  bool start() override;
+  bool start(dedup::Engine* window, dedup::EngineStats& window_stats) override;
   void decide(Slot& slot) override { send_for_judgement(slot); }
   bool waiting() const override { return !awaiting.empty(); }
   bool behind() override;
@@ -61,9 +63,9 @@ class GroupDecider final : public Decider {
     std::vector<Outcome> outcomes;
     std::vector<SourceIndex> sources;
     std::vector<Ticket> tickets;
-    std::int64_t sent_ms = 0;                     // when the request was produced (verdict latency)
-    service_detail::Clock::time_point last_sent;  // when it was produced last (resend_unanswered)
-    std::string request;                          // the record value, for a resend
+    std::int64_t sent_ms = 0;     // when the request was produced (verdict latency)
+    Clock::time_point last_sent;  // when it was produced last (resend_unanswered)
+    std::string request;          // the record value, for a resend
   };
   /// A request unanswered this long is sent again (a judge takeover takes the
   /// session timeout, 6 s by default, plus the window's rebuild).
@@ -89,7 +91,7 @@ class GroupDecider final : public Decider {
   /// Produces request record `number` (a first send or a resend). Throws KafkaError.
   void send_request(std::uint64_t number, std::string_view value);
   /// The producer of judge requests: request_producer when set, else the service's.
-  kafka::Producer& requests_out() { return request_producer ? *request_producer : *s_.producer; }
+  kafka::Producer& requests_out() { return request_producer ? *request_producer : c_.producer; }
   /// Reads verdicts (up to `timeout` for the first) and routes the messages they answer.
   void poll_verdicts(std::chrono::milliseconds timeout);
   /// Sends again the requests unanswered for kResendAfter; forgets those whose
@@ -101,7 +103,7 @@ class GroupDecider final : public Decider {
   void conclude(Awaiting& batch, const JudgeVerdicts* answers);
   void raise_if_judge_failed();
 
-  Service::Impl& s_;
+  const DeciderContext c_;
   /// exactly-once: judge requests go out through this idempotent producer,
   /// outside the transaction (the judge reads its topic read_committed, and
   /// the transaction commits only after the verdicts came back). Null
@@ -127,38 +129,38 @@ class GroupDecider final : public Decider {
   std::uint64_t verdicts_corrupt_logged = 0;
 };
 
-GroupDecider::GroupDecider(Service::Impl& service, const kafka::Properties& producer_properties)
-    : s_(service),
+GroupDecider::GroupDecider(const DeciderContext& context)
+    : c_(context),
       foreign_schema_reason(
           "the group judge runs another fingerprint schema than this "
           "instance's " +
-          dedup::fingerprint_schema(service.cfg.dedup).hex() +
+          dedup::fingerprint_schema(context.cfg.dedup).hex() +
           " (dedup options differ; the judge's log names them): every "
           "instance of a group needs the same dedup options"),
-      requests(dedup::fingerprint_schema(service.cfg.dedup)) {
-  const config::Config& cfg = s_.cfg;
-  if (s_.exactly_once) {
-    auto request_props = producer_properties;
+      requests(dedup::fingerprint_schema(context.cfg.dedup)) {
+  const config::Config& cfg = c_.cfg;
+  if (c_.exactly_once) {
+    auto request_props = c_.producer_properties;
     request_props.erase("transactional.id");
     request_props.erase("transaction.timeout.ms");
     request_props.insert_or_assign("linger.ms", std::string("1"));  // a verdict is waited for
     request_producer = std::make_unique<kafka::Producer>(
-        request_props, [this](kafka::Message m) { s_.on_delivery(m); }, s_.options.broker_health);
+        request_props, [this](kafka::Message m) { c_.sink.on_delivery(m); }, c_.broker_health);
   }
   JudgeOptions j;
   j.config = cfg;
-  j.consumer_properties = s_.consumer_properties;
-  j.producer_properties = producer_properties;
+  j.consumer_properties = c_.consumer_properties;
+  j.producer_properties = c_.producer_properties;
   j.producer_properties.erase("transactional.id");
-  j.exactly_once = s_.exactly_once;
+  j.exactly_once = c_.exactly_once;
   j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
-  j.health = s_.options.broker_health;
-  j.TEST_crash_at = s_.crash_at;
+  j.health = c_.broker_health;
+  j.TEST_crash_at = c_.crash_at;
   judge_options = std::move(j);  // started in start(), once the topics are checked
 }
 
-bool GroupDecider::start() {
-  s_.stats.window_ready = true;  // (the window is the judge's, rebuilt when it takes over)
+bool GroupDecider::start(dedup::Engine*, dedup::EngineStats&) {
+  c_.stats.window_ready = true;  // (the window is the judge's, rebuilt when it takes over)
   start_verdicts();
   judge = std::make_unique<Judge>(std::move(*judge_options));
   return true;
@@ -198,7 +200,7 @@ void GroupDecider::publish(ServiceSnapshot& stats, dedup::EngineStats& engine) {
   stats.changelog_foreign_schema = j.changelog_foreign_schema;
   stats.judge_foreign_schema = j.foreign_schema;
   engine = j.engine;  // the group's window, when this process judges (else empty)
-  stats.summarizing = !s_.cfg.kafka.summary_topic.empty();
+  stats.summarizing = !c_.cfg.kafka.summary_topic.empty();
   stats.stories = j.stories;
 }
 
@@ -218,15 +220,15 @@ bool is_request_delivery(Ticket ticket) {
 
 void GroupDecider::start_verdicts() {
   const std::chrono::milliseconds timeout(10000);
-  for (const std::string* topic : {&s_.cfg.kafka.judge_topic, &s_.cfg.kafka.verdict_topic}) {
+  for (const std::string* topic : {&c_.cfg.kafka.judge_topic, &c_.cfg.kafka.verdict_topic}) {
     int n = 0;
     try {
-      n = s_.producer->partition_count(*topic, timeout);
+      n = c_.producer.partition_count(*topic, timeout);
     } catch (const KafkaError& e) {
       if (e.code() != kafka::errc::transport && e.code() != kafka::errc::timed_out &&
           e.code() != kafka::errc::all_brokers_down)
         throw;
-      throw KafkaError("cannot reach the Kafka brokers " + s_.options.brokers + " within " +
+      throw KafkaError("cannot reach the Kafka brokers " + c_.brokers + " within " +
                            std::to_string(timeout.count() / 1000) + " s (" + e.what() + ")",
                        e.code(), e.severity());
     }
@@ -246,44 +248,44 @@ void GroupDecider::start_verdicts() {
                        kafka::Severity::fatal);
     throw TopicLayoutError("topic '" + *topic + "' has " + std::to_string(n) + " partitions" + why);
   }
-  kafka::Properties props = s_.consumer_properties;
-  props["group.id"] = s_.cfg.kafka.group_id + ".verdicts";  // never joined nor committed
+  kafka::Properties props = c_.consumer_properties;
+  props["group.id"] = c_.cfg.kafka.group_id + ".verdicts";  // never joined nor committed
   props.erase("group.instance.id");
   props["enable.auto.commit"] = "false";
   props["enable.partition.eof"] = "false";
   props.insert_or_assign("fetch.wait.max.ms",
-                         std::string("5"));  // (GCC 12 -Wrestrict, as in judge.cc)
+                         std::string("5"));  // (GCC 12 -Wrestrict, as in judge_state.cc)
   props["auto.offset.reset"] =
       "earliest";  // (a verdict topic trimmed or recreated: from its start)
-  verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, s_.options.broker_health);
+  verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, c_.broker_health);
   const kafka::Consumer::Watermarks end =
-      verdict_reader->query_watermarks(s_.cfg.kafka.verdict_topic, 0, timeout);
+      verdict_reader->query_watermarks(c_.cfg.kafka.verdict_topic, 0, timeout);
   if (end.error) {
-    throw KafkaError("verdict topic '" + s_.cfg.kafka.verdict_topic +
+    throw KafkaError("verdict topic '" + c_.cfg.kafka.verdict_topic +
                          "': cannot read its end offset: " + kafka::describe(end.error),
                      end.error, kafka::Severity::fatal);
   }
   // From the end as of now: every verdict for this process's requests comes later.
   kafka::TopicPartitions list(1);
-  list.add(s_.cfg.kafka.verdict_topic, 0, end.high);
+  list.add(c_.cfg.kafka.verdict_topic, 0, end.high);
   if (const kafka::ErrorCode err = verdict_reader->assign(list)) {
     throw KafkaError(
-        "verdict topic '" + s_.cfg.kafka.verdict_topic + "': assign: " + kafka::describe(err), err,
+        "verdict topic '" + c_.cfg.kafka.verdict_topic + "': assign: " + kafka::describe(err), err,
         kafka::Severity::fatal);
   }
-  verdict_key_of_mine = verdict_key(s_.instance_id);
+  verdict_key_of_mine = verdict_key(c_.instance_id);
 }
 
 void GroupDecider::send_request(std::uint64_t number, std::string_view value) {
   kafka::Producer::Record rec;
-  rec.topic = s_.cfg.kafka.judge_topic;
+  rec.topic = c_.cfg.kafka.judge_topic;
   rec.partition = 0;
   rec.value = value;
   rec.opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
       Ticket{ChangelogWriter::kBatchSource, kRequestBit | (number & (kRequestBit - 1))}.pack()));
   if (const kafka::ErrorCode err = requests_out().produce(rec)) {
     // Its messages stay outstanding in the ledger: none of those offsets commits.
-    throw KafkaError("cannot send to the judge topic '" + s_.cfg.kafka.judge_topic +
+    throw KafkaError("cannot send to the judge topic '" + c_.cfg.kafka.judge_topic +
                          "': " + kafka::describe(err),
                      err, kafka::Severity::fatal);
   }
@@ -312,19 +314,18 @@ void GroupDecider::send_for_judgement(Slot& slot) {
   const std::size_t n = slot.messages.size();
   Awaiting batch = take_batch();
   std::uint64_t number = next_request++;
-  requests.start(s_.instance_id, number);
+  requests.start(c_.instance_id, number);
   for (std::size_t i = 0; i < n; ++i) {
     const kafka::Message m = slot.messages[i];
-    const Job& job = slot.jobs[i];
-    if (!m.error() && !job.decide) continue;  // a partition not assigned when polled
-    const std::optional<Ticket> ticket = s_.arrive(m, job.source);
+    const std::optional<Ticket> ticket = c_.sink.arrive(slot, i);
     if (!ticket) continue;
+    const Job& job = slot.jobs[i];
     Outcome& outcome = slot.outcomes[i];
     if (outcome.to_judge) {
-      const Source& src = s_.sources[job.source];
+      const Source& src = c_.sources[job.source];
       requests.add(src.topic, src.partition, m.offset(), job.time, slot.prepared[i].analysis);
     }
-    s_.ledger.expect(*ticket);  // its verdict, acknowledged when it came and was routed
+    c_.ledger.expect(*ticket);  // its verdict, acknowledged when it came and was routed
     batch.messages.push_back(std::move(slot.messages[i]));
     batch.prepared.push_back(std::move(slot.prepared[i]));
     batch.outcomes.push_back(outcome);
@@ -336,7 +337,7 @@ void GroupDecider::send_for_judgement(Slot& slot) {
       send_batch(std::move(batch), number);
       batch = take_batch();
       number = next_request++;
-      requests.start(s_.instance_id, number);
+      requests.start(c_.instance_id, number);
     }
   }
   slot.messages.clear();
@@ -355,9 +356,9 @@ void GroupDecider::send_batch(Awaiting batch, std::uint64_t number) {
   }
   batch.request.assign(requests.finish());
   send_request(number, batch.request);
-  s_.stats.judge_requests += 1;
-  s_.stats.judge_request_bytes += batch.request.size();
-  s_.stats.judge_request_entries += requests.entries();
+  c_.stats.judge_requests += 1;
+  c_.stats.judge_request_bytes += batch.request.size();
+  c_.stats.judge_request_entries += requests.entries();
   batch.sent_ms = wall_ms();
   batch.last_sent = Clock::now();
   awaiting_messages += batch.messages.size();
@@ -385,12 +386,12 @@ void GroupDecider::poll_verdicts(std::chrono::milliseconds timeout) {
       continue;
     }
     auto it = awaiting.find(verdicts_buffer.batch);
-    if (it == awaiting.end() || verdicts_buffer.instance != s_.instance_id)
+    if (it == awaiting.end() || verdicts_buffer.instance != c_.instance_id)
       continue;  // answered already (a new judge repeats what its predecessor left uncommitted)
     Awaiting batch = std::move(it->second);
     awaiting.erase(it);
     awaiting_messages -= batch.messages.size();
-    s_.stats.judge_round_trip.observe_ms(wall_ms() - batch.sent_ms);
+    c_.stats.judge_round_trip.observe_ms(wall_ms() - batch.sent_ms);
     conclude(batch, &verdicts_buffer);
     recycle(std::move(batch));
   }
@@ -413,7 +414,7 @@ void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
     }
     // Revoked (or revoked and assigned again) since it was sent: the partition's
     // next reader judges it again.
-    if (!s_.sources[batch.sources[i]].assigned || !s_.ledger.offset_of(ticket)) continue;
+    if (!c_.sources[batch.sources[i]].assigned || !c_.ledger.offset_of(ticket)) continue;
     if (answer) {
       dedup::Verdict& v = outcome.verdict;
       v = dedup::Verdict{};
@@ -425,7 +426,7 @@ void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
       v.count = answer->count;
       if (answer->of) {
         dedup::Match match;
-        match.of = pack_ref(s_.sources.intern(answer->of->topic, answer->of->partition),
+        match.of = pack_ref(c_.sources.intern(answer->of->topic, answer->of->partition),
                             answer->of->offset);
         match.distance = answer->distance;
         match.time = answer->of_time;
@@ -436,9 +437,8 @@ void GroupDecider::conclude(Awaiting& batch, const JudgeVerdicts* answers) {
         outcome.error = answer->foreign_schema ? std::string_view(foreign_schema_reason)
                                                : dedup::invalid_reason(batch.prepared[i].analysis);
     }
-    s_.sources[batch.sources[i]].position = m.offset() + 1;
-    s_.route_verdict(m, batch.sources[i], ticket, &batch.prepared[i], &outcome);
-    s_.acknowledge(ticket);  // the verdict itself
+    c_.sink.decided(m, batch.sources[i], ticket, batch.prepared[i], outcome);
+    c_.sink.acknowledge(ticket);  // the verdict itself
   }
 }
 
@@ -453,7 +453,7 @@ void GroupDecider::resend_unanswered() {
     // Revoked since: the partitions' next reader judges them again; nothing to wait for.
     bool wanted = false;
     for (std::size_t i = 0; i < batch.tickets.size() && !wanted; ++i)
-      wanted = s_.sources[batch.sources[i]].assigned && s_.ledger.offset_of(batch.tickets[i]);
+      wanted = c_.sources[batch.sources[i]].assigned && c_.ledger.offset_of(batch.tickets[i]);
     if (!wanted) {
       awaiting_messages -= batch.messages.size();
       it = awaiting.erase(it);
@@ -464,8 +464,8 @@ void GroupDecider::resend_unanswered() {
     // twice is the same verdict, and the second is ignored.
     send_request(it->first, batch.request);
     batch.last_sent = now;
-    ++s_.stats.judge_resends;
-    if (s_.stats.judge_resends <= 10 || s_.stats.judge_resends % 1000 == 0) {
+    ++c_.stats.judge_resends;
+    if (c_.stats.judge_resends <= 10 || c_.stats.judge_resends % 1000 == 0) {
       log(config::LogLevel::warn,
           "no verdict for judge request " + std::to_string(it->first) + " after " +
               std::to_string(kResendAfter.count()) + " s (" +
@@ -482,7 +482,7 @@ bool GroupDecider::await_verdicts(std::chrono::milliseconds limit) {
   while (!awaiting.empty() && Clock::now() < deadline) {
     raise_if_judge_failed();
     poll_verdicts(std::chrono::milliseconds(20));
-    s_.serve_deliveries(std::chrono::milliseconds(0));
+    c_.sink.serve_deliveries(std::chrono::milliseconds(0));
   }
   return awaiting.empty();
 }
@@ -494,9 +494,8 @@ void GroupDecider::raise_if_judge_failed() {
     throw KafkaError(what, judge->fatal_code(), kafka::Severity::fatal);
 }
 
-std::unique_ptr<Decider> make_group_decider(Service::Impl& service,
-                                            const kafka::Properties& producer_properties) {
-  return std::make_unique<GroupDecider>(service, producer_properties);
+std::unique_ptr<Decider> make_group_decider(const DeciderContext& context) {
+  return std::make_unique<GroupDecider>(context);
 }
 
 }  // namespace neardup::stream

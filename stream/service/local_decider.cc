@@ -1,55 +1,53 @@
 // The local way of deciding (decider.h): this instance's dedup worker owns the
 // window; the changelog carries what it keeps to restarts and to the other
 // instances. And the passthrough baseline, which decides nothing.
+#include <chrono>
 #include <memory>
 #include <vector>
 
 #include "stream/changelog/changelog_writer.h"
 #include "stream/changelog/window_restore.h"
+#include "stream/core/process.h"
 #include "stream/pipeline/story_writer.h"
 #include "stream/service/decider.h"
-#include "stream/service/service_impl.h"
 
 namespace neardup::stream {
-
-using namespace service_detail;
 
 namespace {
 
 class LocalDecider final : public Decider {
  public:
-  explicit LocalDecider(Service::Impl& service) : s_(service) {
-    if (!s_.cfg.kafka.changelog_topic.empty()) {
-      writer_ = std::make_unique<ChangelogWriter>(s_.cfg, *s_.producer, s_.ledger, s_.instance_id);
-    }
-    if (!s_.cfg.kafka.summary_topic.empty())
-      stories_ = std::make_unique<StoryWriter>(s_.cfg, s_.producer.get(), summary_opaque());
+  explicit LocalDecider(const DeciderContext& context) : c_(context) {
+    if (!c_.cfg.kafka.changelog_topic.empty())
+      writer_ = std::make_unique<ChangelogWriter>(c_.cfg, c_.producer, c_.ledger, c_.instance_id);
+    if (!c_.cfg.kafka.summary_topic.empty())
+      stories_ = std::make_unique<StoryWriter>(c_.cfg, &c_.producer, summary_opaque());
   }
 
   bool worker_decides() const override { return true; }
 
   /// Reads the whole changelog and replays it into the worker's engine. False
   /// if a stop was requested first. Throws KafkaError (missing topic, fatal errors).
-  bool start() override {
+  bool start(dedup::Engine* window, dedup::EngineStats& window_stats) override {
     if (!writer_) {
-      if (stories_ && s_.txn) stories_->checkpoint();
-      s_.stats.window_ready = true;
+      if (stories_ && c_.exactly_once) stories_->checkpoint();
+      c_.stats.window_ready = true;
       return true;
     }
-    follower_ = std::make_unique<ChangelogFollower>(s_.cfg, s_.consumer_properties, s_.sources,
-                                                    s_.stats, s_.instance_id);
+    follower_ = std::make_unique<ChangelogFollower>(c_.cfg, c_.consumer_properties, c_.sources,
+                                                    c_.stats, c_.instance_id);
     RestoreHooks hooks;
-    hooks.progress = [this] { s_.publish(); };
-    hooks.progress_every = s_.options.progress_interval;
-    hooks.stopped = [this] { return s_.stop.load(std::memory_order_relaxed) || stop_signalled(); };
-    dedup::Engine& engine = s_.worker->engine();  // no slot is submitted yet
+    hooks.progress = [this] { c_.sink.progress(); };
+    hooks.progress_every = c_.progress_interval;
+    hooks.stopped = [this] { return c_.sink.stopping(); };
+    dedup::Engine& engine = *window;  // no slot is submitted yet
     if (!follower_->rebuild(engine, hooks)) return false;
     if (stories_) {
-      stories_->restore(engine, s_.sources, s_.consumer_properties, std::chrono::seconds(30));
-      if (s_.txn) stories_->checkpoint();  // (an abort goes back to what was restored)
+      stories_->restore(engine, c_.sources, c_.consumer_properties, std::chrono::seconds(30));
+      if (c_.exactly_once) stories_->checkpoint();  // (an abort goes back to what was restored)
     }
-    s_.engine_stats = engine.stats();
-    s_.stats.window_ready = true;
+    window_stats = engine.stats();
+    c_.stats.window_ready = true;
     return true;
   }
 
@@ -61,15 +59,13 @@ class LocalDecider final : public Decider {
 
   void decide(Slot& slot) override {
     for (std::size_t i = 0; i < slot.messages.size(); ++i) {
+      const std::optional<Ticket> ticket = c_.sink.arrive(slot, i);
+      if (!ticket) continue;
       const kafka::Message m = slot.messages[i];
       const Job& job = slot.jobs[i];
-      if (!m.error() && !job.decide) continue;  // a partition not assigned when polled
-      const std::optional<Ticket> ticket = s_.arrive(m, job.source);
-      if (!ticket) continue;
-      s_.sources[job.source].position = m.offset() + 1;
       const Outcome& outcome = slot.outcomes[i];
       if (writer_ && outcome.verdict.kind == dedup::VerdictKind::unique) {
-        writer_->append(s_.sources[job.source], *ticket, m.offset(), job.time,
+        writer_->append(c_.sources[job.source], *ticket, m.offset(), job.time,
                         outcome.verdict.fingerprint, outcome.kept_sketch,
                         slot.prepared[i].analysis.scope);
       }
@@ -82,10 +78,11 @@ class LocalDecider final : public Decider {
         }
         stories_->note_verdict(outcome.verdict, ref, job.time);
       }
-      s_.route_verdict(m, job.source, *ticket, &slot.prepared[i], &outcome);
+      c_.sink.decided(m, job.source, *ticket, slot.prepared[i], outcome);
     }
     // After the batch's outputs: under exactly-once, in their transaction.
-    if (stories_) stories_->summarize(slot.oldest_live, s_.sources, service_detail::Clock::now());
+    if (stories_)
+      stories_->summarize(slot.oldest_live, c_.sources, std::chrono::steady_clock::now());
     slot.messages.clear();
   }
 
@@ -113,7 +110,7 @@ class LocalDecider final : public Decider {
   /// Exactly-once: the stories go with the transactions (an aborted one's
   /// messages, judged again, count once).
   void committed() override {
-    if (stories_ && s_.txn) stories_->checkpoint();
+    if (stories_ && c_.exactly_once) stories_->checkpoint();
   }
   void forget() override {
     if (stories_) stories_->rollback();
@@ -122,13 +119,13 @@ class LocalDecider final : public Decider {
   void on_delivery(Ticket ticket, bool delivered) override {
     if (is_summary_delivery(ticket)) return;  // (counted by the service)
     if (writer_) {
-      s_.stats.changelog_written +=
-          writer_->on_delivery(ticket.seq, delivered, [this](Ticket t) { s_.acknowledge(t); });
+      c_.stats.changelog_written +=
+          writer_->on_delivery(ticket.seq, delivered, [this](Ticket t) { c_.sink.acknowledge(t); });
     }
   }
 
  private:
-  Service::Impl& s_;
+  const DeciderContext c_;
   std::unique_ptr<ChangelogWriter> writer_;      // null when the changelog is off
   std::unique_ptr<ChangelogFollower> follower_;  // set once the changelog is read
   std::vector<Remembered> followed_;             // other instances' entries for the next slot
@@ -136,29 +133,29 @@ class LocalDecider final : public Decider {
 };
 
 /// The passthrough baseline (ServiceOptions::bypass_dedup): every message is
-/// forwarded as it is (Service::Impl::pass_through); nothing is decided.
+/// forwarded as it is by the loop (service.cc); nothing is decided.
 class NoDecider final : public Decider {
  public:
-  explicit NoDecider(Service::Impl& service) : s_(service) {}
+  explicit NoDecider(const DeciderContext& context) : stats_(context.stats) {}
   bool worker_decides() const override { return false; }
-  bool start() override {
-    s_.stats.window_ready = true;
+  bool start(dedup::Engine*, dedup::EngineStats&) override {
+    stats_.window_ready = true;
     return true;
   }
   void decide(Slot& slot) override { slot.messages.clear(); }
 
  private:
-  Service::Impl& s_;
+  ServiceSnapshot& stats_;
 };
 
 }  // namespace
 
-std::unique_ptr<Decider> make_local_decider(Service::Impl& service) {
-  return std::make_unique<LocalDecider>(service);
+std::unique_ptr<Decider> make_local_decider(const DeciderContext& context) {
+  return std::make_unique<LocalDecider>(context);
 }
 
-std::unique_ptr<Decider> make_no_decider(Service::Impl& service) {
-  return std::make_unique<NoDecider>(service);
+std::unique_ptr<Decider> make_no_decider(const DeciderContext& context) {
+  return std::make_unique<NoDecider>(context);
 }
 
 bool is_decider_record(Ticket ticket) { return ticket.source == ChangelogWriter::kBatchSource; }

@@ -34,17 +34,16 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   }
   ServiceClientProperties clients =
       service_client_properties(options.brokers, cfg.kafka, exactly_once, transactional_id);
-  auto& producer_props = clients.producer;
-  auto& consumer_props = clients.consumer;
-  consumer_properties = consumer_props;
+  consumer_properties = clients.consumer;
+  producer_properties = clients.producer;
   instance_id = base::random_id();
   if (options.test_hooks) crash_at = options.test_hooks->crash_at;
   producer = std::make_unique<kafka::Producer>(
-      producer_props, [this](kafka::Message m) { on_delivery(m); }, options.broker_health);
+      producer_properties, [this](kafka::Message m) { on_delivery(m); }, options.broker_health);
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
                                           config::producer_message_max_bytes(cfg.kafka));
   consumer = std::make_unique<kafka::Consumer>(
-      consumer_props,
+      consumer_properties,
       [this](bool assigned, const kafka::TopicPartitions& parts) { on_rebalance(assigned, parts); },
       options.broker_health);
   if (exactly_once) {
@@ -59,13 +58,28 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     });
   }
   router->set_exactly_once(exactly_once);
-  // The one place that chooses how verdicts are taken.
+  // The one place that chooses how verdicts are taken. The decider reaches
+  // this loop only through its DecisionSink (this object).
+  const DeciderContext context{.cfg = cfg,
+                               .brokers = options.brokers,
+                               .consumer_properties = consumer_properties,
+                               .producer_properties = producer_properties,
+                               .producer = *producer,
+                               .exactly_once = exactly_once,
+                               .instance_id = instance_id,
+                               .sources = sources,
+                               .ledger = ledger,
+                               .stats = stats,
+                               .broker_health = options.broker_health,
+                               .progress_interval = options.progress_interval,
+                               .crash_at = crash_at,
+                               .sink = *this};
   if (options.bypass_dedup) {
-    decider = make_no_decider(*this);
+    decider = make_no_decider(context);
   } else if (!cfg.kafka.judge_topic.empty()) {
-    decider = make_group_decider(*this, producer_props);
+    decider = make_group_decider(context);
   } else {
-    decider = make_local_decider(*this);
+    decider = make_local_decider(context);
   }
   stats.judged_by_group = !options.bypass_dedup && !cfg.kafka.judge_topic.empty();
   if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, decider->worker_decides());
@@ -120,6 +134,19 @@ void Service::Impl::pass_through(kafka::Message in, SourceIndex index) {
   sources[index].position = in.offset() + 1;
   ++stats.passed;
   router->forward(in, *ticket);
+}
+
+std::optional<Ticket> Service::Impl::arrive(const Slot& slot, std::size_t i) {
+  const kafka::Message m = slot.messages[i];
+  const Job& job = slot.jobs[i];
+  if (!m.error() && !job.decide) return std::nullopt;  // a partition not assigned when polled
+  return arrive(m, job.source);
+}
+
+void Service::Impl::decided(kafka::Message in, SourceIndex index, Ticket ticket,
+                            const Prepared& prepared, const Outcome& outcome) {
+  sources[index].position = in.offset() + 1;
+  route_verdict(in, index, ticket, &prepared, &outcome);
 }
 
 std::optional<Ticket> Service::Impl::arrive(kafka::Message in, SourceIndex index) {
@@ -270,7 +297,7 @@ void Service::Impl::poll_and_decide() {
 int Service::Impl::run() {
   try {
     publish();
-    if (!decider->start()) {
+    if (!decider->start(decider->worker_decides() ? &worker->engine() : nullptr, engine_stats)) {
       log(config::LogLevel::info, "stopped while rebuilding the window; nothing was consumed");
       publish();
       return 0;

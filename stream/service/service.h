@@ -16,12 +16,14 @@
 // The parts, one concern each (each header says what it owns):
 //   decider.h          how verdicts are taken: locally (the worker owns the
 //                      window; the changelog carries it) or by the group's
-//                      judge (requests out, verdicts in); chosen once
+//                      judge (requests out, verdicts in); chosen once. A
+//                      decider calls the loop back only through its
+//                      DecisionSink, never the state below
 //   output_router.h    output records, headers, dead letters (cut to fit)
 //   service_impl.h     the state of one service, shared by service.cc (the
-//                      loop), service_delivery.cc (delivery reports, commits,
-//                      transactions, the input's hold), service_rebalance.cc
-//                      and the deciders
+//                      loop, the per-message steps), service_delivery.cc
+//                      (delivery reports, commits, transactions, the input's
+//                      hold) and service_rebalance.cc
 //   host.h             the embedded broker, metrics endpoint and progress line around a Service
 //   stream/core/       sources (window refs), the offset ledger, the counters
 //

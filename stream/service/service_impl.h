@@ -1,11 +1,11 @@
 #pragma once
 // Service::Impl, the state of one `neardup run` service, shared by the files
 // that implement it (one concern each): service.cc (construction, the poll
-// loop, batches, shutdown), service_delivery.cc (delivery reports, offset
-// commits, the input's hold and transactions), service_rebalance.cc
-// (assignments and revocations), and the deciders (decider.h:
-// local_decider.cc, group_decider.cc), which take the window decisions.
-// Internal to stream/service/: include only from those files.
+// loop, batches, the per-message steps, shutdown), service_delivery.cc
+// (delivery reports, offset commits, the input's hold and transactions) and
+// service_rebalance.cc (assignments and revocations). The deciders
+// (decider.h) see none of it: they reach the loop through the DecisionSink
+// it implements. Internal to stream/service/: include only from those files.
 //
 // Threads: everything here is the pipeline thread's (run(), and the delivery
 // and rebalance callbacks librdkafka serves inside its poll calls), except
@@ -46,19 +46,9 @@ namespace service_detail {
 
 using Clock = std::chrono::steady_clock;
 
-/// Thrown at a crash point a test chose (ServiceOptions::crash_at).
-struct SimulatedCrash {};
-
-/// A topic the cluster has, but not in the shape the configuration needs
-/// (Service::kTopicLayoutError).
-struct TopicLayoutError : kafka::KafkaError {
-  explicit TopicLayoutError(const std::string& what)
-      : KafkaError(what, kafka::errc::fail, kafka::Severity::fatal) {}
-};
-
 }  // namespace service_detail
 
-struct Service::Impl {
+struct Service::Impl final : DecisionSink {
   // ---- constant after construction
   ServiceOptions options;
   const config::Config& cfg;
@@ -67,6 +57,7 @@ struct Service::Impl {
   bool exactly_once = false;      // kafka.delivery: exactly-once
   std::string transactional_id;   // exactly-once: the producer's
   kafka::Properties consumer_properties;
+  kafka::Properties producer_properties;
   std::function<bool(std::string_view point)> crash_at;  // tests (service_test_hooks.h)
 
   // ---- pipeline thread
@@ -102,18 +93,34 @@ struct Service::Impl {
   ~Impl();
 
   Impl(ServiceOptions opts, std::atomic<bool>& stop_flag);
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // ---------------------------------------------------------------- the decider's sink
+
+  // What a decider calls (decider.h), which holds this object only as its
+  // DecisionSink: the per-message steps of every decided message, whichever
+  // way it was decided (service.cc), and the delivery reports (service_delivery.cc).
+
+  /// Skips a message not to be decided, then arrive(in, index).
+  std::optional<Ticket> arrive(const Slot& slot, std::size_t i) override;
+  /// The source's position past `in`, then route_verdict.
+  void decided(kafka::Message in, SourceIndex index, Ticket ticket, const Prepared& prepared,
+               const Outcome& outcome) override;
+  /// One output record of the input `ticket` is acknowledged.
+  void acknowledge(Ticket ticket) override;
+  /// The delivery report of any record this service or its decider produced.
+  void on_delivery(kafka::Message m) override;
+  /// Serves delivery reports (up to `timeout`), then sends what they turned into dead letters.
+  void serve_deliveries(std::chrono::milliseconds timeout) override;
+  void progress() override { publish(); }
+  bool stopping() const override {
+    return stop.load(std::memory_order_relaxed) || stop_signalled();
+  }
 
   // ---------------------------------------------------------------- delivery
 
-  void on_delivery(kafka::Message m);
-
   void note_delivery_fatal(kafka::Message m);
-
-  /// One output record of the input `ticket` is acknowledged.
-  void acknowledge(Ticket ticket);
-
-  /// Serves delivery reports (up to `timeout`), then sends what they turned into dead letters.
-  void serve_deliveries(std::chrono::milliseconds timeout);
 
   // ---------------------------------------------------------------- commits
 
