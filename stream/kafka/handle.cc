@@ -1,11 +1,20 @@
 #include "stream/kafka/handle.h"
 
+#include <librdkafka/rdkafka.h>
+
 #include "stream/kafka/errors.h"
 
 namespace neardup::stream::kafka {
 
-ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health,
-                         int (*on_statistics)(rd_kafka_t*, char*, size_t, void*)) {
+namespace {
+
+rd_kafka_t* raw(ClientHandle* client) { return reinterpret_cast<rd_kafka_t*>(client); }
+
+}  // namespace
+
+void HandleDeleter::operator()(ClientHandle* client) const { rd_kafka_destroy(raw(client)); }
+
+ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health) {
   ConfPtr conf;
   if (health && !properties.contains("statistics.interval.ms")) {
     Properties with_statistics = properties;
@@ -14,26 +23,27 @@ ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealt
   } else {
     conf = make_conf(properties);
   }
-  rd_kafka_conf_set_opaque(conf.get(), opaque);
-  if (health) rd_kafka_conf_set_stats_cb(conf.get(), on_statistics);
+  rd_kafka_conf_set_opaque(reinterpret_cast<rd_kafka_conf_t*>(conf.get()), opaque);
   return conf;
 }
 
-std::string fatal_reason_of(rd_kafka_t* rk) {
+std::string fatal_reason_of(ClientHandle* client) {
   char buf[512];
-  rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+  rd_kafka_resp_err_t orig = rd_kafka_fatal_error(raw(client), buf, sizeof buf);
   return std::string(rd_kafka_err2name(orig)) + ": " + buf;
 }
 
-int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout) {
+int partition_count(ClientHandle* client, const std::string& topic,
+                    std::chrono::milliseconds timeout) {
+  rd_kafka_t* rk = raw(client);
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
   const rd_kafka_metadata_t* metadata = nullptr;
   rd_kafka_resp_err_t err =
       rd_kafka_metadata(rk, 0, rkt, &metadata, static_cast<int>(timeout.count()));
   rd_kafka_topic_destroy(rkt);
   if (err) {
-    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), err,
-                     classify(err));
+    throw KafkaError("metadata for topic '" + topic + "': " + rd_kafka_err2str(err), ErrorCode(err),
+                     classify(ErrorCode(err)));
   }
   int count = 0;
   for (int i = 0; i < metadata->topic_cnt; ++i) {

@@ -1,12 +1,9 @@
 #pragma once
 // librdkafka's client handle, owned, and what the clients (Producer,
 // Consumer, the admin calls) share: the configuration with BrokerHealth's
-// callbacks, the fatal error's reason, the partition count of a topic.
-
-#include <librdkafka/rdkafka.h>
+// statistics, the fatal error's reason, the partition count of a topic.
 
 #include <chrono>
-#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,10 +15,12 @@ class BrokerHealth;
 
 namespace neardup::stream::kafka {
 
+/// librdkafka's client handle, opaque (stream/kafka/'s .cc files convert it).
+struct ClientHandle;
 struct HandleDeleter {
-  void operator()(rd_kafka_t* rk) const { rd_kafka_destroy(rk); }
+  void operator()(ClientHandle* client) const;
 };
-using HandlePtr = std::unique_ptr<rd_kafka_t, HandleDeleter>;
+using HandlePtr = std::unique_ptr<ClientHandle, HandleDeleter>;
 
 /// statistics.interval.ms of clients that feed a BrokerHealth, unless the
 /// properties set it: how soon a broker's return is seen.
@@ -30,15 +29,15 @@ inline constexpr const char* kHealthStatisticsMs = "1000";
 /// Number of partitions of `topic` as the cluster reports it; 0 if the topic
 /// does not exist. Throws KafkaError when the metadata request fails.
 /// (Producer::partition_count and Consumer::partition_count call it.)
-int partition_count(rd_kafka_t* rk, const std::string& topic, std::chrono::milliseconds timeout);
+int partition_count(ClientHandle* client, const std::string& topic,
+                    std::chrono::milliseconds timeout);
 
-/// make_conf() with `opaque` for the callbacks and, with `health`, the
-/// statistics callback `on_statistics` (statistics.interval.ms defaults to
-/// kHealthStatisticsMs then). For stream/kafka/'s clients.
-ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health,
-                         int (*on_statistics)(rd_kafka_t*, char*, size_t, void*));
+/// make_conf() with `opaque` for the callbacks and, with `health`,
+/// statistics.interval.ms kHealthStatisticsMs unless the properties set it
+/// (the client then sets its statistics callback). For stream/kafka/'s clients.
+ConfPtr make_client_conf(const Properties& properties, void* opaque, BrokerHealth* health);
 
 /// The fatal error's reason as "ERR_NAME: text", for fatal_reason().
-std::string fatal_reason_of(rd_kafka_t* rk);
+std::string fatal_reason_of(ClientHandle* client);
 
 }  // namespace neardup::stream::kafka

@@ -1,7 +1,5 @@
 #pragma once
-// Headers of a record to produce, and reading librdkafka's headers.
-
-#include <librdkafka/rdkafka.h>
+// Headers of a record to produce, and reading a message's headers.
 
 #include <functional>
 #include <memory>
@@ -11,6 +9,9 @@
 #include "stream/kafka/message.h"
 
 namespace neardup::stream::kafka {
+
+/// librdkafka's header list, opaque (headers.cc and the clients convert it).
+struct HeadersHandle;
 
 /// Headers of a record to produce, owned until produce() takes them. Move-only.
 class Headers {
@@ -30,16 +31,16 @@ class Headers {
  private:
   friend class Producer;
   struct Deleter {
-    void operator()(rd_kafka_headers_t* h) const { rd_kafka_headers_destroy(h); }
+    void operator()(HeadersHandle* headers) const;
   };
-  std::unique_ptr<rd_kafka_headers_t, Deleter> headers_;
+  std::unique_ptr<HeadersHandle, Deleter> headers_;
 };
 
-/// The value of the last header named `name` in librdkafka's headers, if any
-/// (Message::header and Headers::find).
-std::optional<std::string_view> header(const rd_kafka_headers_t* headers, const char* name);
+/// The value of the last header named `name` in librdkafka's headers (null:
+/// none), if any (Message::header and Headers::find).
+std::optional<std::string_view> header(const HeadersHandle* headers, const char* name);
 /// Calls `visit(name, value)` for every header of `headers` (null: none), in order.
-void visit_headers(const rd_kafka_headers_t* headers,
+void visit_headers(const HeadersHandle* headers,
                    const std::function<void(std::string_view, std::string_view)>& visit);
 
 }  // namespace neardup::stream::kafka

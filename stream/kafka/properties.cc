@@ -1,5 +1,7 @@
 #include "stream/kafka/properties.h"
 
+#include <librdkafka/rdkafka.h>
+
 #include <cstring>
 
 #include "stream/kafka/errors.h"
@@ -31,14 +33,19 @@ base::LogLevel log_level_of(int syslog_level) {
   return base::LogLevel::debug;
 }
 
+void ConfDeleter::operator()(ConfHandle* conf) const {
+  rd_kafka_conf_destroy(reinterpret_cast<rd_kafka_conf_t*>(conf));
+}
+
 ConfPtr make_conf(const Properties& properties) {
-  ConfPtr conf(rd_kafka_conf_new());
-  rd_kafka_conf_set_log_cb(conf.get(), &on_log);
+  rd_kafka_conf_t* raw = rd_kafka_conf_new();
+  ConfPtr conf(reinterpret_cast<ConfHandle*>(raw));
+  rd_kafka_conf_set_log_cb(raw, &on_log);
   char errstr[512];
   for (const auto& [name, value] : properties) {
-    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof errstr) !=
+    if (rd_kafka_conf_set(raw, name.c_str(), value.c_str(), errstr, sizeof errstr) !=
         RD_KAFKA_CONF_OK) {
-      throw KafkaError("kafka property '" + name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG,
+      throw KafkaError("kafka property '" + name + "': " + errstr, errc::invalid_arg,
                        Severity::fatal);
     }
   }

@@ -1,14 +1,13 @@
 #pragma once
 // Lists of topic-partitions with an offset each.
 
-#include <librdkafka/rdkafka.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "stream/kafka/errors.h"
 
@@ -20,16 +19,17 @@ namespace neardup::stream::kafka {
 
 /// Offsets with a meaning of their own: a partition's first and next-to-be-written
 /// offsets (where to start reading), and no offset at all (none committed).
-inline constexpr std::int64_t kOffsetBeginning = RD_KAFKA_OFFSET_BEGINNING;
-inline constexpr std::int64_t kOffsetEnd = RD_KAFKA_OFFSET_END;
-inline constexpr std::int64_t kOffsetInvalid = RD_KAFKA_OFFSET_INVALID;
+/// (librdkafka's numbers: topic_partitions.cc checks them.)
+inline constexpr std::int64_t kOffsetBeginning = -2;
+inline constexpr std::int64_t kOffsetEnd = -1;
+inline constexpr std::int64_t kOffsetInvalid = -1001;
 
+/// librdkafka's partition list, opaque (topic_partitions.cc and the clients convert it).
+struct PartitionListHandle;
 struct PartitionListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const {
-    rd_kafka_topic_partition_list_destroy(l);
-  }
+  void operator()(PartitionListHandle* list) const;
 };
-using PartitionListPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter>;
+using PartitionListPtr = std::unique_ptr<PartitionListHandle, PartitionListDeleter>;
 
 /// One entry of a TopicPartitions: `topic` is a view into the list.
 struct TopicPartition {
@@ -43,22 +43,17 @@ struct TopicPartition {
 /// An owning list of topic-partitions with an offset each: what is assigned,
 /// committed, looked up or sought. It holds librdkafka's list itself, so the
 /// clients take it as it is (no copy). Move-only; not thread-safe. add() is
-/// amortized O(1); find() is O(size).
+/// amortized O(1); find() is O(size); the accessors are out-of-line calls.
 class TopicPartitions {
  public:
   explicit TopicPartitions(int capacity = 0);
-  /// A copy of librdkafka's list (stream/kafka/ and its callbacks).
-  explicit TopicPartitions(const rd_kafka_topic_partition_list_t& list);
   TopicPartitions(TopicPartitions&&) noexcept = default;
   TopicPartitions& operator=(TopicPartitions&&) noexcept = default;
 
   void add(const std::string& topic, std::int32_t partition, std::int64_t offset = kOffsetInvalid);
-  std::size_t size() const { return static_cast<std::size_t>(list_->cnt); }
-  bool empty() const { return list_->cnt == 0; }
-  TopicPartition operator[](std::size_t i) const {
-    const rd_kafka_topic_partition_t& e = list_->elems[i];
-    return {e.topic, e.partition, e.offset, e.err};
-  }
+  std::size_t size() const;
+  bool empty() const { return size() == 0; }
+  TopicPartition operator[](std::size_t i) const;
   /// The entry for (topic, partition), if any.
   std::optional<TopicPartition> find(std::string_view topic, std::int32_t partition) const;
   /// Whether some entry is a partition of `topic`.
@@ -92,6 +87,8 @@ class TopicPartitions {
  private:
   friend class Consumer;
   friend class ::neardup::stream::TransactionCycle;
+  /// Takes `list` (stream/kafka/ and its callbacks).
+  explicit TopicPartitions(PartitionListPtr list) : list_(std::move(list)) {}
   PartitionListPtr list_;
 };
 

@@ -227,8 +227,9 @@ void DedupWorker::prepare(Slot& slot) {
     if (next_up < n) classifier_.prefetch_cells(slot.prepared[next_up]);
     Outcome& out = slot.outcomes[i];
     out.error = {};
-    out.verdict = classifier_.decide(slot.prepared[i], job.time,
-                                     pack_ref(job.source, slot.messages[i]->offset), &out.error);
+    out.verdict = classifier_.decide(
+        slot.prepared[i], job.time, pack_ref(job.source, kafka::Message(slot.messages[i]).offset()),
+        &out.error);
     out.kept_sketch.shingles = 0;
     if (out.verdict.kind == dedup::VerdictKind::unique) out.kept_sketch = engine.last_kept_sketch();
     out.spent_ns += static_cast<std::uint64_t>((Clock::now() - started).count());

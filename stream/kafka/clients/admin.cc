@@ -25,12 +25,13 @@ struct AdminOptionsDeleter {
 HandlePtr admin_client(const Properties& properties) {
   ConfPtr conf = make_conf(properties);
   char errstr[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, reinterpret_cast<rd_kafka_conf_t*>(conf.get()),
+                                errstr, sizeof errstr);
   if (!rk)
-    throw KafkaError(std::string("cannot create Kafka admin client: ") + errstr,
-                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+    throw KafkaError(std::string("cannot create Kafka admin client: ") + errstr, errc::invalid_arg,
+                     Severity::fatal);
   conf.release();
-  return HandlePtr(rk);
+  return HandlePtr(reinterpret_cast<ClientHandle*>(rk));
 }
 
 /// Sends one admin request (`send` enqueues it on the queue it is given) and
@@ -39,26 +40,27 @@ template <typename Send, typename Results>
 std::vector<TopicOutcome> admin_request(const Properties& properties, rd_kafka_admin_op_t op,
                                         std::chrono::milliseconds timeout, const char* what,
                                         Send send, Results results_of) {
-  HandlePtr rk = admin_client(properties);
+  HandlePtr client = admin_client(properties);
+  auto* rk = reinterpret_cast<rd_kafka_t*>(client.get());
   std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter> options(
-      rd_kafka_AdminOptions_new(rk.get(), op));
+      rd_kafka_AdminOptions_new(rk, op));
   char errstr[512];
   const int ms = static_cast<int>(timeout.count());
   rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof errstr);
   rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof errstr);
-  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk.get()));
-  send(rk.get(), options.get(), queue.get());
+  std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk));
+  send(rk, options.get(), queue.get());
   // (the request timeout bounds the wait; the margin covers the connection)
   std::unique_ptr<rd_kafka_event_t, EventDeleter> event(
       rd_kafka_queue_poll(queue.get(), ms + 5000));
   if (!event)
     throw KafkaError(std::string(what) + ": no answer from " + properties.at("bootstrap.servers") +
                          " within " + std::to_string(timeout.count() / 1000) + " s",
-                     RD_KAFKA_RESP_ERR__TIMED_OUT, Severity::retriable);
+                     errc::timed_out, Severity::retriable);
   if (const rd_kafka_resp_err_t err = rd_kafka_event_error(event.get())) {
     throw KafkaError(std::string(what) + " (" + properties.at("bootstrap.servers") +
                          "): " + rd_kafka_event_error_string(event.get()),
-                     err, classify(err));
+                     ErrorCode(err), classify(ErrorCode(err)));
   }
   std::size_t n = 0;
   const rd_kafka_topic_result_t** results = results_of(event.get(), &n);
@@ -66,7 +68,7 @@ std::vector<TopicOutcome> admin_request(const Properties& properties, rd_kafka_a
   for (std::size_t i = 0; i < n; ++i) {
     TopicOutcome& o = outcomes.emplace_back();
     o.name = rd_kafka_topic_result_name(results[i]);
-    o.err = rd_kafka_topic_result_error(results[i]);
+    o.err = ErrorCode(rd_kafka_topic_result_error(results[i]));
     if (const char* message = rd_kafka_topic_result_error_string(results[i])) o.message = message;
   }
   return outcomes;
@@ -87,8 +89,7 @@ std::vector<TopicOutcome> create_topics(const Properties& properties,
         t.name.c_str(), t.partitions, t.replication_factor, errstr, sizeof errstr);
     if (!request) {
       release();
-      throw KafkaError("topic '" + t.name + "': " + errstr, RD_KAFKA_RESP_ERR__INVALID_ARG,
-                       Severity::fatal);
+      throw KafkaError("topic '" + t.name + "': " + errstr, errc::invalid_arg, Severity::fatal);
     }
     requests.push_back(request);
     for (const auto& [name, value] : t.configs) {
@@ -96,7 +97,7 @@ std::vector<TopicOutcome> create_topics(const Properties& properties,
               rd_kafka_NewTopic_set_config(request, name.c_str(), value.c_str())) {
         release();
         throw KafkaError("topic '" + t.name + "': config " + name + ": " + rd_kafka_err2str(err),
-                         err, Severity::fatal);
+                         ErrorCode(err), Severity::fatal);
       }
     }
   }

@@ -1,6 +1,5 @@
 #include "stream/kafka/clients/broker_health.h"
 
-#include <librdkafka/rdkafka.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -104,21 +103,15 @@ BrokerHealth::BrokerHealth(bool log_transitions, Clock::time_point now) : log_(l
   state_.since = now;
 }
 
-void BrokerHealth::on_error(std::string_view client, int err, std::string_view reason,
+void BrokerHealth::on_error(std::string_view client, kafka::ErrorCode err, std::string_view reason,
                             Clock::time_point now) {
   base::MutexLock lock(mutex_);
-  switch (err) {
-    case RD_KAFKA_RESP_ERR__TRANSPORT:
-    case RD_KAFKA_RESP_ERR__RESOLVE:
-      if (std::string broker = broker_of_reason(reason); !broker.empty()) {
-        errors_.insert_or_assign(std::move(broker), LastError{plain_reason(reason), now});
-      }
-      return;
-    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
-      if (state_.reachable) begin_outage(client, reason, now);
-      return;
-    default:
-      return;
+  if (err == kafka::errc::transport || err == kafka::errc::resolve) {
+    if (std::string broker = broker_of_reason(reason); !broker.empty()) {
+      errors_.insert_or_assign(std::move(broker), LastError{plain_reason(reason), now});
+    }
+  } else if (err == kafka::errc::all_brokers_down) {
+    if (state_.reachable) begin_outage(client, reason, now);
   }
 }
 

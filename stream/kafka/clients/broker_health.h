@@ -2,8 +2,8 @@
 // Whether neardup reaches its Kafka brokers, from what librdkafka tells the
 // service's clients (its producer and consumer share one BrokerHealth):
 //   - an outage begins when a client reports that all its brokers are down
-//     (RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN); the brokers named are those the
-//     clients' recent connection errors (__TRANSPORT, __RESOLVE) were about;
+//     (errc::all_brokers_down); the brokers named are those the clients'
+//     recent connection errors (errc::transport, errc::resolve) were about;
 //   - or when a client's statistics show that no broker answers it: some
 //     connection UP with requests waiting and nothing received for
 //     kStallAfter, none that received within it, and still so kStallConfirm
@@ -34,6 +34,7 @@
 
 #include "base/thread_annotations.h"
 #include "metrics/metrics.h"
+#include "stream/kafka/errors.h"
 
 namespace neardup::stream {
 
@@ -86,11 +87,11 @@ class BrokerHealth {
   BrokerHealth(const BrokerHealth&) = delete;
   BrokerHealth& operator=(const BrokerHealth&) = delete;
 
-  /// A client's error callback (rd_kafka_conf_set_error_cb): `client` is
-  /// rd_kafka_name(), `err` the rd_kafka_resp_err_t. Other errors are ignored.
-  void on_error(std::string_view client, int err, std::string_view reason,
+  /// A client's error callback: `client` is librdkafka's name for it (e.g.
+  /// "rdkafka#producer-1"). Errors other than the connection errors above are ignored.
+  void on_error(std::string_view client, kafka::ErrorCode err, std::string_view reason,
                 Clock::time_point now = Clock::now()) EXCLUDES(mutex_);
-  /// A client's statistics callback (rd_kafka_conf_set_stats_cb), parsed.
+  /// A client's statistics callback (statistics.interval.ms), parsed.
   void on_statistics(std::string_view client, std::string_view json,
                      Clock::time_point now = Clock::now());
   /// The same with the brokers already read (tests).

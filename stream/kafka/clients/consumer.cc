@@ -1,5 +1,7 @@
 #include "stream/kafka/clients/consumer.h"
 
+#include <librdkafka/rdkafka.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -10,6 +12,32 @@
 #include "stream/kafka/clients/broker_health.h"
 
 namespace neardup::stream::kafka {
+
+namespace {
+
+rd_kafka_t* raw(ClientHandle* client) { return reinterpret_cast<rd_kafka_t*>(client); }
+rd_kafka_topic_partition_list_t* raw(const PartitionListPtr& list) {
+  return reinterpret_cast<rd_kafka_topic_partition_list_t*>(list.get());
+}
+rd_kafka_queue_t* raw(QueueHandle* queue) { return reinterpret_cast<rd_kafka_queue_t*>(queue); }
+ErrorCode code(rd_kafka_resp_err_t err) { return ErrorCode(err); }
+
+}  // namespace
+
+/// librdkafka's callbacks, with the consumer as their opaque.
+struct Consumer::Callbacks {
+  static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t* partitions, void* opaque);
+  static void on_commit(rd_kafka_t*, rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t* offsets, void* opaque);
+  static void on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque);
+  static int on_statistics(rd_kafka_t* rk, char* json, size_t size, void* opaque);
+  /// A copy of librdkafka's list.
+  static TopicPartitions copy_of(const rd_kafka_topic_partition_list_t& list) {
+    return TopicPartitions(PartitionListPtr(
+        reinterpret_cast<PartitionListHandle*>(rd_kafka_topic_partition_list_copy(&list))));
+  }
+};
 
 Consumer::Consumer(const Properties& properties, RebalanceHandler on_rebalance,
                    BrokerHealth* health)
@@ -25,20 +53,21 @@ Consumer::Consumer(const Properties& properties, std::nullptr_t, BrokerHealth* h
 void Consumer::create(const Properties& properties) {
   if (const auto it = properties.find("partition.assignment.strategy"); it != properties.end())
     cooperative_configured_ = it->second.find("cooperative-sticky") != std::string::npos;
-  BrokerHealth* health = health_;
-  ConfPtr conf = make_client_conf(properties, this, health, &Consumer::on_statistics_cb);
-  rd_kafka_conf_set_rebalance_cb(conf.get(), &Consumer::on_rebalance_cb);
-  rd_kafka_conf_set_error_cb(conf.get(), &Consumer::on_error_cb);
-  rd_kafka_conf_set_offset_commit_cb(conf.get(), &Consumer::on_commit_cb);
+  ConfPtr conf = make_client_conf(properties, this, health_);
+  auto* raw_conf = reinterpret_cast<rd_kafka_conf_t*>(conf.get());
+  if (health_) rd_kafka_conf_set_stats_cb(raw_conf, &Callbacks::on_statistics);
+  rd_kafka_conf_set_rebalance_cb(raw_conf, &Callbacks::on_rebalance);
+  rd_kafka_conf_set_error_cb(raw_conf, &Callbacks::on_error);
+  rd_kafka_conf_set_offset_commit_cb(raw_conf, &Callbacks::on_commit);
   char errstr[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr, sizeof errstr);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, raw_conf, errstr, sizeof errstr);
   if (!rk)
-    throw KafkaError(std::string("cannot create Kafka consumer: ") + errstr,
-                     RD_KAFKA_RESP_ERR__INVALID_ARG, Severity::fatal);
+    throw KafkaError(std::string("cannot create Kafka consumer: ") + errstr, errc::invalid_arg,
+                     Severity::fatal);
   conf.release();
-  rk_.reset(rk);
+  rk_.reset(reinterpret_cast<ClientHandle*>(rk));
   rd_kafka_poll_set_consumer(rk);
-  queue_ = rd_kafka_queue_get_consumer(rk);
+  queue_ = reinterpret_cast<QueueHandle*>(rd_kafka_queue_get_consumer(rk));
 }
 
 namespace {
@@ -79,21 +108,21 @@ int unfinished_closes() { return g_unfinished_closes.load(); }
 
 Consumer::~Consumer() {
   close();
-  if (queue_) rd_kafka_queue_destroy(queue_);
+  if (queue_) rd_kafka_queue_destroy(raw(queue_));
   queue_ = nullptr;
   if (rk_) {
-    destroy_within(rk_.release(), close_finished_ ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE,
+    destroy_within(raw(rk_.release()), close_finished_ ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE,
                    g_abandoned_clients.load() == 0 ? std::chrono::milliseconds(kDestroyBudget)
                                                    : kDestroyBudgetAfterAbandon);
   }
 }
 
 void Consumer::subscribe(const std::vector<std::string>& topics) {
-  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
-  for (const auto& t : topics)
-    rd_kafka_topic_partition_list_add(list.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
-  if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_.get(), list.get())) {
-    throw KafkaError(std::string("subscribe: ") + rd_kafka_err2str(err), err, Severity::fatal);
+  TopicPartitions list(static_cast<int>(topics.size()));
+  for (const auto& t : topics) list.add(t, RD_KAFKA_PARTITION_UA);
+  if (rd_kafka_resp_err_t err = rd_kafka_subscribe(raw(rk_.get()), raw(list.list_))) {
+    throw KafkaError(std::string("subscribe: ") + rd_kafka_err2str(err), code(err),
+                     Severity::fatal);
   }
   subscribed_ = true;
 }
@@ -104,67 +133,72 @@ void Consumer::poll_batch(std::vector<MessagePtr>& out, std::size_t max,
   if (timeout.count() > 0) {
     // rd_kafka_consume_batch_queue waits until it has `max` messages or the
     // timeout passed: a lone message would wait the whole timeout.
-    rd_kafka_message_t* first = rd_kafka_consume_queue(queue_, static_cast<int>(timeout.count()));
+    rd_kafka_message_t* first =
+        rd_kafka_consume_queue(raw(queue_), static_cast<int>(timeout.count()));
     if (first == nullptr) return;
-    out.emplace_back(first);
+    out.emplace_back(reinterpret_cast<MessageHandle*>(first));
     if (--max == 0) return;
   }
-  std::vector<rd_kafka_message_t*> raw(max);
-  const ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, raw.data(), max);
-  for (ssize_t i = 0; i < n; ++i) out.emplace_back(raw[static_cast<std::size_t>(i)]);
+  std::vector<rd_kafka_message_t*> polled(max);
+  const ssize_t n = rd_kafka_consume_batch_queue(raw(queue_), 0, polled.data(), max);
+  for (ssize_t i = 0; i < n; ++i)
+    out.emplace_back(reinterpret_cast<MessageHandle*>(polled[static_cast<std::size_t>(i)]));
 }
 
 ErrorCode Consumer::commit(const TopicPartitions& offsets, bool async) {
-  rd_kafka_resp_err_t err = rd_kafka_commit(rk_.get(), offsets.list_.get(), async ? 1 : 0);
-  if (err && classify(err) == Severity::fatal && err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
-    throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), err, Severity::fatal);
+  rd_kafka_resp_err_t err = rd_kafka_commit(raw(rk_.get()), raw(offsets.list_), async ? 1 : 0);
+  if (err && classify(code(err)) == Severity::fatal &&
+      code(err) != errc::unknown_topic_or_partition) {
+    throw KafkaError(std::string("offset commit: ") + rd_kafka_err2str(err), code(err),
+                     Severity::fatal);
   }
-  return err;
+  return code(err);
 }
 
-void Consumer::on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
-                            rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+void Consumer::Callbacks::on_commit(rd_kafka_t*, rd_kafka_resp_err_t err,
+                                    rd_kafka_topic_partition_list_t* offsets, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
   if (self->on_commit_) {
     if (offsets) {
-      const TopicPartitions copy(*offsets);
-      self->on_commit_(err, &copy);
+      const TopicPartitions copy = copy_of(*offsets);
+      self->on_commit_(code(err), &copy);
     } else {
-      self->on_commit_(err, nullptr);
+      self->on_commit_(code(err), nullptr);
     }
   }
 }
 
 ErrorCode Consumer::assign(const TopicPartitions& partitions) {
-  return rd_kafka_assign(rk_.get(), partitions.list_.get());
+  return code(rd_kafka_assign(raw(rk_.get()), raw(partitions.list_)));
 }
 
 ErrorCode Consumer::assignment(TopicPartitions& out) const {
   rd_kafka_topic_partition_list_t* parts = nullptr;
-  const ErrorCode err = rd_kafka_assignment(rk_.get(), &parts);
+  const rd_kafka_resp_err_t err = rd_kafka_assignment(raw(rk_.get()), &parts);
   out = TopicPartitions();
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && parts) out.list_.reset(parts);
-  return err;
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && parts)
+    out.list_.reset(reinterpret_cast<PartitionListHandle*>(parts));
+  return code(err);
 }
 
-bool Consumer::assignment_lost() const { return rd_kafka_assignment_lost(rk_.get()) != 0; }
+bool Consumer::assignment_lost() const { return rd_kafka_assignment_lost(raw(rk_.get())) != 0; }
 
 bool Consumer::cooperative() const {
   // (null once the consumer is closed)
-  const char* protocol = rd_kafka_rebalance_protocol(rk_.get());
+  const char* protocol = rd_kafka_rebalance_protocol(raw(rk_.get()));
   return protocol && std::strcmp(protocol, "COOPERATIVE") == 0;
 }
 
 ErrorCode Consumer::pause(const TopicPartitions& partitions) {
-  return rd_kafka_pause_partitions(rk_.get(), partitions.list_.get());
+  return code(rd_kafka_pause_partitions(raw(rk_.get()), raw(partitions.list_)));
 }
 
 ErrorCode Consumer::resume(const TopicPartitions& partitions) {
-  return rd_kafka_resume_partitions(rk_.get(), partitions.list_.get());
+  return code(rd_kafka_resume_partitions(raw(rk_.get()), raw(partitions.list_)));
 }
 
 std::string Consumer::seek(const TopicPartitions& partitions, std::chrono::milliseconds timeout) {
-  rd_kafka_error_t* error = rd_kafka_seek_partitions(rk_.get(), partitions.list_.get(),
+  rd_kafka_error_t* error = rd_kafka_seek_partitions(raw(rk_.get()), raw(partitions.list_),
                                                      static_cast<int>(timeout.count()));
   if (error) {
     std::string what = rd_kafka_error_string(error);
@@ -172,36 +206,37 @@ std::string Consumer::seek(const TopicPartitions& partitions, std::chrono::milli
     return what;
   }
   // The call succeeds when a partition refuses (its entry says so).
-  for (int i = 0; i < partitions.list_->cnt; ++i) {
-    const rd_kafka_topic_partition_t& e = partitions.list_->elems[i];
-    if (e.err) return std::to_string(e.partition) + ": " + rd_kafka_err2str(e.err);
+  for (const TopicPartition e : partitions) {
+    if (e.error) return std::to_string(e.partition) + ": " + describe(e.error);
   }
   return {};
 }
 
 ErrorCode Consumer::committed(TopicPartitions& partitions, std::chrono::milliseconds timeout) {
-  return rd_kafka_committed(rk_.get(), partitions.list_.get(), static_cast<int>(timeout.count()));
+  return code(
+      rd_kafka_committed(raw(rk_.get()), raw(partitions.list_), static_cast<int>(timeout.count())));
 }
 
 Consumer::Watermarks Consumer::query_watermarks(const std::string& topic, std::int32_t partition,
                                                 std::chrono::milliseconds timeout) const {
   Watermarks w;
-  w.error = rd_kafka_query_watermark_offsets(rk_.get(), topic.c_str(), partition, &w.low, &w.high,
-                                             static_cast<int>(timeout.count()));
+  w.error = code(rd_kafka_query_watermark_offsets(raw(rk_.get()), topic.c_str(), partition, &w.low,
+                                                  &w.high, static_cast<int>(timeout.count())));
   return w;
 }
 
 Consumer::Watermarks Consumer::cached_watermarks(const std::string& topic,
                                                  std::int32_t partition) const {
   Watermarks w;
-  w.error = rd_kafka_get_watermark_offsets(rk_.get(), topic.c_str(), partition, &w.low, &w.high);
+  w.error = code(
+      rd_kafka_get_watermark_offsets(raw(rk_.get()), topic.c_str(), partition, &w.low, &w.high));
   return w;
 }
 
 ErrorCode Consumer::offsets_for_times(TopicPartitions& partitions,
                                       std::chrono::milliseconds timeout) const {
-  return rd_kafka_offsets_for_times(rk_.get(), partitions.list_.get(),
-                                    static_cast<int>(timeout.count()));
+  return code(rd_kafka_offsets_for_times(raw(rk_.get()), raw(partitions.list_),
+                                         static_cast<int>(timeout.count())));
 }
 
 int Consumer::partition_count(const std::string& topic, std::chrono::milliseconds timeout) const {
@@ -224,7 +259,7 @@ bool Consumer::close() {
     while (!assigned_once_ && std::chrono::steady_clock::now() < deadline) {
       // Messages of partitions the handler never heard of: never processed,
       // never committed, read again by their next owner.
-      if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_.get(), 100))
+      if (rd_kafka_message_t* m = rd_kafka_consumer_poll(raw(rk_.get()), 100))
         rd_kafka_message_destroy(m);
     }
   }
@@ -238,7 +273,7 @@ bool Consumer::close() {
               "undestroyed until the process exits (librdkafka " +
                   std::string(rd_kafka_version_str()) +
                   " can abort when destroying it: confluentinc/librdkafka#4312)");
-    if (queue_) rd_kafka_queue_destroy(queue_);
+    if (queue_) rd_kafka_queue_destroy(raw(queue_));
     queue_ = nullptr;
     (void)rk_.release();
   }
@@ -249,8 +284,9 @@ bool Consumer::close_within(std::chrono::milliseconds budget) {
   // rd_kafka_consumer_close waits for the group's goodbye without a limit;
   // its queue form lets this thread serve the final revocation (the handler)
   // and stop waiting at the deadline.
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_.get());
-  if (rd_kafka_error_t* error = rd_kafka_consumer_close_queue(rk_.get(), queue)) {
+  rd_kafka_t* rk = raw(rk_.get());
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  if (rd_kafka_error_t* error = rd_kafka_consumer_close_queue(rk, queue)) {
     // (after a fatal error: destroying it closes what can be closed, at once)
     rd_kafka_error_destroy(error);
     rd_kafka_queue_destroy(queue);
@@ -258,7 +294,7 @@ bool Consumer::close_within(std::chrono::milliseconds budget) {
   }
   const auto deadline = std::chrono::steady_clock::now() + budget;
   bool finished = true;
-  while (!rd_kafka_consumer_closed(rk_.get())) {
+  while (!rd_kafka_consumer_closed(rk)) {
     if (std::chrono::steady_clock::now() >= deadline) {
       finished = false;
       break;
@@ -272,7 +308,7 @@ bool Consumer::close_within(std::chrono::milliseconds budget) {
     g_abandoned_clients.fetch_add(1);
     g_unfinished_closes.fetch_add(1);
     base::log(base::LogLevel::warn,
-              "kafka: " + std::string(rd_kafka_name(rk_.get())) +
+              "kafka: " + std::string(rd_kafka_name(rk)) +
                   " did not finish leaving its group within " +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(budget).count()) +
                   " s (brokers unreachable, or its topics deleted); abandoned: what it had not "
@@ -281,13 +317,13 @@ bool Consumer::close_within(std::chrono::milliseconds budget) {
   return finished;
 }
 
-void Consumer::on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                               rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+void Consumer::Callbacks::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                                       rd_kafka_topic_partition_list_t* partitions, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
   const bool incremental = self->cooperative();
   auto notify = [&](bool assigned) {
     if (self->on_rebalance_ && !self->settling_)
-      self->on_rebalance_(assigned, TopicPartitions(*partitions));
+      self->on_rebalance_(assigned, copy_of(*partitions));
   };
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     notify(true);
@@ -318,16 +354,18 @@ std::string Consumer::fatal_reason() const {
 ErrorCode Consumer::fatal_code() const {
   if (!rk_) return errc::no_error;
   char ignored[8];
-  return rd_kafka_fatal_error(rk_.get(), ignored, sizeof ignored);
+  return code(rd_kafka_fatal_error(raw(rk_.get()), ignored, sizeof ignored));
 }
 
-void Consumer::on_error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+void Consumer::Callbacks::on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
-  if (err == RD_KAFKA_RESP_ERR__FATAL) self->fatal_reason_ = fatal_reason_of(rk);
-  if (self->health_) self->health_->on_error(rd_kafka_name(rk), err, reason ? reason : "");
+  if (err == RD_KAFKA_RESP_ERR__FATAL)
+    self->fatal_reason_ = fatal_reason_of(reinterpret_cast<ClientHandle*>(rk));
+  if (self->health_)
+    self->health_->on_error(rd_kafka_name(rk), ErrorCode(err), reason ? reason : "");
 }
 
-int Consumer::on_statistics_cb(rd_kafka_t* rk, char* json, size_t size, void* opaque) {
+int Consumer::Callbacks::on_statistics(rd_kafka_t* rk, char* json, size_t size, void* opaque) {
   auto* self = static_cast<Consumer*>(opaque);
   if (self->health_) self->health_->on_statistics(rd_kafka_name(rk), std::string_view(json, size));
   return 0;

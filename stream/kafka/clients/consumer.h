@@ -1,8 +1,6 @@
 #pragma once
 // A group consumer: subscribe or assign, poll, commit, close.
 
-#include <librdkafka/rdkafka.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +19,9 @@ class BrokerHealth;
 }  // namespace neardup::stream
 
 namespace neardup::stream::kafka {
+
+/// librdkafka's event queue, opaque (consumer.cc converts it).
+struct QueueHandle;
 
 /// A group consumer (subscribe, manual offset commit). The rebalance handler
 /// runs inside poll_batch() on the caller's thread, before the assignment
@@ -129,24 +130,20 @@ class Consumer {
   ErrorCode fatal_code() const;
 
   /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
-  rd_kafka_t* handle() const { return rk_.get(); }
+  ClientHandle* handle() const { return rk_.get(); }
 
  private:
+  /// What librdkafka's callbacks reach (consumer.cc).
+  struct Callbacks;
   void create(const Properties& properties);
   bool close_within(std::chrono::milliseconds budget);
-  static void on_rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                              rd_kafka_topic_partition_list_t* partitions, void* opaque);
-  static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
-  static int on_statistics_cb(rd_kafka_t*, char* json, size_t size, void* opaque);
-  static void on_commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err,
-                           rd_kafka_topic_partition_list_t* offsets, void* opaque);
 
   RebalanceHandler on_rebalance_;
   CommitHandler on_commit_;
   BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;
-  rd_kafka_queue_t* queue_ = nullptr;
+  QueueHandle* queue_ = nullptr;
   bool closed_ = false;
   bool close_finished_ = true;  // false: the close ran out of time (destroy without it)
   bool subscribed_ = false;

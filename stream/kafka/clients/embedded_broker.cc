@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -43,6 +45,10 @@ std::uint32_t be32(const char* p) {
 constexpr std::int16_t kApiMetadata = 3;
 constexpr std::int16_t kApiFindCoordinator = 10;
 constexpr std::size_t kMaxHeldFrame = 4 << 20;  // a Metadata request or response is a few KB
+
+rd_kafka_mock_cluster_t* raw(kafka::MockClusterHandle* cluster) {
+  return reinterpret_cast<rd_kafka_mock_cluster_t*>(cluster);
+}
 
 }  // namespace
 
@@ -145,7 +151,7 @@ class EmbeddedBroker::Forwarder {
   [[noreturn]] static void fail(const char* what, int port) {
     throw kafka::KafkaError("embedded broker: cannot listen on 127.0.0.1:" + std::to_string(port) +
                                 " (" + what + ": " + std::strerror(errno) + ")",
-                            RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+                            kafka::errc::fail, kafka::Severity::fatal);
   }
 
   /// Client -> broker: requests pass, except Metadata requests, held whole
@@ -409,37 +415,39 @@ EmbeddedBroker::EmbeddedBroker(int brokers, std::optional<int> forward_port) {
   if (forward_port && brokers != 1) {
     throw kafka::KafkaError(
         "embedded broker: the forwarder (a fixed port) needs exactly one broker",
-        RD_KAFKA_RESP_ERR__INVALID_ARG, kafka::Severity::fatal);
+        kafka::errc::invalid_arg, kafka::Severity::fatal);
   }
   // The mock cluster lives inside a librdkafka handle; a bare producer that
   // never produces is the lightest host.
   kafka::ConfPtr conf = kafka::make_conf({{"log_level", "3"}});
   char errstr[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr, sizeof errstr);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, reinterpret_cast<rd_kafka_conf_t*>(conf.get()),
+                                errstr, sizeof errstr);
   if (!rk) {
     throw kafka::KafkaError(std::string("embedded broker: cannot create host client: ") + errstr,
-                            RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+                            kafka::errc::fail, kafka::Severity::fatal);
   }
   conf.release();
-  host_.reset(rk);
-  cluster_ = rd_kafka_mock_cluster_new(rk, brokers);
-  if (!cluster_) {
+  host_.reset(reinterpret_cast<kafka::ClientHandle*>(rk));
+  rd_kafka_mock_cluster_t* cluster = rd_kafka_mock_cluster_new(rk, brokers);
+  if (!cluster) {
     throw kafka::KafkaError(
         "embedded broker: cannot start the mock cluster (no free loopback port?)",
-        RD_KAFKA_RESP_ERR__FAIL, kafka::Severity::fatal);
+        kafka::errc::fail, kafka::Severity::fatal);
   }
+  cluster_ = reinterpret_cast<kafka::MockClusterHandle*>(cluster);
   if (forward_port) {
     try {
-      const std::string own = rd_kafka_mock_cluster_bootstraps(cluster_);  // "127.0.0.1:port"
+      const std::string own = rd_kafka_mock_cluster_bootstraps(cluster);  // "127.0.0.1:port"
       // A judge topic must have one partition (the mock would give it 4). Errors
       // are left to the Metadata answer (an existing topic is kept as it is).
-      auto asked = [cluster = cluster_](const std::string& topic) {
+      auto asked = [cluster](const std::string& topic) {
         if (has_judge_topic_name(topic)) rd_kafka_mock_topic_create(cluster, topic.c_str(), 1, 1);
       };
       forwarder_ = std::make_unique<Forwarder>(
           *forward_port, std::stoi(own.substr(own.rfind(':') + 1)), std::move(asked));
     } catch (...) {
-      rd_kafka_mock_cluster_destroy(cluster_);
+      rd_kafka_mock_cluster_destroy(cluster);
       throw;
     }
     fixed_bootstrap_ = "127.0.0.1:" + std::to_string(forwarder_->port());
@@ -448,28 +456,33 @@ EmbeddedBroker::EmbeddedBroker(int brokers, std::optional<int> forward_port) {
 
 EmbeddedBroker::~EmbeddedBroker() {
   forwarder_.reset();  // its connections first, while the mock broker still answers
-  if (cluster_) rd_kafka_mock_cluster_destroy(cluster_);
+  if (cluster_) rd_kafka_mock_cluster_destroy(raw(cluster_));
 }
 
 std::string EmbeddedBroker::bootstrap() const {
-  return fixed_bootstrap_.empty() ? rd_kafka_mock_cluster_bootstraps(cluster_) : fixed_bootstrap_;
+  return fixed_bootstrap_.empty() ? rd_kafka_mock_cluster_bootstraps(raw(cluster_))
+                                  : fixed_bootstrap_;
 }
 
 void EmbeddedBroker::create_topic(const std::string& topic, int partitions) {
-  rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);
-  if (err && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+  const kafka::ErrorCode err(
+      rd_kafka_mock_topic_create(raw(cluster_), topic.c_str(), partitions, 1));
+  if (err && err != kafka::errc::topic_already_exists) {
     throw kafka::KafkaError(
-        "embedded broker: create topic '" + topic + "': " + rd_kafka_err2str(err), err,
+        "embedded broker: create topic '" + topic + "': " + kafka::describe(err), err,
         kafka::Severity::fatal);
   }
 }
 
-void EmbeddedBroker::set_down(int id) { rd_kafka_mock_broker_set_down(cluster_, id); }
-void EmbeddedBroker::set_up(int id) { rd_kafka_mock_broker_set_up(cluster_, id); }
+void EmbeddedBroker::set_down(int id) { rd_kafka_mock_broker_set_down(raw(cluster_), id); }
+void EmbeddedBroker::set_up(int id) { rd_kafka_mock_broker_set_up(raw(cluster_), id); }
 
 void EmbeddedBroker::push_request_errors(int api_key, const std::vector<kafka::ErrorCode>& errors) {
-  rd_kafka_mock_push_request_errors_array(cluster_, static_cast<std::int16_t>(api_key),
-                                          errors.size(), errors.data());
+  std::vector<rd_kafka_resp_err_t> codes;
+  for (const kafka::ErrorCode err : errors)
+    codes.push_back(static_cast<rd_kafka_resp_err_t>(err.value()));
+  rd_kafka_mock_push_request_errors_array(raw(cluster_), static_cast<std::int16_t>(api_key),
+                                          codes.size(), codes.data());
 }
 
 void EmbeddedBroker::push_broker_request_errors(int id, int api_key,
@@ -477,18 +490,20 @@ void EmbeddedBroker::push_broker_request_errors(int id, int api_key,
   // One at a time (the call takes them as varargs): each is appended to the
   // broker's queue for that request type, so they come in order.
   for (const kafka::ErrorCode err : errors) {
-    rd_kafka_mock_broker_push_request_error_rtts(cluster_, id, static_cast<std::int16_t>(api_key),
-                                                 1, err, 0);
+    rd_kafka_mock_broker_push_request_error_rtts(raw(cluster_), id,
+                                                 static_cast<std::int16_t>(api_key), 1,
+                                                 static_cast<rd_kafka_resp_err_t>(err.value()), 0);
   }
 }
 
 kafka::ErrorCode EmbeddedBroker::set_leader(const std::string& topic, std::int32_t partition,
                                             int id) {
-  return rd_kafka_mock_partition_set_leader(cluster_, topic.c_str(), partition, id);
+  return kafka::ErrorCode(
+      rd_kafka_mock_partition_set_leader(raw(cluster_), topic.c_str(), partition, id));
 }
 
 kafka::ErrorCode EmbeddedBroker::set_group_coordinator(const std::string& group, int id) {
-  return rd_kafka_mock_coordinator_set(cluster_, "group", group.c_str(), id);
+  return kafka::ErrorCode(rd_kafka_mock_coordinator_set(raw(cluster_), "group", group.c_str(), id));
 }
 
 std::vector<std::string> service_topics(const config::KafkaOptions& kafka) {

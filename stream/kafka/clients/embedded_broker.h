@@ -22,10 +22,6 @@
 // `<group>-verdicts`) is created with one partition before the mock sees the
 // request.
 
-#include <librdkafka/rdkafka.h>
-// rdkafka_mock.h needs rdkafka.h first.
-#include <librdkafka/rdkafka_mock.h>
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +32,11 @@
 #include "stream/kafka/kafka.h"
 
 namespace neardup::stream {
+
+namespace kafka {
+/// librdkafka's mock cluster, opaque (embedded_broker.cc converts it).
+struct MockClusterHandle;
+}  // namespace kafka
 
 /// Owns the mock cluster and the librdkafka handle that hosts it. Thread-safe
 /// as the mock cluster is (its own thread serves clients); the control calls
@@ -81,7 +82,7 @@ class EmbeddedBroker {
  private:
   class Forwarder;
   kafka::HandlePtr host_;
-  rd_kafka_mock_cluster_t* cluster_ = nullptr;
+  kafka::MockClusterHandle* cluster_ = nullptr;
   std::unique_ptr<Forwarder> forwarder_;  // with forward_port; stopped before the cluster
   std::string fixed_bootstrap_;           // "127.0.0.1:port" with the forwarder
 };

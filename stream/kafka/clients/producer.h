@@ -1,8 +1,6 @@
 #pragma once
 // A producer: records out, delivery reports back.
 
-#include <librdkafka/rdkafka.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +21,9 @@ class BrokerHealth;
 
 namespace neardup::stream::kafka {
 
-/// Producer::Record::partition: the partitioner chooses (by key).
-inline constexpr std::int32_t kAnyPartition = RD_KAFKA_PARTITION_UA;
+/// Producer::Record::partition: the partitioner chooses (by key). (librdkafka's
+/// number: producer.cc checks it.)
+inline constexpr std::int32_t kAnyPartition = -1;
 
 /// A producer. Delivery reports are served on the thread that calls poll() or
 /// flush(), through the handler given at construction.
@@ -54,8 +53,8 @@ class Producer {
     bool has_key = false;
     std::string_view value;
     bool has_value = true;
-    rd_kafka_headers_t* headers = nullptr;  ///< ownership passes to produce() (even on error)
-    std::int64_t timestamp_ms = 0;          ///< 0 -> now
+    HeadersHandle* headers = nullptr;  ///< ownership passes to produce() (even on error)
+    std::int64_t timestamp_ms = 0;     ///< 0 -> now
     void* opaque = nullptr;
   };
 
@@ -88,21 +87,21 @@ class Producer {
   int partition_count(const std::string& topic, std::chrono::milliseconds timeout) const;
 
   /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
-  rd_kafka_t* handle() const { return rk_.get(); }
+  ClientHandle* handle() const { return rk_.get(); }
 
  private:
-  rd_kafka_topic_t* topic(std::string_view name);
-  static void on_delivery_cb(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque);
-  static void on_error_cb(rd_kafka_t*, int err, const char* reason, void* opaque);
-  static int on_statistics_cb(rd_kafka_t*, char* json, size_t size, void* opaque);
-
+  /// librdkafka's topic handle, opaque; kept in topics_ until destruction.
+  struct TopicHandle;
+  /// What librdkafka's callbacks reach (producer.cc).
+  struct Callbacks;
+  TopicHandle* topic(std::string_view name);
   void create(const Properties& properties);
 
   DeliveryHandler on_delivery_;
   BrokerHealth* health_;
   std::string fatal_reason_;
   HandlePtr rk_;
-  std::map<std::string, rd_kafka_topic_t*, std::less<>> topics_;
+  std::map<std::string, TopicHandle*, std::less<>> topics_;
 };
 
 }  // namespace neardup::stream::kafka

@@ -19,6 +19,7 @@
 // (it flushes), so the producer's delivery handler runs there too.
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "config/config.h"
@@ -50,7 +51,6 @@ class TransactionCycle {
   /// aborted when the transaction had to be aborted (the next one is begun
   /// too). Throws kafka::KafkaError for fatal errors.
   Outcome commit(const kafka::TopicPartitions& offsets);
-  Outcome commit(const rd_kafka_topic_partition_list_t& offsets);
   /// Aborts the open transaction and begins the next (best effort when `begin_next` is false: on
   /// the way out).
   void abort(bool begin_next = true);
@@ -59,14 +59,6 @@ class TransactionCycle {
   std::uint64_t aborted() const { return aborted_; }
 
  private:
-  /// Runs `call` until it succeeds, retrying retriable errors until the
-  /// deadline. Returns the error that requires an abort (null when none);
-  /// throws for fatal ones and for retriable ones past the deadline.
-  template <typename Call>
-  rd_kafka_error_t* retry(const char* what, Call call);
-  /// The fatal error to throw for `error`, with fenced_hint_ when it is a fencing.
-  kafka::KafkaError fatal(const char* what, const rd_kafka_error_t* error) const;
-
   kafka::Producer& producer_;
   kafka::Consumer& consumer_;
   const std::chrono::milliseconds timeout_;

@@ -2,6 +2,7 @@
 // partition lists, error codes and outgoing headers, without a broker.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,12 @@ TEST(ErrorCode, IsNamedAndDescribedForAPerson) {
   EXPECT_NE(describe(errc::timed_out).find("Timed out"), std::string::npos);
   EXPECT_NE(describe(errc::message_too_large).find("too large"), std::string::npos)
       << describe(errc::message_too_large);
+}
+
+TEST(ErrorCode, PrintsItsName) {
+  std::ostringstream out;
+  out << errc::timed_out << " " << errc::no_error;
+  EXPECT_EQ(out.str(), "_TIMED_OUT NO_ERROR");
 }
 
 TEST(ErrorCode, IsClassifiedOnce) {
