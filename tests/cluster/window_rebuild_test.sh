@@ -43,18 +43,16 @@ with open(path, "w") as out:
         out.write(f"s{i}|{' '.join(words)}\n")
 PY
 }
-# feed FILE CHUNK: FILE to partition 0 of the input through one producer,
-# CHUNK lines every 0.1 s, so that the service reads it in small batches and
-# the changelog gets many records, not a few large ones.
+# feed FILE CHUNK: FILE to partition 0 of the input, CHUNK lines per kcat call,
+# so that the changelog gets many records, not a few large ones.
 feed() {
   local lines
   lines=$(grep -c . "$1")
   split -l "$2" "$1" "$work/chunk."
   for chunk in "$work"/chunk.*; do
-    cat "$chunk"
+    kcat -b "$brokers" -P -t "$(topic input)" -p 0 -K '|' -l "$chunk" || fail "kcat could not produce"
     rm -f "$chunk"
-    sleep 0.1
-  done | kcat -b "$brokers" -P -t "$(topic input)" -p 0 -K '|' -X linger.ms=0 || fail "kcat could not produce"
+  done
   echo "$lines"
 }
 outputs() { read_committed "$(topic output)" | grep -c . || true; }
