@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/log.h"
 #include "dedup/core/options.h"
 
 namespace neardup::config {
@@ -22,8 +23,9 @@ namespace neardup::config {
 enum class InputFormat { text, json, automatic };
 enum class Action { drop, tag, route };
 enum class Delivery { at_least_once, exactly_once };
-enum class LogFormat { text, json };
-enum class LogLevel { debug, info, warn, error };
+/// log.format and log.level: the logger's own (base/log.h).
+using LogFormat = base::LogFormat;
+using LogLevel = base::LogLevel;
 /// metrics.page: automatic serves the page on a loopback listener, or with
 /// credentials (metrics.page_user); on and off override that.
 enum class PageMode { automatic, on, off };

@@ -14,13 +14,8 @@
 
 namespace neardup::stream {
 
-void log(config::LogLevel level, std::string_view message) {
-  base::log(static_cast<base::LogLevel>(static_cast<int>(level)), message);
-}
-
 void configure_logging(const config::LogOptions& options) {
-  base::configure_logging(static_cast<base::LogFormat>(static_cast<int>(options.format)),
-                          static_cast<base::LogLevel>(static_cast<int>(options.level)));
+  base::configure_logging(options.format, options.level);
 }
 
 namespace {

@@ -1,17 +1,18 @@
 #pragma once
-// Process-wide services of the `neardup` commands: the log (through metrics'
-// logger, configured from the `log:` section) and the stop signals.
+// Process-wide services of the `neardup` commands: the log (base/log.h,
+// configured from the `log:` section) and the stop signals.
 
 #include <chrono>
 #include <string_view>
 
+#include "base/log.h"
 #include "config/config.h"
 
 namespace neardup::stream {
 
-/// One log line through metrics' logger (format and level from the `log:` config).
-/// Thread-safe. Not for the per-message path.
-void log(config::LogLevel level, std::string_view message);
+/// One log line through the process-wide logger (format and level from the
+/// `log:` config). Thread-safe. Not for the per-message path.
+using base::log;
 /// Applies the `log:` section (format, level) to the process-wide logger.
 void configure_logging(const config::LogOptions& options);
 
