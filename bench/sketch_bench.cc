@@ -79,6 +79,27 @@ Filled& filled(std::size_t entries) {
   return f;
 }
 
+/// What the engine does per message with the sketch stage on: the window's
+/// SimHash neighbours verified by sketch, then the band candidates; inserted
+/// into both when neither found a duplicate. Returns 1 for a duplicate.
+int probe_or_insert(Filled& f, Fingerprint fp, const SketchResult& r) {
+  const SketchOptions so;
+  const RecordRef ref{f.next_ref++};
+  auto match = f.window->probe(fp, EventTime{0}, ref, [&](const Match& m) {
+    const auto theirs = f.sketches->sketch(m.sequence, m.sequence);
+    return !theirs || estimate_jaccard(r.sketch, *theirs, so.bits) >= so.threshold;
+  });
+  bool found = match.has_value();
+  f.sketches->for_each_candidate(r, oldest(f), [&](std::uint64_t, const Sketch& theirs) {
+    found = found || estimate_jaccard(r.sketch, theirs, so.bits) >= so.threshold;
+  });
+  if (found) return 1;
+  const std::uint64_t seq = f.window->insert(fp, EventTime{0}, ref);
+  f.next_sequence = seq + 1;
+  f.sketches->insert(seq, oldest(f), &r);
+  return 0;
+}
+
 void BM_SketchWindowProbeInsert(benchmark::State& state) {
   Filled& f = filled(static_cast<std::size_t>(state.range(0)));
   const SketchOptions so;
@@ -88,23 +109,8 @@ void BM_SketchWindowProbeInsert(benchmark::State& state) {
   for (auto _ : state) {
     const Fingerprint fp{splitmix64(f.rng)};
     const SketchResult r = random_sketch(f.rng, so.bands);
-    const RecordRef ref{f.next_ref++};
     f.sketches->prefetch(r);
-    auto match = f.window->probe(fp, EventTime{0}, ref, [&](const Match& m) {
-      const auto theirs = f.sketches->sketch(m.sequence, m.sequence);
-      return !theirs || estimate_jaccard(r.sketch, *theirs, so.bits) >= so.threshold;
-    });
-    bool found = match.has_value();
-    f.sketches->for_each_candidate(r, oldest(f), [&](std::uint64_t, const Sketch& theirs) {
-      found = found || estimate_jaccard(r.sketch, theirs, so.bits) >= so.threshold;
-    });
-    if (found) {
-      ++duplicates;
-    } else {
-      const std::uint64_t seq = f.window->insert(fp, EventTime{0}, ref);
-      f.next_sequence = seq + 1;
-      f.sketches->insert(seq, oldest(f), &r);
-    }
+    duplicates += probe_or_insert(f, fp, r);
   }
   benchmark::DoNotOptimize(duplicates);
   const WindowStats ws = f.window->stats();
@@ -149,23 +155,7 @@ void BM_SketchWindowProbeInsertPipelined(benchmark::State& state) {
     f.sketches->prefetch(ahead[1].sketch);
     f.window->prefetch_cells(ahead[0].fp);
     f.sketches->prefetch_cells(ahead[0].sketch, oldest(f));
-    const SketchResult& r = item.sketch;
-    const RecordRef ref{f.next_ref++};
-    auto match = f.window->probe(item.fp, EventTime{0}, ref, [&](const Match& m) {
-      const auto theirs = f.sketches->sketch(m.sequence, m.sequence);
-      return !theirs || estimate_jaccard(r.sketch, *theirs, so.bits) >= so.threshold;
-    });
-    bool found = match.has_value();
-    f.sketches->for_each_candidate(r, oldest(f), [&](std::uint64_t, const Sketch& theirs) {
-      found = found || estimate_jaccard(r.sketch, theirs, so.bits) >= so.threshold;
-    });
-    if (found) {
-      ++duplicates;
-    } else {
-      const std::uint64_t seq = f.window->insert(item.fp, EventTime{0}, ref);
-      f.next_sequence = seq + 1;
-      f.sketches->insert(seq, oldest(f), &r);
-    }
+    duplicates += probe_or_insert(f, item.fp, item.sketch);
   }
   benchmark::DoNotOptimize(duplicates);
   state.SetItemsProcessed(state.iterations());
