@@ -52,16 +52,22 @@ void ChangelogWriter::append(const Source& src, Ticket ticket, std::int64_t offs
   if (batch_.entries() >= kBatchMaxEntries || batch_.bytes() >= kBatchMaxBytes) flush();
 }
 
-void ChangelogWriter::flush() {
-  if (batch_.empty()) return;
-  ChangelogBatch::Encoded encoded = batch_.take();
-  const std::uint64_t number = next_batch_++;
+kafka::Producer::Record changelog_append(std::string_view topic,
+                                         const ChangelogBatch::Encoded& encoded) {
   kafka::Producer::Record rec;
-  rec.topic = cfg_.kafka.changelog_topic;
+  rec.topic = topic;
   rec.key = encoded.key;
   rec.has_key = true;
   rec.value = encoded.value;
   rec.timestamp_ms = encoded.stamp.ms > 0 ? encoded.stamp.ms : 0;
+  return rec;
+}
+
+void ChangelogWriter::flush() {
+  if (batch_.empty()) return;
+  ChangelogBatch::Encoded encoded = batch_.take();
+  const std::uint64_t number = next_batch_++;
+  kafka::Producer::Record rec = changelog_append(cfg_.kafka.changelog_topic, encoded);
   rec.opaque =
       reinterpret_cast<void*>(static_cast<std::uintptr_t>(Ticket{kBatchSource, number}.pack()));
   in_flight_.emplace(number, std::move(batch_tickets_));

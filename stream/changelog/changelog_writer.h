@@ -35,6 +35,11 @@ void fill_kept_entry(ChangelogRecord& out, std::string_view topic, std::int32_t 
                      const dedup::SketchResult& sketch, const dedup::SketchOptions& options,
                      dedup::ScopeId scope);
 
+/// The record that appends a taken batch to `topic`: keyed, stamped with the
+/// batch's stamp. It views `topic` and the batch's buffers (valid until its next add()).
+kafka::Producer::Record changelog_append(std::string_view topic,
+                                         const ChangelogBatch::Encoded& encoded);
+
 class ChangelogWriter {
  public:
   /// The source index of a delivery opaque that names a batch (its seq is the batch number).

@@ -187,13 +187,8 @@ void Judge::State::remember(const JudgeRequestEntry& e, dedup::Fingerprint finge
 void Judge::State::flush_changelog() {
   if (changelog.empty()) return;
   const ChangelogBatch::Encoded encoded = changelog.take();
-  kafka::Producer::Record rec;
-  rec.topic = cfg.kafka.changelog_topic;
-  rec.key = encoded.key;
-  rec.has_key = true;
-  rec.value = encoded.value;
-  rec.timestamp_ms = encoded.stamp.ms > 0 ? encoded.stamp.ms : 0;
-  if (const kafka::ErrorCode err = producer->produce(rec)) {
+  if (const kafka::ErrorCode err =
+          producer->produce(changelog_append(cfg.kafka.changelog_topic, encoded))) {
     throw KafkaError("judge: cannot append to the window changelog '" + cfg.kafka.changelog_topic +
                          "': " + kafka::describe(err),
                      err, kafka::Severity::fatal);
