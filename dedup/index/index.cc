@@ -148,7 +148,7 @@ int PigeonholeLayout::bucket_bits_for(int key_bits, std::size_t capacity) {
   // 8 to 16 entries a bucket on average; 16 to 32 in a window under 2^18
   // entries, whose cells stay in cache: a few more filter steps a probe for a
   // fifth less memory, where a bound in bytes (window.max_memory) holds
-  // about 14% more entries (12 MiB: 100,762 instead of 88,379).
+  // more entries.
   const int load_bits = capacity < (std::size_t{1} << 18) ? 4 : 3;
   int cap_bits = std::bit_width(capacity < 2 ? std::size_t{2} : capacity) - 1 - load_bits;
   if (cap_bits < 4) cap_bits = 4;

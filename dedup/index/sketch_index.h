@@ -5,61 +5,60 @@
 // its Window, so it records each entry's sketch under the sequence that
 // Window::insert returned, and entries leave in the same FIFO order. Nothing
 // is ever deleted here: the caller passes the oldest live sequence, and
-// everything older is dead (its slot is reused by later entries).
+// everything older is dead (its place is reused by later entries).
 //
-// Layout: one ring of slots parallel to the window, one slot per entry up to
-// max_entries, mapped whole but written in sequence order (so only the pages
-// reached so far are memory, and nothing is ever copied). A slot is the
-// entry's per band 32-bit "next older entry in my bucket" cell followed by its
-// 16-byte sketch (28 bytes at 3 bands), so a chain step that goes on to verify
-// the entry finds its sketch in the line it already loaded for the cell (two
-// lines when the slot straddles one); a 1-bit "has a sketch" map beside it.
-// Per band a table of bucket heads (a 32-bit reference, below, to the newest
-// entry whose band key falls in the bucket). A bucket is a chain through the cells from
-// newest to oldest, so a probe walks it until the first dead entry: expiry
-// costs nothing. The chains of all bands are walked in lockstep with the next
-// slot prefetched, so their cache misses overlap.
-// A reference to an entry (a head or a cell) is 32 bits: the low S bits of the
-// entry's offset from the first sequence, S = bit_width(max_entries) (2^S >
-// max_entries, the longest live span), rebuilt relative to a newer sequence;
-// and above them T = 32 - S bits of the entry's band key (its tag: 8 bits at
-// the default 10M entries): the key bits just below those that index the
-// first, smallest head table (see Growth).
-// The walk skips an entry whose tag differs from the probe's without reading
-// or comparing its sketch (it reads only the cell, to go on). A live entry is always
-// rebuilt exactly; after 2^S inserts an empty or stale reference (a bucket
-// untouched for 2^S inserts) can alias to some other live entry, which is only
-// an extra candidate: callers verify every candidate with its sketch.
+// Layout: a ring of 16-byte sketches parallel to the window, one slot per
+// entry up to max_entries, mapped whole but written in sequence order (so
+// only the pages reached so far are memory, and nothing is ever copied); a
+// 1-bit "has a sketch" map beside it. Per band a table of buckets, each one
+// 64-byte cache line of 16 references to entries whose band key falls in it.
+// A probe reads one line per band, so all of its band candidates come in one
+// round of cache misses, requested together (and, by prefetch(), while the
+// window probes): a chain through the entries would cost a dependent miss
+// per entry. An insert takes a free or dead place in the line. A full line
+// (short texts crowd some band keys) keeps its 15 newest entries and marks
+// its last place: the older ones move to the bucket's spill, a list kept
+// apart in age order and read only for a marked line. A bucket keeps at most
+// its kMaxBucket newest live entries, so a crowd cannot make a probe
+// O(window). The spills together take about 1 byte per entry of max_entries
+// at most (64 KiB for a smaller window); beyond that a full line gives its
+// oldest entry up.
 //
-// Growth: the head tables start at 1/16 of their full size (G = 4 fewer
-// bucket bits, fewer when T < 4, and never under 1024 buckets per band: 3 MB
-// over 3 bands at the 10M default) and double whenever the live entries
-// outnumber twice the buckets, up to bit_ceil(max_entries) / 4 buckets per
-// band (chains of ~2.5 entries at a full window). A short stream's heads stay
-// in the CPU caches; a full window's are the same size as if allocated whole.
-// Doubling walks every live chain once (16 chains in lockstep, so their cell
-// misses overlap) and splits it by the tag bit that becomes a bucket bit,
-// keeping newest-first order; so at a full window T - G tag bits are left to
-// filter (4 of 8 at 10M). The work is amortized O(1) per insert but done at
-// once: 28, 56, 119 and 308 ms for the four doublings of a 10M window
-// (docs/ACCURACY.md), each time the live count first passes twice the buckets.
-// Splitting must follow every reference exactly, which holds only while fewer
-// than 2^S sequences have passed since the first (after that an empty or
-// stale reference can alias a live entry, and relinking through it would cut
-// real chains): from then on, and if a larger table cannot be mapped, the
-// tables keep their size (longer chains, the same candidates).
+// A reference is 32 bits: the entry's offset, counted from the first
+// sequence modulo P = 2^S - 2 and stored as 1..P (0 is an empty place, 2^S - 1
+// the mark), with S = bit_width(1.25 max_entries + 2) so that P exceeds the
+// longest live span by a quarter; and
+// above it T = 32 - S bits of the entry's band key (its tag: 8 bits at the
+// default 10M entries), the key bits just below those that index the first,
+// smallest table (see Growth). A probe decodes only the references whose tag
+// is the probe's, and verifies each candidate by its sketch. A dead
+// reference would decode as a live entry again P sequences after its own: a
+// sweep clears the dead references of a few buckets at each insert, every
+// bucket within P - max_entries inserts, so none ever does.
 //
-// Memory: (4 * bands + 16) bytes + 1 bit per slot plus 4 bytes per bucket head
-// per band. Blocks of 2 MiB and more are mapped lazily (zero pages) and
-// advised for transparent huge pages: the heads are read at random, and a TLB
-// miss per band per probe is most of the cost.
+// Growth: the tables start at 1/8 of their full size (fewer steps when T < 3,
+// never under 64 buckets a band) and double whenever the live entries
+// outnumber 4 times the buckets, up to bit_ceil(max_entries / 10) buckets a
+// band (5 to 10 entries a bucket at a full window). A short stream's buckets
+// stay in the CPU caches. Doubling splits each bucket by the tag bit that
+// becomes a bucket bit, in one pass over the table, and leaves the dead
+// references behind; so at a full window T - 3 tag bits are left to filter.
+//
+// Memory: 16 bytes + 1 bit per slot plus 64 bytes per bucket per band (about
+// 20 bytes an entry over 3 bands at the 10M default), plus the spills. Blocks of 2 MiB and
+// more are mapped lazily (zero pages) and advised for transparent huge pages:
+// the buckets are read at random, and a TLB miss per band per probe would be
+// most of the cost.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 #include "dedup/core/options.h"
 #include "dedup/fingerprint/sketch.h"
@@ -67,17 +66,22 @@
 namespace neardup::dedup {
 
 struct SketchIndexStats {
-  std::size_t bytes = 0;  ///< ring slots written so far + bucket heads
+  std::size_t bytes = 0;  ///< ring slots written so far + buckets
   std::uint64_t probes = 0;
   std::uint64_t candidates = 0;  ///< live entries visited over all probes (tag and sketch checked)
+  /// Live entries a full bucket gave up for a newer one (they stay in their other bands).
+  std::uint64_t evictions = 0;
+  std::size_t spilled = 0;  ///< references in spills now
 };
 
 /// Not thread-safe: one per Engine.
 class SketchIndex {
  public:
-  /// A probe visits at most this many entries per band (the newest first), so a
-  /// crowd of texts sharing a band key cannot make a probe O(window).
-  static constexpr std::size_t kMaxChain = 256;
+  /// A bucket's line holds this many references (one cache line).
+  static constexpr std::size_t kBucketEntries = 16;
+  /// A probe visits at most this many entries per band: the newest live ones
+  /// of its bucket (line and spill).
+  static constexpr std::size_t kMaxBucket = 256;
 
   /// Throws std::invalid_argument for invalid options (dedup/fingerprint/sketch.h validate())
   /// or max_entries > 2^30.
@@ -96,26 +100,27 @@ class SketchIndex {
   std::optional<Sketch> sketch(std::uint64_t sequence, std::uint64_t oldest_live) const;
 
   /// Calls visit(sequence, const Sketch&) for every live entry (>= oldest_live)
-  /// that shares a band key bucket with `probe` (newest first per band, at most
-  /// kMaxChain per band; an entry that shares several bands is visited once per band).
-  /// Entries whose band key differs from the probe's in its tag bits are
-  /// skipped unseen. It may visit a few more live entries (after 2^S inserts an
-  /// empty or stale reference can alias to a live entry with the same tag):
-  /// callers verify every candidate by its sketch. O(bands + chain steps).
+  /// that shares a band key bucket with `probe` and is among the
+  /// kMaxBucket newest live entries of that bucket, newest first (an
+  /// entry that shares several bands is visited once per band). Entries whose
+  /// band key differs from the probe's in its tag bits are skipped unseen;
+  /// the others share the bucket and the tag, not always the key: callers
+  /// verify every candidate by its sketch. O(bands * kBucketEntries),
+  /// O(bands * kMaxBucket) for crowded buckets.
   template <class Visit>
   void for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live, Visit&& visit);
 
-  /// Starts loading the bucket heads `probe` will read. No state change.
+  /// Starts loading the buckets `probe` will read. No state change.
   void prefetch(const SketchResult& probe) const;
-  /// Reads the heads (prefetch() them well before) and starts loading the
-  /// first live entry of each chain: its cell, and its sketch when its tag is
-  /// the probe's. No state change. O(bands).
+  /// Reads the buckets (prefetch() them well before) and starts loading the
+  /// sketches of the live entries whose tag is the probe's. No state change.
+  /// O(bands * kBucketEntries).
   void prefetch_cells(const SketchResult& probe, std::uint64_t oldest_live) const;
 
   SketchIndexStats stats() const;
 
   /// The most stats().bytes reaches for these options and max_entries (every
-  /// slot written, the head tables at their full size). O(1).
+  /// slot written, the tables at their full size). O(1).
   static std::size_t max_bytes(const SketchOptions& options, std::size_t max_entries);
 
  private:
@@ -141,81 +146,101 @@ class SketchIndex {
     std::size_t bytes_ = 0;
   };
 
-  std::size_t slot_of(std::uint64_t sequence) const {
-    return static_cast<std::size_t>(sequence % capacity_);
-  }
-  /// The slot of the entry `back` (<= capacity_) sequences older than the one
-  /// in slot `newer_at`: slot_of() without its division, for the walks.
-  std::size_t slot_before(std::size_t newer_at, std::uint64_t back) const {
+  struct alignas(64) Bucket {
+    std::array<std::uint32_t, kBucketEntries> refs;
+  };
+  static_assert(sizeof(Bucket) == 64);
+  /// In a line's last place: the bucket has a spill.
+  static constexpr std::uint32_t kMarked = ~std::uint32_t{0};
+  struct Found {
+    std::uint64_t back;
+    std::size_t at;
+  };
+  using Spills = std::unordered_map<std::size_t, std::vector<std::uint32_t>>;
+
+  /// The slot of the entry `back` (1..capacity_) sequences older than
+  /// next_sequence_: the ring index without a division.
+  std::size_t slot_back(std::uint64_t back) const {
     const auto b = static_cast<std::size_t>(back);
-    return newer_at >= b ? newer_at - b : newer_at + capacity_ - b;
+    return next_slot_ >= b ? next_slot_ - b : next_slot_ + capacity_ - b;
   }
   bool has_sketch(std::size_t at) const {
     return (has_sketch_.as<std::uint64_t>()[at >> 6] >> (at & 63)) & 1;
   }
-  /// Slot `at`: its band cells, then its sketch (4-byte aligned: read with sketch_at()).
-  unsigned char* slot(std::size_t at) const {
-    return slots_.as<unsigned char>() + at * slot_bytes_;
+  Sketch sketch_at(std::size_t at) const { return slots_.as<Sketch>()[at]; }
+  std::size_t buckets_per_band() const { return std::size_t{1} << bucket_bits_; }
+  std::size_t bucket_index(std::size_t band, std::uint64_t key) const {
+    return band * buckets_per_band() + static_cast<std::size_t>(key >> (64 - bucket_bits_));
   }
-  std::uint32_t* cells(std::size_t at) const { return reinterpret_cast<std::uint32_t*>(slot(at)); }
-  Sketch sketch_at(std::size_t at) const {
-    Sketch s;
-    std::memcpy(&s, slot(at) + sketch_offset_, sizeof s);
-    return s;
+  Bucket& bucket(std::size_t band, std::uint64_t key) const {
+    return buckets_.as<Bucket>()[bucket_index(band, key)];
   }
-  std::size_t heads_per_band() const { return std::size_t{1} << head_bits_; }
-  std::size_t bucket(std::uint64_t key) const {
-    return static_cast<std::size_t>(key >> (64 - head_bits_));
+  /// The spill of a marked bucket: its older references, oldest first.
+  std::span<const std::uint32_t> spill(std::size_t band, std::uint64_t key) const {
+    const auto s = spills_.find(bucket_index(band, key));
+    return s == spills_.end() ? std::span<const std::uint32_t>{} : s->second;
   }
-  /// The head of `key`'s bucket in `band`.
-  std::uint32_t* head(std::size_t band, std::uint64_t key) const {
-    return heads_.as<std::uint32_t>() + band * heads_per_band() + bucket(key);
+  bool live(std::uint32_t stored, std::uint64_t span) const {
+    if (stored == 0 || stored == kMarked) return false;
+    const std::uint64_t back = back_of(stored);
+    return back != 0 && back <= span;
   }
+  /// Puts `ref` in bucket `index` (a free place in the line, or the oldest
+  /// entry's, which moves to the spill). `span`: the live span.
+  void place(std::size_t index, std::uint32_t ref, std::uint64_t span);
+  /// Drops the spill's dead references (and its oldest live ones past
+  /// kMaxBucket or the spills' memory); unmarks `line` when none is left.
+  void trim_spill(Bucket& line, std::size_t index, std::uint64_t span);
+  static std::size_t spill_bytes(const std::vector<std::uint32_t>& spill);
+  /// Clears the dead references of the next sweep_per_insert_ buckets (and
+  /// trims their spills), so that every bucket is swept within P -
+  /// max_entries inserts: no dead reference lives to decode as a live entry.
+  void sweep(std::uint64_t span);
+  void set_sweep();
+  /// Lays `refs` (live, oldest first) out as bucket `index` of `lines`: all in
+  /// the line, or the newest 15 and a spill of the rest (in `spills`).
+  void lay_out(Bucket* lines, std::size_t index, std::span<const std::uint32_t> refs,
+               Spills& spills);
   std::uint32_t tag(std::uint64_t key) const {
     return static_cast<std::uint32_t>((key >> tag_shift_) & tag_mask_);
   }
-  /// The reference to `sequence` stored in a head or cell, tagged with `key`.
-  std::uint32_t reference(std::uint64_t sequence, std::uint64_t key) const {
-    return static_cast<std::uint32_t>(((sequence - base_) & offset_mask_) |
-                                      (std::uint64_t{tag(key)} << offset_bits_));
+  /// How many sequences older than next_sequence_ the entry a non-empty
+  /// reference names is: 1 for the newest; 0 or more than the live span means
+  /// none (a dead reference, or next_sequence_ itself).
+  std::uint64_t back_of(std::uint32_t stored) const {
+    const std::uint64_t offset = stored & offset_mask_;
+    return next_offset_ >= offset ? next_offset_ - offset : next_offset_ + period_ - offset;
   }
-  static constexpr std::uint64_t kNoEntry = ~std::uint64_t{0};
-  /// The live entry a reference held by entry (or head) `newer` names, or
-  /// kNoEntry when it names none: empty, not older than `newer`, or dead.
-  std::uint64_t decode(std::uint32_t stored, std::uint64_t newer, std::uint64_t oldest_live) const {
-    const std::uint64_t back = ((newer - base_) - stored) & offset_mask_;
-    return back == 0 || back > newer - oldest_live ? kNoEntry : newer - back;
-  }
-  /// Starts loading slot `at` for a walk in `band`: its cell and, when the
-  /// entry's tag is the probe's (it will be verified), the rest of the slot.
-  void prefetch_slot(std::size_t at, std::size_t band, bool same_tag) const {
-    __builtin_prefetch(cells(at) + band);
-    if (same_tag) __builtin_prefetch(slot(at) + slot_bytes_ - 1);  // a slot may straddle two lines
-  }
-  /// Doubles the head tables, splitting every live chain by its next key bit.
+  /// Doubles the tables, splitting every bucket by its next key bit.
   void grow(std::uint64_t oldest_live);
 
   int bands_ = 0;
   std::size_t max_entries_ = 0;
   std::size_t capacity_ = 0;    // slots in the ring: max_entries (mapped whole, touched as reached)
   std::size_t slots_used_ = 0;  // slots written at least once (what the ring occupies)
-  std::size_t sketch_offset_ = 0;  // 4 * bands: the sketch follows the cells
-  std::size_t slot_bytes_ = 0;     // sketch_offset_ + 16
-  Block slots_;                    // slot_bytes_ per slot
-  Block has_sketch_;               // 1 bit per slot
-  int head_bits_ = 0;              // log2 of the buckets per band now
-  int first_head_bits_ = 0;        // ... at the start
-  int full_head_bits_ =
-      0;  // ... at the most: bit_ceil(max_entries) / 4, or the size growth stopped at
-  int offset_bits_ = 32;             // S: low bits of a reference that hold the offset
+  Block slots_;                 // one Sketch per slot
+  Block has_sketch_;            // 1 bit per slot
+  int bucket_bits_ = 0;         // log2 of the buckets per band now
+  int first_bucket_bits_ = 0;   // ... at the start
+  int full_bucket_bits_ = 0;    // ... at the most: bit_ceil(max_entries / 10)
+  int offset_bits_ = 32;        // S: low bits of a reference that hold the offset
   std::uint64_t offset_mask_ = 0;    // 2^S - 1
+  std::uint64_t period_ = 0;         // P = 2^S - 2: offsets run 1..P
   std::uint64_t tag_mask_ = 0;       // 2^T - 1, T = 32 - S: the key bits kept above the offset
-  int tag_shift_ = 0;                // 64 - first_head_bits_ - T: the tag's lowest key bit
-  Block heads_;                      // uint32 [band * heads_per_band() + bucket]
+  int tag_shift_ = 0;                // 64 - first_bucket_bits_ - T: the tag's lowest key bit
+  Block buckets_;                    // Bucket [band * buckets_per_band() + bucket]
   std::uint64_t next_sequence_ = 0;  // one past the newest insert
-  std::size_t next_slot_ = 0;        // slot_of(next_sequence_)
+  std::uint64_t next_offset_ = 0;    // next_sequence_'s offset, 1..P
+  std::size_t next_slot_ = 0;        // next_sequence_'s slot
   std::uint64_t base_ = 0;           // first sequence - 1: the first entry's offset is 1
   bool empty_ = true;
+  Spills spills_;                      // of the marked buckets, by bucket index
+  std::size_t spill_bytes_ = 0;        // what spills_ holds, by spill_bytes()
+  std::size_t max_spill_bytes_ = 0;    // see spill_budget()
+  std::size_t sweep_next_ = 0;         // the next bucket sweep() clears
+  std::size_t sweep_per_insert_ = 0;   // buckets swept per insert
+  std::vector<Found> found_;           // for_each_candidate()'s, reused
+  std::vector<std::uint32_t> gather_;  // place()'s and grow()'s, reused
   SketchIndexStats stats_;
 };
 
@@ -223,46 +248,41 @@ template <class Visit>
 void SketchIndex::for_each_candidate(const SketchResult& probe, std::uint64_t oldest_live,
                                      Visit&& visit) {
   ++stats_.probes;
-  if (empty_ || probe.shingles == 0) return;
-  // One chain per band, walked in lockstep: follow() decodes a reference
-  // relative to the newer entry that holds it and, when it names a live older
-  // entry, queues it and prefetches its slot (the cell; the sketch too when
-  // the tag is the probe's) for the next round.
-  struct Cursor {
-    std::uint64_t sequence;
-    std::size_t at;  // its slot
-    std::size_t band;
-    bool same_tag;
-  };
-  std::array<Cursor, kMaxSketchBands> cursors;
-  std::array<std::uint32_t, kMaxSketchBands> tags{};
-  for (int band = 0; band < bands_; ++band)
-    tags[static_cast<std::size_t>(band)] = tag(probe.band_keys[static_cast<std::size_t>(band)]);
-  std::size_t live = 0;
-  auto follow = [&](std::uint32_t stored, std::uint64_t newer, std::size_t newer_at,
-                    std::size_t band) {
-    const std::uint64_t sequence = decode(stored, newer, oldest_live);
-    if (sequence == kNoEntry) return;
-    const std::size_t at = slot_before(newer_at, newer - sequence);
-    const bool same_tag = (stored >> offset_bits_) == tags[band];
-    prefetch_slot(at, band, same_tag);
-    cursors[live++] = Cursor{sequence, at, band, same_tag};
+  if (empty_ || probe.shingles == 0 || oldest_live >= next_sequence_) return;
+  const std::uint64_t span = next_sequence_ - oldest_live;
+  // The live references with the probe's tag, every band's, with their
+  // sketches requested as they are found; then visited newest first.
+  found_.clear();
+  auto take = [&](std::uint32_t stored, std::uint32_t want) {
+    if (stored == 0 || (stored >> offset_bits_) != want || stored == kMarked) return;
+    const std::uint64_t back = back_of(stored);
+    if (back == 0 || back > span) return;
+    const std::size_t at = slot_back(back);
+    __builtin_prefetch(slots_.as<Sketch>() + at);
+    found_.push_back(Found{back, at});
   };
   for (int band = 0; band < bands_; ++band) {
     const auto b = static_cast<std::size_t>(band);
-    follow(*head(b, probe.band_keys[b]), next_sequence_, next_slot_, b);
+    const std::uint64_t key = probe.band_keys[b];
+    const std::uint32_t want = tag(key);
+    const Bucket& line = bucket(b, key);
+    for (const std::uint32_t stored : line.refs) take(stored, want);
+    if (line.refs.back() == kMarked)
+      for (const std::uint32_t stored : spill(b, key)) take(stored, want);
   }
-  for (std::size_t steps = 0; steps < kMaxChain && live != 0; ++steps) {
-    const std::size_t round = live;
-    live = 0;
-    for (std::size_t i = 0; i < round; ++i) {
-      const Cursor c = cursors[i];  // live <= i: follow() may overwrite cursors[live] only
-      if (c.same_tag && has_sketch(c.at)) {
-        ++stats_.candidates;
-        visit(c.sequence, sketch_at(c.at));
-      }
-      follow(cells(c.at)[c.band], c.sequence, c.at, c.band);
-    }
+  // Newest (smallest back) first; an entry found in several bands, in band order.
+  if (found_.size() <= 32) {
+    for (std::size_t i = 1; i < found_.size(); ++i)
+      for (std::size_t j = i; j > 0 && found_[j].back < found_[j - 1].back; --j)
+        std::swap(found_[j], found_[j - 1]);
+  } else {
+    std::stable_sort(found_.begin(), found_.end(),
+                     [](const Found& x, const Found& y) { return x.back < y.back; });
+  }
+  for (const Found& f : found_) {
+    if (!has_sketch(f.at)) continue;
+    ++stats_.candidates;
+    visit(next_sequence_ - f.back, sketch_at(f.at));
   }
 }
 

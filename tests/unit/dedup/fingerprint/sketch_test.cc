@@ -347,6 +347,8 @@ SketchResult keyed(std::uint64_t key_seed, int bands, std::uint64_t sketch_bits)
 // shares at least one band key with the probe must be visited, and nothing
 // older than the window ever is. Sequences start just below 2^32 (crossed once)
 // and a reference keeps 9 bits of offset at this capacity (wrapped ~4 times).
+// About 7 live entries share each key, so buckets that hold two or three keys
+// spill (checked), and none gives an entry up.
 TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   const SketchOptions options;
   constexpr std::size_t kCapacity = 300;
@@ -355,6 +357,7 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
   std::map<std::uint64_t, std::array<std::uint64_t, kMaxSketchBands>>
       keys;  // sequence -> band keys
   const std::uint64_t first = (std::uint64_t{1} << 32) - 500;
+  std::size_t most_spilled = 0;
   for (std::uint64_t seq = first; seq < first + 2000; ++seq) {
     const std::uint64_t oldest = seq + 1 > first + kCapacity ? seq + 1 - kCapacity : first;
     // A few key seeds only, so buckets are shared by many entries, mixed per band.
@@ -366,6 +369,7 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
       index.insert(seq, oldest, &r);
       keys[seq] = r.band_keys;
     }
+    most_spilled = std::max(most_spilled, index.stats().spilled);
     if (seq % 13 != 0) continue;
     const SketchResult probe = keyed(rng() % 40, options.bands, 0);
     std::set<std::uint64_t> visited;
@@ -386,27 +390,37 @@ TEST(SketchIndex, VisitsEveryLiveEntrySharingABandAndNoExpiredOne) {
       }
     }
   }
+  EXPECT_GT(most_spilled, 0U);
+  EXPECT_EQ(index.stats().evictions, 0U);
 }
 
 // Brute force per band over a FIFO window whose live span follows `oldest`:
 // every live entry sharing band b's key with a probe is visited for band b
 // (visits are counted per band), nothing expired is visited, and each visit
-// carries its own entry's sketch. Returns the index's bytes at the end.
-std::size_t check_every_band_candidate(
-    std::size_t capacity, std::uint64_t inserts,
-    const std::function<std::uint64_t(std::uint64_t)>& oldest_at) {
+// carries its own entry's sketch. A full window has about 5 entries a bucket
+// here and no bucket gives one up (checked). Returns the index's bytes at the
+// end.
+// With `crowded`, keys come at random from pools of 2,000: about 10 live
+// entries share a key, so buckets spill; `most_spilled` gets the most
+// references the spills held at once.
+std::size_t check_every_band_candidate(std::size_t capacity, std::uint64_t inserts,
+                                       const std::function<std::uint64_t(std::uint64_t)>& oldest_at,
+                                       bool crowded = false, std::size_t* most_spilled = nullptr) {
   const SketchOptions options;
   SketchIndex index(options, capacity);
   std::mt19937_64 rng(7);
   std::map<std::uint64_t, std::array<std::uint64_t, kMaxSketchBands>> keys;
   for (std::uint64_t seq = 0; seq < inserts; ++seq) {
     const std::uint64_t oldest = oldest_at(seq);
-    // Each band's key from its own pool: chains of several entries, well under kMaxChain.
+    // Each band's key from its own pool of 4,000, dealt in turn: 2 or 3 live
+    // entries share each key.
     SketchResult r = keyed(0, options.bands, seq);
     for (int b = 0; b < options.bands; ++b)
       r.band_keys[static_cast<std::size_t>(b)] =
-          keyed(rng() % 2000, options.bands, seq).band_keys[static_cast<std::size_t>(b)];
+          keyed(crowded ? rng() % 2000 : (seq * (2 * b + 7) + 11 * b) % 4000, options.bands, seq)
+              .band_keys[static_cast<std::size_t>(b)];
     index.insert(seq, oldest, &r);
+    if (most_spilled) *most_spilled = std::max(*most_spilled, index.stats().spilled);
     keys[seq] = r.band_keys;
     while (!keys.empty() && keys.begin()->first < oldest) keys.erase(keys.begin());
     if (seq % 997 == 0) {
@@ -425,7 +439,7 @@ std::size_t check_every_band_candidate(
     SketchResult probe = keyed(0, options.bands, 0);
     for (int b = 0; b < options.bands; ++b)
       probe.band_keys[static_cast<std::size_t>(b)] =
-          keyed(rng() % 2000, options.bands, 0).band_keys[static_cast<std::size_t>(b)];
+          keyed(rng() % 4000, options.bands, 0).band_keys[static_cast<std::size_t>(b)];
     std::map<std::uint64_t, int> visits;
     index.for_each_candidate(probe, oldest, [&](std::uint64_t s, const Sketch& sketch) {
       EXPECT_GE(s, oldest);
@@ -443,47 +457,57 @@ std::size_t check_every_band_candidate(
       }
     }
   }
+  EXPECT_EQ(index.stats().evictions, 0U);
   return index.stats().bytes;
 }
 
-// The head tables start small and double three times while this window fills
-// (1024 -> 8192 buckets per band), each time splitting the live chains; then
-// the window slides and offsets wrap (2^15 at this capacity).
-TEST(SketchIndex, GrowingHeadTablesKeepEveryLiveCandidate) {
-  constexpr std::size_t kCapacity = 20000;
+// The tables start small and double three times while this window fills
+// (256 -> 2048 buckets per band), each time splitting the buckets; then the
+// window slides and offsets wrap (P = 2^14 - 2 at this capacity).
+TEST(SketchIndex, GrowingTablesKeepEveryLiveCandidate) {
+  constexpr std::size_t kCapacity = 10300;
   const std::size_t small = SketchIndex(SketchOptions{}, kCapacity).stats().bytes;
-  const std::size_t full = check_every_band_candidate(kCapacity, 80000, [](std::uint64_t seq) {
+  const std::size_t full = check_every_band_candidate(kCapacity, 60000, [](std::uint64_t seq) {
     return seq + 1 > kCapacity ? seq + 1 - kCapacity : 0;
   });
-  // 3 bands x (8192 - 1024) heads x 4 bytes more than at the start.
-  EXPECT_GE(full, small + std::size_t{3} * (8192 - 1024) * 4);
+  // 3 bands x (2048 - 256) buckets x 64 bytes more than at the start.
+  EXPECT_EQ(full - small,
+            std::size_t{3} * (2048 - 256) * 64 + kCapacity * 16 + kCapacity / 64 * 8 + 8);
 }
 
-// A window held small by time until shortly before 2^S inserts, then filling
-// up: from 2^S inserts on an empty or stale reference can alias a live entry
-// (here: empty heads alias entry 2^S - 1), so the tables stop growing rather
-// than split chains through such a reference.
+// As above with crowded keys: splitting a bucket splits its spill too.
+TEST(SketchIndex, GrowingTablesSplitSpillsAndKeepEveryLiveCandidate) {
+  constexpr std::size_t kCapacity = 10300;
+  std::size_t most_spilled = 0;
+  const std::size_t full = check_every_band_candidate(
+      kCapacity, 40000,
+      [](std::uint64_t seq) { return seq + 1 > kCapacity ? seq + 1 - kCapacity : 0; }, true,
+      &most_spilled);
+  EXPECT_NE(full, 0U);
+  EXPECT_GT(most_spilled, 0U);
+}
+
+// A window held small by time until its offsets are about to wrap, then
+// filling up: the tables grow to their full size all the same (a dead
+// reference is left behind at each split) and lose no live candidate.
 TEST(SketchIndex, WindowThatFillsLateLosesNoCandidate) {
-  constexpr std::size_t kCapacity = 20000;  // S = 15
-  constexpr std::uint64_t kQuietUntil = (1U << 15) - 1000;
+  constexpr std::size_t kCapacity = 10300;  // P = 2^14 - 2
+  constexpr std::uint64_t kQuietUntil = (1U << 14) - 1000;
   const std::size_t late =
-      check_every_band_candidate(kCapacity, 70000, [](std::uint64_t seq) -> std::uint64_t {
-        if (seq < kQuietUntil) return seq + 1 > 1500 ? seq + 1 - 1500 : 0;  // ~1500 live entries
-        return std::max(kQuietUntil - 1500,
+      check_every_band_candidate(kCapacity, 50000, [](std::uint64_t seq) -> std::uint64_t {
+        if (seq < kQuietUntil) return seq + 1 > 900 ? seq + 1 - 900 : 0;  // ~900 live entries
+        return std::max(kQuietUntil - 900,
                         seq + 1 > kCapacity ? seq + 1 - kCapacity : 0);  // then up to capacity
       });
   ASSERT_NE(late, 0U);
-  // The same rings in use as a window that filled from the start, whose heads
-  // grew to 8192 per band: these doubled once before 2^S inserts (2048 live
-  // entries passed at ~32300) and then kept 2048.
-  const std::size_t grown = check_every_band_candidate(kCapacity, 70000, [](std::uint64_t seq) {
+  const std::size_t grown = check_every_band_candidate(kCapacity, 50000, [](std::uint64_t seq) {
     return seq + 1 > kCapacity ? seq + 1 - kCapacity : 0;
   });
-  EXPECT_EQ(grown - late, std::size_t{3} * (8192 - 2048) * 4);
+  EXPECT_EQ(grown, late);
 }
 
 // Keys in one bucket (same top bits, at every table size) but with other bits
-// below: the walk passes them without visiting, and still reaches the older
+// below: the probe passes them without visiting, and still finds the older
 // entry with the probe's key.
 TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
   SketchOptions options;
@@ -492,8 +516,8 @@ TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
   const std::uint64_t key = 0xabcd000000000000ULL;
   SketchResult r = keyed(0, 1, 0);
   r.band_keys[0] = key;
-  index.insert(1, 1, &r);  // the match, oldest in the chain
-  for (std::uint64_t seq = 2; seq < 50; ++seq) {
+  index.insert(1, 1, &r);  // the match, the oldest in the bucket
+  for (std::uint64_t seq = 2; seq <= SketchIndex::kBucketEntries; ++seq) {
     r.sketch.words[0] = seq;
     r.band_keys[0] = key | (seq * 0x9e3779b97f4a7c15ULL >> 16);  // same top 16 bits, another key
     index.insert(seq, 1, &r);
@@ -504,12 +528,13 @@ TEST(SketchIndex, SkipsEntriesThatOnlyShareABucket) {
   index.for_each_candidate(probe, 1, [&](std::uint64_t s, const Sketch&) { visited.push_back(s); });
   EXPECT_EQ(visited, std::vector<std::uint64_t>{1});
   EXPECT_EQ(index.stats().candidates, 1U);
+  EXPECT_EQ(index.stats().evictions, 0U);
 }
 
-// A slot holds an entry's band cells and then its sketch, so its width
-// depends on the bands: with every band count, each live entry keeps its own
-// sketch (both words) and its own chain links, across the ring's wrap.
-TEST(SketchIndex, EveryBandCountKeepsEachEntrysSketchAndLinks) {
+// The ring holds one sketch per slot whatever the bands: with every band
+// count, each live entry keeps its own sketch (both words) and is found by
+// its keys, across the ring's wrap.
+TEST(SketchIndex, EveryBandCountKeepsEachEntrysSketchAndBands) {
   for (int bands : {0, 1, 2, 5, 8}) {
     SCOPED_TRACE("bands " + std::to_string(bands));
     SketchOptions options;
@@ -538,6 +563,7 @@ TEST(SketchIndex, EveryBandCountKeepsEachEntrysSketchAndLinks) {
         if (live % 3 == seq % 3) expected.insert(live);
       EXPECT_EQ(visited, expected) << "at " << seq;
     }
+    EXPECT_EQ(index.stats().evictions, 0U);
   }
 }
 
@@ -553,26 +579,29 @@ TEST(SketchIndex, SketchOfLiveEntriesOnly) {
   EXPECT_FALSE(index.sketch(20, 16).has_value());  // not inserted yet
 }
 
-TEST(SketchIndex, GrowsWithoutLosingEntries) {
+// 5,000 live entries share the keys of bands 0 and 2: each of those buckets
+// keeps its newest kMaxBucket (15 in its line, the rest in its spill) and
+// gives up one entry per later insert; every entry keeps its sketch.
+TEST(SketchIndex, ACrowdSharingABandKeyKeepsItsNewestEntries) {
   SketchIndex index(SketchOptions{}, 100000);
   const SketchResult same = keyed(1, 3, 0);
   for (std::uint64_t seq = 0; seq < 5000; ++seq) {
     SketchResult r = same;
     r.sketch.words[0] = seq;
-    r.band_keys[1] = seq * 1000003;  // bands 0 and 2 shared by all
+    r.band_keys[1] = (seq + 12345) * 0xbf58476d1ce4e5b9ULL;  // spread; bands 0 and 2 shared by all
     index.insert(seq, 0, &r);
   }
-  std::set<std::uint64_t> visited;
+  std::vector<std::uint64_t> visited;
   index.for_each_candidate(same, 0, [&](std::uint64_t s, const Sketch& sk) {
     EXPECT_EQ(sk.words[0], s);
-    visited.insert(s);
+    visited.push_back(s);
   });
-  // Newest first, at most kMaxChain per band: exactly the newest kMaxChain of the
-  // shared chains (band 1's empty bucket may read as entry 0, an extra candidate).
-  visited.erase(0);
-  EXPECT_EQ(visited.size(), SketchIndex::kMaxChain);
-  EXPECT_EQ(*visited.rbegin(), 4999U);
-  EXPECT_EQ(*visited.begin(), 5000U - SketchIndex::kMaxChain);
+  // Newest first; bands 0 and 2 give each entry once.
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t s = 4999; s + SketchIndex::kMaxBucket >= 5000; --s)
+    expected.insert(expected.end(), {s, s});
+  EXPECT_EQ(visited, expected);
+  EXPECT_EQ(index.stats().evictions, 2 * (5000 - SketchIndex::kMaxBucket));
   for (std::uint64_t seq = 0; seq < 5000; seq += 499)
     EXPECT_EQ(index.sketch(seq, 0)->words[0], seq);
 }
