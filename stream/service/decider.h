@@ -99,7 +99,9 @@ struct DeciderContext {
   /// its judge requests; under exactly-once, records on it are in the
   /// service's transaction.
   kafka::Producer& producer;
-  bool exactly_once = false;      ///< kafka.delivery: exactly-once
+  /// Whether the service's outputs commit in transactions (Delivery::
+  /// transactional): its judge requests then need a producer of their own.
+  bool transactional = false;
   std::uint64_t instance_id = 0;  ///< marks this process's changelog records and requests
   Sources& sources;               ///< the input partitions and window refs
   OffsetLedger& ledger;           ///< an output a decider adds is expected here
@@ -155,7 +157,9 @@ class Decider {
   /// After an aborted transaction: nothing handled waits any more (the input is
   /// rewound; its messages are read and decided again).
   virtual void forget() {}
-  /// A transaction committed: what was decided up to here is for good.
+  /// What was decided up to here is for good: the delivery committed it
+  /// (exactly-once: at start and at each transaction's commit; never under
+  /// at-least-once, which has nothing to go back to).
   virtual void committed() {}
   /// The delivery report of a record this decider produced (a changelog batch
   /// or a judge request: is_decider_record(ticket)).

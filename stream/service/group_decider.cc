@@ -139,7 +139,7 @@ GroupDecider::GroupDecider(const DeciderContext& context)
           "instance of a group needs the same dedup options"),
       requests(dedup::fingerprint_schema(context.cfg.dedup)) {
   const config::Config& cfg = c_.cfg;
-  if (c_.exactly_once) {
+  if (c_.transactional) {
     auto request_props = c_.producer_properties;
     request_props.erase("transactional.id");
     request_props.erase("transaction.timeout.ms");
@@ -152,7 +152,7 @@ GroupDecider::GroupDecider(const DeciderContext& context)
   j.consumer_properties = c_.consumer_properties;
   j.producer_properties = c_.producer_properties;
   j.producer_properties.erase("transactional.id");
-  j.exactly_once = c_.exactly_once;
+  j.exactly_once = c_.transactional;
   j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
   j.health = c_.broker_health;
   j.TEST_crash_at = c_.crash_at;

@@ -30,7 +30,6 @@ class LocalDecider final : public Decider {
   /// if a stop was requested first. Throws KafkaError (missing topic, fatal errors).
   bool start(dedup::Engine* window, dedup::EngineStats& window_stats) override {
     if (!writer_) {
-      if (stories_ && c_.exactly_once) stories_->checkpoint();
       c_.stats.window_ready = true;
       return true;
     }
@@ -44,7 +43,6 @@ class LocalDecider final : public Decider {
     if (!follower_->rebuild(engine, hooks)) return false;
     if (stories_) {
       stories_->restore(engine, c_.sources, c_.consumer_properties, std::chrono::seconds(30));
-      if (c_.exactly_once) stories_->checkpoint();  // (an abort goes back to what was restored)
     }
     window_stats = engine.stats();
     c_.stats.window_ready = true;
@@ -107,10 +105,10 @@ class LocalDecider final : public Decider {
     if (follower_) follower_->read_to_end(followed_);
   }
 
-  /// Exactly-once: the stories go with the transactions (an aborted one's
-  /// messages, judged again, count once).
+  /// The stories go with the transactions (exactly-once: an aborted one's
+  /// messages, judged again, count once; the first checkpoint is what was restored).
   void committed() override {
-    if (stories_ && c_.exactly_once) stories_->checkpoint();
+    if (stories_) stories_->checkpoint();
   }
   void forget() override {
     if (stories_) stories_->rollback();

@@ -19,11 +19,15 @@
 //                      judge (requests out, verdicts in); chosen once. A
 //                      decider calls the loop back only through its
 //                      DecisionSink, never the state below
+//   delivery.h         how outputs and input offsets become durable:
+//                      at-least-once or exactly-once (transactions); chosen
+//                      once. It calls the loop back only through its
+//                      DeliveryLoop
 //   output_router.h    output records, headers, dead letters (cut to fit)
 //   service_impl.h     the state of one service, shared by service.cc (the
 //                      loop, the per-message steps), service_delivery.cc
-//                      (delivery reports, commits, transactions, the input's
-//                      hold) and service_rebalance.cc
+//                      (delivery reports, the drain, the input's hold) and
+//                      service_rebalance.cc
 //   host.h             the embedded broker, metrics endpoint and progress line around a Service
 //   stream/core/       sources (window refs), the offset ledger, the counters
 //
