@@ -10,8 +10,11 @@
 //          analyzed messages go out as one request record per batch and wait
 //          here for their verdicts; this process also runs a judge, which
 //          decides for the whole group while it holds the judge topic.
-//   none   (local_decider.cc): the passthrough baseline (ServiceOptions::
-//          bypass_dedup): nothing is decided.
+//   passthrough (local_decider.cc): the benchmark baseline (ServiceOptions::
+//          bypass_dedup): every message is kept as it is; no worker, no window.
+// Each decider brings its own dedup worker (stream/pipeline/dedup_worker.h),
+// if any: the loop hands it each polled batch (analyze) and collects it
+// (wait_analyzed) whichever way it decides.
 //
 // The seam runs one way. A decider is given a batch (decide(slot)) and the
 // loop's hooks (the Decider's methods); its verdicts go out through the one
@@ -73,6 +76,9 @@ class DecisionSink {
   /// the order the calls come.
   virtual void decided(kafka::Message in, SourceIndex index, Ticket ticket,
                        const Prepared& prepared, const Outcome& outcome) = 0;
+  /// Message `in` of source `index` passes undecided (the passthrough): its
+  /// partition's position moves past it and it goes to the output topic as it is.
+  virtual void passed(kafka::Message in, SourceIndex index, Ticket ticket) = 0;
   /// One outstanding output of `ticket` is done (a changelog entry
   /// acknowledged, a verdict received).
   virtual void acknowledge(Ticket ticket) = 0;
@@ -118,18 +124,21 @@ class Decider {
  public:
   virtual ~Decider() = default;
 
-  /// Whether the dedup worker holds a window and decides (else it only analyzes).
-  virtual bool worker_decides() const = 0;
   /// Before the input is subscribed: the window rebuilt from the changelog
-  /// into `window` (the worker's engine when worker_decides(), no slot
-  /// submitted yet; else null), `window_stats` set to its counters after the
-  /// rebuild; or the verdicts' reader opened and the judge started. False
-  /// when a stop came first. Throws kafka::KafkaError.
-  virtual bool start(dedup::Engine* window, dedup::EngineStats& window_stats) = 0;
-  /// Whether other instances' changelog entries wait for the worker's next slot.
+  /// into the worker's engine (no slot handed over yet), `window_stats` set
+  /// to its counters after the rebuild; or the verdicts' reader opened and
+  /// the judge started. False when a stop came first. Throws kafka::KafkaError.
+  virtual bool start(dedup::EngineStats& window_stats) = 0;
+  /// Whether other instances' changelog entries wait for the worker's next
+  /// slot (then an empty poll is handed over too, to carry them).
   virtual bool has_remembered() const { return false; }
-  /// Moves them into `slot.remember`.
-  virtual void take_remembered(Slot& /*slot*/) {}
+  /// Hands a freshly polled `slot` (its jobs filled) to the decider's worker,
+  /// with the entries remembered since: it decodes and analyzes it (and,
+  /// deciding locally, decides it) on its own thread. The slot is the
+  /// worker's until wait_analyzed(). Without a worker, nothing happens.
+  virtual void analyze(Slot& slot) = 0;
+  /// Until the slot handed over is analyzed; rethrows what the worker threw.
+  virtual void wait_analyzed() = 0;
   /// The worker finished `slot`: each message of it is admitted
   /// (DecisionSink::arrive) and decided now or sent for judgement (then
   /// decided when its verdict comes, in input order). Leaves `slot.messages` empty.
@@ -179,7 +188,7 @@ class Decider {
 /// The deciders; what `context` refers to outlives them.
 std::unique_ptr<Decider> make_local_decider(const DeciderContext& context);
 std::unique_ptr<Decider> make_group_decider(const DeciderContext& context);
-std::unique_ptr<Decider> make_no_decider(const DeciderContext& context);
+std::unique_ptr<Decider> make_passthrough_decider(const DeciderContext& context);
 
 /// Whether a delivery report's ticket is a record of the decider's own (a
 /// changelog batch or a judge request), and whether it is a judge request.

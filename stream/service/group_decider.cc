@@ -29,8 +29,9 @@ class GroupDecider final : public Decider {
  public:
   explicit GroupDecider(const DeciderContext& context);
 
-  bool worker_decides() const override { return false; }
-  bool start(dedup::Engine* window, dedup::EngineStats& window_stats) override;
+  bool start(dedup::EngineStats& window_stats) override;
+  void analyze(Slot& slot) override { worker->submit(slot); }
+  void wait_analyzed() override { worker->wait(); }
   void decide(Slot& slot) override { send_for_judgement(slot); }
   bool waiting() const override { return !awaiting.empty(); }
   bool behind() override;
@@ -127,6 +128,9 @@ class GroupDecider final : public Decider {
   /// batches are built in them, so a steady stream allocates nothing per batch.
   std::vector<Awaiting> spare_batches;
   std::uint64_t verdicts_corrupt_logged = 0;
+  /// Decodes and analyzes each batch (the judge decides); last: its thread is
+  /// joined before what it uses goes.
+  std::unique_ptr<DedupWorker> worker;
 };
 
 GroupDecider::GroupDecider(const DeciderContext& context)
@@ -157,9 +161,11 @@ GroupDecider::GroupDecider(const DeciderContext& context)
   j.health = c_.broker_health;
   j.TEST_crash_at = c_.crash_at;
   judge_options = std::move(j);  // started in start(), once the topics are checked
+  c_.stats.judged_by_group = true;
+  worker = std::make_unique<DedupWorker>(cfg, /*decides=*/false);  // (it analyzes only)
 }
 
-bool GroupDecider::start(dedup::Engine*, dedup::EngineStats&) {
+bool GroupDecider::start(dedup::EngineStats&) {
   c_.stats.window_ready = true;  // (the window is the judge's, rebuilt when it takes over)
   start_verdicts();
   judge = std::make_unique<Judge>(std::move(*judge_options));

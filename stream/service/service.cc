@@ -80,14 +80,12 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
                                .crash_at = crash_at,
                                .sink = *this};
   if (options.bypass_dedup) {
-    decider = make_no_decider(context);
+    decider = make_passthrough_decider(context);
   } else if (!cfg.kafka.judge_topic.empty()) {
     decider = make_group_decider(context);
   } else {
     decider = make_local_decider(context);
   }
-  stats.judged_by_group = !options.bypass_dedup && !cfg.kafka.judge_topic.empty();
-  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, decider->worker_decides());
 }
 
 void Service::Impl::crash_point(std::string_view point) {
@@ -103,7 +101,7 @@ void Service::Impl::finish_inflight() {
 }
 
 void Service::Impl::wait_worker(const Slot& slot) {
-  worker->wait();
+  decider->wait_analyzed();
   engine_stats = slot.engine_stats;
 }
 
@@ -129,16 +127,7 @@ void Service::Impl::submit(Slot& slot) {
               (future_timestamps == 10 ? "; further ones are not logged" : ""));
     }
   }
-  decider->take_remembered(slot);
-  worker->submit(slot);
-}
-
-void Service::Impl::pass_through(kafka::Message in, SourceIndex index) {
-  const std::optional<Ticket> ticket = arrive(in, index);
-  if (!ticket) return;
-  sources[index].position = in.offset() + 1;
-  ++stats.passed;
-  router->forward(in, *ticket);
+  decider->analyze(slot);
 }
 
 std::optional<Ticket> Service::Impl::arrive(const Slot& slot, std::size_t i) {
@@ -152,6 +141,12 @@ void Service::Impl::decided(kafka::Message in, SourceIndex index, Ticket ticket,
                             const Prepared& prepared, const Outcome& outcome) {
   sources[index].position = in.offset() + 1;
   route_verdict(in, index, ticket, &prepared, &outcome);
+}
+
+void Service::Impl::passed(kafka::Message in, SourceIndex index, Ticket ticket) {
+  sources[index].position = in.offset() + 1;
+  ++stats.passed;
+  router->forward(in, ticket);
 }
 
 std::optional<Ticket> Service::Impl::arrive(kafka::Message in, SourceIndex index) {
@@ -267,14 +262,6 @@ void Service::Impl::raise_if_fatal() {
 }
 
 void Service::Impl::poll_and_decide() {
-  if (options.bypass_dedup) {
-    Slot& slot = slots[0];
-    consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
-    for (const kafka::Message m : slot.messages)
-      pass_through(m, m.error() ? SourceIndex() : sources.intern(m.topic(), m.partition()));
-    slot.messages.clear();
-    return;
-  }
   // Double buffering: the worker analyzes and judges the batch just polled
   // while this thread produces the one before it. With a batch in flight the
   // poll does not wait, so a lone message is not held back.
@@ -302,7 +289,7 @@ void Service::Impl::poll_and_decide() {
 int Service::Impl::run() {
   try {
     publish();
-    if (!decider->start(decider->worker_decides() ? &worker->engine() : nullptr, engine_stats)) {
+    if (!decider->start(engine_stats)) {
       log(config::LogLevel::info, "stopped while rebuilding the window; nothing was consumed");
       publish();
       return 0;
@@ -430,7 +417,7 @@ int Service::Impl::crash() {
   log(config::LogLevel::warn, "simulated crash: stopping without flushing, committing or aborting");
   abandoning = true;
   try {
-    if (inflight >= 0) worker->wait();
+    if (inflight >= 0) decider->wait_analyzed();
   } catch (...) {
   }
   inflight = -1;

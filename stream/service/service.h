@@ -80,7 +80,8 @@ struct VerdictEvent {
 struct ServiceOptions {
   config::Config config;
   std::string brokers;  ///< bootstrap.servers (overrides config.kafka.brokers)
-  /// Benchmark baseline: forward every message unchanged, no decode or dedup.
+  /// Benchmark baseline: forward every message unchanged, no decode or dedup
+  /// (the passthrough decider, at-least-once).
   bool bypass_dedup = false;
   std::chrono::milliseconds commit_interval{200};
   std::chrono::milliseconds progress_interval{500};

@@ -61,7 +61,7 @@ void Service::Impl::serve_deliveries(std::chrono::milliseconds timeout) {
 
 void Service::Impl::drop_uncommitted() {
   if (inflight >= 0) {
-    worker->wait();
+    decider->wait_analyzed();
     slots[std::exchange(inflight, -1)].messages.clear();  // judged, never sent: read again
   }
   router->forget_resends();

@@ -71,15 +71,15 @@ struct Service::Impl final : DecisionSink, DeliveryLoop {
   std::unique_ptr<Delivery> delivery;
   std::unique_ptr<kafka::Consumer> consumer;
   std::unique_ptr<OutputRouter> router;
-  Slot slots[2];                        // (their messages go before the consumer does)
-  std::unique_ptr<DedupWorker> worker;  // null in bypass mode; after slots: joined before they go
-  dedup::EngineStats engine_stats;      // the worker's, as of the last slot it finished
-  int inflight = -1;                    // the slot with the worker (polled, not yet handled), or -1
-  std::string rebalance_fatal;          // an error while finishing a batch inside a revoke
+  Slot slots[2];                    // (their messages go before the consumer does)
+  dedup::EngineStats engine_stats;  // the worker's, as of the last slot it finished
+  int inflight = -1;                // the slot with the worker (polled, not yet handled), or -1
+  std::string rebalance_fatal;      // an error while finishing a batch inside a revoke
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
-  /// How verdicts are taken (decider.h). After the consumer and the producer:
-  /// it goes first, with the messages it holds.
+  /// How verdicts are taken (decider.h), with the worker that analyzes each
+  /// batch. After the consumer, the producer and the slots: it goes first,
+  /// with the messages it holds (its worker joined before the slots go).
   std::unique_ptr<Decider> decider;
   bool input_held = false;    // input partitions paused (hold_back_input)
   bool reapply_hold = false;  // an eager assignment since: nothing is paused
@@ -108,6 +108,8 @@ struct Service::Impl final : DecisionSink, DeliveryLoop {
   /// The source's position past `in`, then route_verdict.
   void decided(kafka::Message in, SourceIndex index, Ticket ticket, const Prepared& prepared,
                const Outcome& outcome) override;
+  /// The source's position past `in`, then `in` forwarded as it is.
+  void passed(kafka::Message in, SourceIndex index, Ticket ticket) override;
   /// One output record of the input `ticket` is acknowledged.
   void acknowledge(Ticket ticket) override;
   /// The delivery report of any record this service or its decider produced.
@@ -155,8 +157,8 @@ struct Service::Impl final : DecisionSink, DeliveryLoop {
 
   void wait_worker(const Slot& slot);
 
-  /// Hands freshly polled messages (and the changelog entries followed since
-  /// the last slot) to the worker. Sources are interned here, on this thread.
+  /// Hands freshly polled messages to the decider's worker (decider.h:
+  /// analyze). Sources are interned here, on this thread.
   void submit(Slot& slot);
 
   /// Pauses the input partitions while the decider is behind (too many
@@ -167,9 +169,6 @@ struct Service::Impl final : DecisionSink, DeliveryLoop {
 
   // ---------------------------------------------------------------- per message
 
-  /// The passthrough baseline: `in` (of source `index`; unused on an error)
-  /// forwarded as it is.
-  void pass_through(kafka::Message in, SourceIndex index);
   /// A message's arrival: a consumer error is raised or logged; a message of
   /// an assigned partition enters the ledger. nullopt: nothing more to do.
   std::optional<Ticket> arrive(kafka::Message in, SourceIndex index);
