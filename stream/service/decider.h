@@ -48,10 +48,7 @@
 namespace neardup::stream {
 
 class BrokerHealth;
-
-/// Thrown at a crash point a test chose (ServiceTestHooks::crash_at), by the
-/// loop or by a decider whose judge crashed there; run() then stops dead.
-struct SimulatedCrash {};
+class CrashPoints;
 
 /// A topic the cluster has, but not in the shape the configuration needs
 /// (Service::kTopicLayoutError): a judge or verdict topic of more than one partition.
@@ -114,8 +111,9 @@ struct DeciderContext {
   ServiceSnapshot& stats;         ///< its counters
   BrokerHealth* broker_health = nullptr;
   std::chrono::milliseconds progress_interval{500};
-  /// Tests only (service_test_hooks.h): the group judge's crash points.
-  std::function<bool(std::string_view point)> crash_at;
+  /// Where the group judge stops dead (stream/core/crash_points_testing.h;
+  /// never, but in tests).
+  const CrashPoints& crash_points;
   DecisionSink& sink;
 };
 

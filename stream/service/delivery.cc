@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "stream/core/crash_points_testing.h"
 #include "stream/core/process.h"
 #include "stream/kafka/clients/transaction.h"
 #include "stream/service/decider.h"
@@ -19,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 using kafka::KafkaError;
 
 void crash_point(const DeliveryContext& c, std::string_view point) {
-  if (c.crash_at && c.crash_at(point)) throw SimulatedCrash{};
+  if (c.crash_points.crash_at(point)) throw SimulatedCrash{};
 }
 
 class AtLeastOnceDelivery final : public Delivery {

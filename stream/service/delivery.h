@@ -38,6 +38,8 @@
 
 namespace neardup::stream {
 
+class CrashPoints;
+
 /// The loop's side of the seam: what a Delivery asks of the service.
 /// Implemented by the service; pipeline thread only.
 class DeliveryLoop {
@@ -68,8 +70,8 @@ struct DeliveryContext {
   /// exactly-once: also commit each transaction's offsets through the consumer
   /// (ServiceOptions::commit_offsets_after_transaction).
   bool commit_offsets_after_transaction = true;
-  /// Tests only (service_test_hooks.h): "commit" throws SimulatedCrash where it returns true.
-  std::function<bool(std::string_view point)> crash_at;
+  /// Where "commit" stops dead (stream/core/crash_points_testing.h; never, but in tests).
+  const CrashPoints& crash_points;
   DeliveryLoop& loop;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "stream/changelog/changelog_writer.h"
+#include "stream/core/crash_points_testing.h"
 #include "stream/core/process.h"
 #include "stream/judge/judge.h"
 #include "stream/pipeline/event_time.h"
@@ -159,7 +160,7 @@ GroupDecider::GroupDecider(const DeciderContext& context)
   j.exactly_once = c_.transactional;
   j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
   j.health = c_.broker_health;
-  j.TEST_crash_at = c_.crash_at;
+  j.crash_points = &c_.crash_points;
   judge_options = std::move(j);  // started in start(), once the topics are checked
   c_.stats.judged_by_group = true;
   worker = std::make_unique<DedupWorker>(cfg, /*decides=*/false);  // (it analyzes only)

@@ -7,7 +7,7 @@
 #include "metrics/page/recent_pairs.h"
 #include "stream/kafka/clients/broker_health.h"
 #include "stream/kafka/clients/transaction.h"
-#include "stream/service/service_test_hooks.h"
+#include "stream/service/service_testing.h"
 
 namespace neardup::stream {
 
@@ -42,7 +42,6 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   consumer_properties = clients.consumer;
   producer_properties = clients.producer;
   instance_id = base::random_id();
-  if (options.test_hooks) crash_at = options.test_hooks->crash_at;
   producer = std::make_unique<kafka::Producer>(
       producer_properties, [this](kafka::Message m) { on_delivery(m); }, options.broker_health);
   consumer = std::make_unique<kafka::Consumer>(
@@ -57,7 +56,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       .ledger = ledger,
       .stats = stats,
       .commit_offsets_after_transaction = options.commit_offsets_after_transaction,
-      .crash_at = crash_at,
+      .crash_points = crash_points,
       .loop = *this};
   delivery = transactional ? make_exactly_once_delivery(delivering, std::move(transactional_id))
                            : make_at_least_once_delivery(delivering);
@@ -77,7 +76,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
                                .stats = stats,
                                .broker_health = options.broker_health,
                                .progress_interval = options.progress_interval,
-                               .crash_at = crash_at,
+                               .crash_points = crash_points,
                                .sink = *this};
   if (options.bypass_dedup) {
     decider = make_passthrough_decider(context);
@@ -89,7 +88,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
 }
 
 void Service::Impl::crash_point(std::string_view point) {
-  if (crash_at && crash_at(point)) throw SimulatedCrash{};
+  if (crash_points.crash_at(point)) throw SimulatedCrash{};
 }
 
 void Service::Impl::finish_inflight() {
@@ -463,6 +462,10 @@ Service::Service(ServiceOptions options) {
 }
 
 Service::~Service() = default;
+
+void ServiceTesting::set_crash_points(Service& service, std::shared_ptr<const CrashPoints> points) {
+  service.impl_->crash_points.set(std::move(points));
+}
 
 int Service::run() { return impl_->run(); }
 const std::string& Service::fatal_error() const { return impl_->fatal_error; }

@@ -63,7 +63,6 @@ class RecentPairs;
 namespace neardup::stream {
 
 class BrokerHealth;
-struct ServiceTestHooks;
 
 /// Everything the per-verdict hook sees (demo, tests). `text` is valid only during the call.
 struct VerdictEvent {
@@ -96,8 +95,6 @@ struct ServiceOptions {
   /// costs one request per commit interval; a crash between the two commits
   /// costs nothing there (the transaction holds the offsets).
   bool commit_offsets_after_transaction = true;
-  /// Tests only (service_test_hooks.h); null in every deployment.
-  std::shared_ptr<const ServiceTestHooks> test_hooks;
   /// Fed by the service's producer and consumer (stream/kafka/clients/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
@@ -139,6 +136,7 @@ class Service {
   ServiceSnapshot snapshot() const;
 
  private:
+  friend struct ServiceTesting;  ///< tests: simulated crashes (service_testing.h)
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> stop_{false};
 };

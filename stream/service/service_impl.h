@@ -29,6 +29,7 @@
 
 #include "stream/changelog/changelog_writer.h"
 #include "stream/changelog/window_restore.h"
+#include "stream/core/crash_points_testing.h"
 #include "stream/core/offset_ledger.h"
 #include "stream/core/sources.h"
 #include "stream/judge/judge.h"
@@ -57,7 +58,7 @@ struct Service::Impl final : DecisionSink, DeliveryLoop {
   std::uint64_t instance_id = 0;  // marks this process's changelog records
   kafka::Properties consumer_properties;
   kafka::Properties producer_properties;
-  std::function<bool(std::string_view point)> crash_at;  // tests (service_test_hooks.h)
+  CrashSwitch crash_points;  // never a crash, but in tests (service_testing.h)
 
   // ---- pipeline thread
   std::string fatal_error;
