@@ -83,7 +83,7 @@ class OutputRouter {
   /// it in the snapshot (unique, duplicate by distance, dropped, invalid).
   void route(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
              std::string_view error, const Source* of);
-  /// A unique message (or, in bypass mode, any message): to the output topic, its headers kept.
+  /// A unique message (or any, passed through undecided): to the output topic, its headers kept.
   void forward(kafka::Message in, Ticket ticket);
   /// A near-duplicate of `of` (null if its source is unknown) by the configured action.
   void duplicate(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict, const Source* of);
