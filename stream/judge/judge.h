@@ -41,6 +41,7 @@
 namespace neardup::stream {
 
 class BrokerHealth;
+class CrashPoints;
 
 struct JudgeOptions {
   config::Config config;
@@ -49,11 +50,9 @@ struct JudgeOptions {
   bool exactly_once = false;
   std::string transactional_id;    ///< exactly-once: shared by every judge of the group
   BrokerHealth* health = nullptr;  ///< not owned; outlives the Judge
-  /// Tests only (ServiceTestHooks::crash_at sets it): the judge stops dead
-  /// (nothing flushed, committed or aborted; it leaves the group at once) at
-  /// the point where this returns true: "judge-decided" (a batch decided and
-  /// produced, not committed).
-  std::function<bool(std::string_view point)> TEST_crash_at;
+  /// Where the judge stops dead (stream/core/crash_points_testing.h); not
+  /// owned, outlives the Judge. Null: nowhere.
+  const CrashPoints* crash_points = nullptr;
 };
 
 /// Counters of one Judge (this process's share of the group's judging).

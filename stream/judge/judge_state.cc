@@ -7,6 +7,7 @@
 
 #include "base/random_id.h"
 #include "stream/changelog/changelog_reader.h"
+#include "stream/core/crash_points_testing.h"
 #include "stream/core/process.h"
 
 namespace neardup::stream {
@@ -31,7 +32,7 @@ void Judge::State::add_stats(const std::function<void(JudgeStats&)>& change) {
 }
 
 void Judge::State::crash_point(std::string_view point) {
-  if (judge.options_.TEST_crash_at && judge.options_.TEST_crash_at(point))
+  if (judge.options_.crash_points && judge.options_.crash_points->crash_at(point))
     throw SimulatedJudgeCrash{};
 }
 

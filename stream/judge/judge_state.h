@@ -33,7 +33,7 @@
 namespace neardup::stream {
 namespace judge_detail {
 
-/// Thrown at a crash point a test chose (JudgeOptions::TEST_crash_at), or
+/// Thrown at a crash point a test chose (JudgeOptions::crash_points), or
 /// after Judge::simulate_crash().
 struct SimulatedJudgeCrash {};
 
@@ -81,7 +81,7 @@ struct Judge::State {
 
   /// Changes the Judge's counters under its lock.
   void add_stats(const std::function<void(JudgeStats&)>& change);
-  /// Throws SimulatedJudgeCrash where the test's crash_at says so.
+  /// Throws SimulatedJudgeCrash where the test's crash points say so.
   void crash_point(std::string_view point);
 
   // ------------------------------------------------------------ roles (judge_state.cc)

@@ -10,8 +10,11 @@
 //          analyzed messages go out as one request record per batch and wait
 //          here for their verdicts; this process also runs a judge, which
 //          decides for the whole group while it holds the judge topic.
-//   none   (local_decider.cc): the passthrough baseline (ServiceOptions::
-//          bypass_dedup): nothing is decided.
+//   passthrough (local_decider.cc): the benchmark baseline (ServiceOptions::
+//          bypass_dedup): every message is kept as it is; no worker, no window.
+// Each decider brings its own dedup worker (stream/pipeline/dedup_worker.h),
+// if any: the loop hands it each polled batch (analyze) and collects it
+// (wait_analyzed) whichever way it decides.
 //
 // The seam runs one way. A decider is given a batch (decide(slot)) and the
 // loop's hooks (the Decider's methods); its verdicts go out through the one
@@ -45,10 +48,7 @@
 namespace neardup::stream {
 
 class BrokerHealth;
-
-/// Thrown at a crash point a test chose (ServiceTestHooks::crash_at), by the
-/// loop or by a decider whose judge crashed there; run() then stops dead.
-struct SimulatedCrash {};
+class CrashPoints;
 
 /// A topic the cluster has, but not in the shape the configuration needs
 /// (Service::kTopicLayoutError): a judge or verdict topic of more than one partition.
@@ -73,6 +73,9 @@ class DecisionSink {
   /// the order the calls come.
   virtual void decided(kafka::Message in, SourceIndex index, Ticket ticket,
                        const Prepared& prepared, const Outcome& outcome) = 0;
+  /// Message `in` of source `index` passes undecided (the passthrough): its
+  /// partition's position moves past it and it goes to the output topic as it is.
+  virtual void passed(kafka::Message in, SourceIndex index, Ticket ticket) = 0;
   /// One outstanding output of `ticket` is done (a changelog entry
   /// acknowledged, a verdict received).
   virtual void acknowledge(Ticket ticket) = 0;
@@ -99,15 +102,18 @@ struct DeciderContext {
   /// its judge requests; under exactly-once, records on it are in the
   /// service's transaction.
   kafka::Producer& producer;
-  bool exactly_once = false;      ///< kafka.delivery: exactly-once
+  /// Whether the service's outputs commit in transactions (Delivery::
+  /// transactional): its judge requests then need a producer of their own.
+  bool transactional = false;
   std::uint64_t instance_id = 0;  ///< marks this process's changelog records and requests
   Sources& sources;               ///< the input partitions and window refs
   OffsetLedger& ledger;           ///< an output a decider adds is expected here
   ServiceSnapshot& stats;         ///< its counters
   BrokerHealth* broker_health = nullptr;
   std::chrono::milliseconds progress_interval{500};
-  /// Tests only (service_test_hooks.h): the group judge's crash points.
-  std::function<bool(std::string_view point)> crash_at;
+  /// Where the group judge stops dead (stream/core/crash_points_testing.h;
+  /// never, but in tests).
+  const CrashPoints& crash_points;
   DecisionSink& sink;
 };
 
@@ -116,18 +122,21 @@ class Decider {
  public:
   virtual ~Decider() = default;
 
-  /// Whether the dedup worker holds a window and decides (else it only analyzes).
-  virtual bool worker_decides() const = 0;
   /// Before the input is subscribed: the window rebuilt from the changelog
-  /// into `window` (the worker's engine when worker_decides(), no slot
-  /// submitted yet; else null), `window_stats` set to its counters after the
-  /// rebuild; or the verdicts' reader opened and the judge started. False
-  /// when a stop came first. Throws kafka::KafkaError.
-  virtual bool start(dedup::Engine* window, dedup::EngineStats& window_stats) = 0;
-  /// Whether other instances' changelog entries wait for the worker's next slot.
+  /// into the worker's engine (no slot handed over yet), `window_stats` set
+  /// to its counters after the rebuild; or the verdicts' reader opened and
+  /// the judge started. False when a stop came first. Throws kafka::KafkaError.
+  virtual bool start(dedup::EngineStats& window_stats) = 0;
+  /// Whether other instances' changelog entries wait for the worker's next
+  /// slot (then an empty poll is handed over too, to carry them).
   virtual bool has_remembered() const { return false; }
-  /// Moves them into `slot.remember`.
-  virtual void take_remembered(Slot& /*slot*/) {}
+  /// Hands a freshly polled `slot` (its jobs filled) to the decider's worker,
+  /// with the entries remembered since: it decodes and analyzes it (and,
+  /// deciding locally, decides it) on its own thread. The slot is the
+  /// worker's until wait_analyzed(). Without a worker, nothing happens.
+  virtual void analyze(Slot& slot) = 0;
+  /// Until the slot handed over is analyzed; rethrows what the worker threw.
+  virtual void wait_analyzed() = 0;
   /// The worker finished `slot`: each message of it is admitted
   /// (DecisionSink::arrive) and decided now or sent for judgement (then
   /// decided when its verdict comes, in input order). Leaves `slot.messages` empty.
@@ -155,7 +164,9 @@ class Decider {
   /// After an aborted transaction: nothing handled waits any more (the input is
   /// rewound; its messages are read and decided again).
   virtual void forget() {}
-  /// A transaction committed: what was decided up to here is for good.
+  /// What was decided up to here is for good: the delivery committed it
+  /// (exactly-once: at start and at each transaction's commit; never under
+  /// at-least-once, which has nothing to go back to).
   virtual void committed() {}
   /// The delivery report of a record this decider produced (a changelog batch
   /// or a judge request: is_decider_record(ticket)).
@@ -175,7 +186,7 @@ class Decider {
 /// The deciders; what `context` refers to outlives them.
 std::unique_ptr<Decider> make_local_decider(const DeciderContext& context);
 std::unique_ptr<Decider> make_group_decider(const DeciderContext& context);
-std::unique_ptr<Decider> make_no_decider(const DeciderContext& context);
+std::unique_ptr<Decider> make_passthrough_decider(const DeciderContext& context);
 
 /// Whether a delivery report's ticket is a record of the decider's own (a
 /// changelog batch or a judge request), and whether it is a judge request.

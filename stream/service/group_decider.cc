@@ -5,6 +5,7 @@
 #include <map>
 
 #include "stream/changelog/changelog_writer.h"
+#include "stream/core/crash_points_testing.h"
 #include "stream/core/process.h"
 #include "stream/judge/judge.h"
 #include "stream/pipeline/event_time.h"
@@ -29,8 +30,9 @@ class GroupDecider final : public Decider {
  public:
   explicit GroupDecider(const DeciderContext& context);
 
-  bool worker_decides() const override { return false; }
-  bool start(dedup::Engine* window, dedup::EngineStats& window_stats) override;
+  bool start(dedup::EngineStats& window_stats) override;
+  void analyze(Slot& slot) override { worker->submit(slot); }
+  void wait_analyzed() override { worker->wait(); }
   void decide(Slot& slot) override { send_for_judgement(slot); }
   bool waiting() const override { return !awaiting.empty(); }
   bool behind() override;
@@ -127,6 +129,9 @@ class GroupDecider final : public Decider {
   /// batches are built in them, so a steady stream allocates nothing per batch.
   std::vector<Awaiting> spare_batches;
   std::uint64_t verdicts_corrupt_logged = 0;
+  /// Decodes and analyzes each batch (the judge decides); last: its thread is
+  /// joined before what it uses goes.
+  std::unique_ptr<DedupWorker> worker;
 };
 
 GroupDecider::GroupDecider(const DeciderContext& context)
@@ -139,7 +144,7 @@ GroupDecider::GroupDecider(const DeciderContext& context)
           "instance of a group needs the same dedup options"),
       requests(dedup::fingerprint_schema(context.cfg.dedup)) {
   const config::Config& cfg = c_.cfg;
-  if (c_.exactly_once) {
+  if (c_.transactional) {
     auto request_props = c_.producer_properties;
     request_props.erase("transactional.id");
     request_props.erase("transaction.timeout.ms");
@@ -152,14 +157,16 @@ GroupDecider::GroupDecider(const DeciderContext& context)
   j.consumer_properties = c_.consumer_properties;
   j.producer_properties = c_.producer_properties;
   j.producer_properties.erase("transactional.id");
-  j.exactly_once = c_.exactly_once;
+  j.exactly_once = c_.transactional;
   j.transactional_id = "neardup-" + cfg.kafka.group_id + "-judge";  // one for the whole group
   j.health = c_.broker_health;
-  j.TEST_crash_at = c_.crash_at;
+  j.crash_points = &c_.crash_points;
   judge_options = std::move(j);  // started in start(), once the topics are checked
+  c_.stats.judged_by_group = true;
+  worker = std::make_unique<DedupWorker>(cfg, /*decides=*/false);  // (it analyzes only)
 }
 
-bool GroupDecider::start(dedup::Engine*, dedup::EngineStats&) {
+bool GroupDecider::start(dedup::EngineStats&) {
   c_.stats.window_ready = true;  // (the window is the judge's, rebuilt when it takes over)
   start_verdicts();
   judge = std::make_unique<Judge>(std::move(*judge_options));

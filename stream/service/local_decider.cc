@@ -1,6 +1,6 @@
 // The local way of deciding (decider.h): this instance's dedup worker owns the
 // window; the changelog carries what it keeps to restarts and to the other
-// instances. And the passthrough baseline, which decides nothing.
+// instances. And the passthrough baseline, which keeps every message as it is.
 #include <chrono>
 #include <memory>
 #include <vector>
@@ -22,15 +22,13 @@ class LocalDecider final : public Decider {
       writer_ = std::make_unique<ChangelogWriter>(c_.cfg, c_.producer, c_.ledger, c_.instance_id);
     if (!c_.cfg.kafka.summary_topic.empty())
       stories_ = std::make_unique<StoryWriter>(c_.cfg, &c_.producer, summary_opaque());
+    worker_ = std::make_unique<DedupWorker>(c_.cfg, /*decides=*/true);
   }
-
-  bool worker_decides() const override { return true; }
 
   /// Reads the whole changelog and replays it into the worker's engine. False
   /// if a stop was requested first. Throws KafkaError (missing topic, fatal errors).
-  bool start(dedup::Engine* window, dedup::EngineStats& window_stats) override {
+  bool start(dedup::EngineStats& window_stats) override {
     if (!writer_) {
-      if (stories_ && c_.exactly_once) stories_->checkpoint();
       c_.stats.window_ready = true;
       return true;
     }
@@ -40,11 +38,10 @@ class LocalDecider final : public Decider {
     hooks.progress = [this] { c_.sink.progress(); };
     hooks.progress_every = c_.progress_interval;
     hooks.stopped = [this] { return c_.sink.stopping(); };
-    dedup::Engine& engine = *window;  // no slot is submitted yet
+    dedup::Engine& engine = worker_->engine();  // no slot is submitted yet
     if (!follower_->rebuild(engine, hooks)) return false;
     if (stories_) {
       stories_->restore(engine, c_.sources, c_.consumer_properties, std::chrono::seconds(30));
-      if (c_.exactly_once) stories_->checkpoint();  // (an abort goes back to what was restored)
     }
     window_stats = engine.stats();
     c_.stats.window_ready = true;
@@ -52,10 +49,12 @@ class LocalDecider final : public Decider {
   }
 
   bool has_remembered() const override { return !followed_.empty(); }
-  void take_remembered(Slot& slot) override {
+  void analyze(Slot& slot) override {
     slot.remember.swap(followed_);
     followed_.clear();
+    worker_->submit(slot);
   }
+  void wait_analyzed() override { worker_->wait(); }
 
   void decide(Slot& slot) override {
     for (std::size_t i = 0; i < slot.messages.size(); ++i) {
@@ -107,10 +106,10 @@ class LocalDecider final : public Decider {
     if (follower_) follower_->read_to_end(followed_);
   }
 
-  /// Exactly-once: the stories go with the transactions (an aborted one's
-  /// messages, judged again, count once).
+  /// The stories go with the transactions (exactly-once: an aborted one's
+  /// messages, judged again, count once; the first checkpoint is what was restored).
   void committed() override {
-    if (stories_ && c_.exactly_once) stories_->checkpoint();
+    if (stories_) stories_->checkpoint();
   }
   void forget() override {
     if (stories_) stories_->rollback();
@@ -130,22 +129,31 @@ class LocalDecider final : public Decider {
   std::unique_ptr<ChangelogFollower> follower_;  // set once the changelog is read
   std::vector<Remembered> followed_;             // other instances' entries for the next slot
   std::unique_ptr<StoryWriter> stories_;         // null when kafka.summary_topic is ""
+  /// The window's owner; last: its thread is joined before what it uses goes.
+  std::unique_ptr<DedupWorker> worker_;
 };
 
 /// The passthrough baseline (ServiceOptions::bypass_dedup): every message is
-/// forwarded as it is by the loop (service.cc); nothing is decided.
-class NoDecider final : public Decider {
+/// kept as it is, undecided; no worker decodes or analyzes it.
+class PassthroughDecider final : public Decider {
  public:
-  explicit NoDecider(const DeciderContext& context) : stats_(context.stats) {}
-  bool worker_decides() const override { return false; }
-  bool start(dedup::Engine*, dedup::EngineStats&) override {
-    stats_.window_ready = true;
+  explicit PassthroughDecider(const DeciderContext& context) : c_(context) {}
+  bool start(dedup::EngineStats&) override {
+    c_.stats.window_ready = true;
     return true;
   }
-  void decide(Slot& slot) override { slot.messages.clear(); }
+  void analyze(Slot&) override {}
+  void wait_analyzed() override {}
+  void decide(Slot& slot) override {
+    for (std::size_t i = 0; i < slot.messages.size(); ++i) {
+      if (const std::optional<Ticket> ticket = c_.sink.arrive(slot, i))
+        c_.sink.passed(slot.messages[i], slot.jobs[i].source, *ticket);
+    }
+    slot.messages.clear();
+  }
 
  private:
-  ServiceSnapshot& stats_;
+  const DeciderContext c_;
 };
 
 }  // namespace
@@ -154,8 +162,8 @@ std::unique_ptr<Decider> make_local_decider(const DeciderContext& context) {
   return std::make_unique<LocalDecider>(context);
 }
 
-std::unique_ptr<Decider> make_no_decider(const DeciderContext& context) {
-  return std::make_unique<NoDecider>(context);
+std::unique_ptr<Decider> make_passthrough_decider(const DeciderContext& context) {
+  return std::make_unique<PassthroughDecider>(context);
 }
 
 bool is_decider_record(Ticket ticket) { return ticket.source == ChangelogWriter::kBatchSource; }

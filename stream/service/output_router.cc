@@ -41,12 +41,13 @@ std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_by
 
 OutputRouter::OutputRouter(const config::Config& config, kafka::Producer& producer,
                            OffsetLedger& ledger, Sources& sources, ServiceSnapshot& stats,
-                           std::size_t max_record_bytes)
+                           RefusedRecords& refused, std::size_t max_record_bytes)
     : cfg_(config),
       producer_(producer),
       ledger_(ledger),
       sources_(sources),
       stats_(stats),
+      refused_(refused),
       max_record_bytes_(max_record_bytes) {}
 
 int OutputRouter::partitions_of(const std::string& topic) {
@@ -72,18 +73,14 @@ std::int32_t OutputRouter::output_partition(const Source& src, const std::string
 
 void OutputRouter::route(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
                          std::string_view error, const Source* of) {
-  if (!refused_.empty()) {
-    auto it = refused_.find({ticket.source, Offset(in.offset())});
-    if (it != refused_.end()) {
-      // Judged again after its transaction aborted: straight to the dead letters.
-      const Refusal refusal = it->second;
-      refused_.erase(it);
-      Letter letter = letter_for(in, ticket, in.offset(), refusal.reason, max_record_bytes_ / 2,
-                                 refusal.dead_letter_refused);
-      if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
-      send_letter(std::move(letter));
-      return;
-    }
+  if (std::optional<RefusedRecords::Refusal> refusal =
+          refused_.take(ticket.source, Offset(in.offset()))) {
+    // Judged again after its transaction aborted: straight to the dead letters.
+    Letter letter = letter_for(in, ticket, in.offset(), std::move(refusal->reason),
+                               max_record_bytes_ / 2, refusal->dead_letter_refused);
+    if (verdict.kind == dedup::VerdictKind::invalid) ++stats_.invalid;
+    send_letter(std::move(letter));
+    return;
   }
   switch (verdict.kind) {
     case dedup::VerdictKind::invalid:
@@ -159,14 +156,10 @@ void OutputRouter::send(const std::string& topic, std::int32_t partition, kafka:
 }
 
 bool OutputRouter::refused_by_transaction(kafka::ErrorCode err) {
-  // A transactional producer takes no record while its transaction must be
-  // aborted (librdkafka answers _STATE): the record is fine, the transaction
-  // is not. It is aborted and its input judged again; a dead letter would
-  // only be refused the same way.
-  if (!exactly_once_ || kafka::classify(err) == kafka::Severity::message) return false;
-  if (transaction_refusal_.empty())
-    transaction_refusal_ = "the transaction refuses records: " + kafka::describe(err);
-  return true;
+  // A record refused as a record goes to the dead letters in any case; one
+  // refused for another reason may be its transaction's (delivery.h).
+  if (kafka::classify(err) == kafka::Severity::message) return false;
+  return refused_.refused_by_transaction(err);
 }
 
 void OutputRouter::dead_letter(kafka::Message in, Ticket ticket, std::string_view reason) {
@@ -254,18 +247,7 @@ bool OutputRouter::on_delivery_error(kafka::Message report, Ticket ticket) {
     return false;  // a bare dead letter refused: nothing smaller to send
   const std::optional<Offset> offset = ledger_.offset_of(ticket);
   if (!offset) return true;  // its partition was revoked: the next owner reads the input again
-  if (exactly_once_) {
-    Refusal& r = refused_[{ticket.source, *offset}];
-    if (was_dead_letter) {
-      r.dead_letter_refused = true;
-      r.reason +=
-          std::string("; dead letter rejected by the broker: ") + kafka::describe(report.error());
-    } else if (r.reason.empty()) {
-      r.reason =
-          "output to '" + topic + "' rejected by the broker: " + kafka::describe(report.error());
-    }
-    return true;
-  }
+  if (refused_.keep(ticket.source, *offset, topic, was_dead_letter, report.error())) return true;
   // The broker's limit is below the producer's: half of ours, then bare.
   Letter letter =
       letter_for(report, ticket, offset->value,

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,18 +41,49 @@ inline constexpr std::size_t kRecordFraming = 512;
 std::size_t fitting_value_bytes(std::size_t max_record_bytes, std::size_t key_bytes,
                                 std::size_t header_bytes);
 
+/// What becomes of a record refused for good, which depends on how outputs are
+/// delivered (delivery.h implements it). at-least-once: it goes to the dead
+/// letters at once. exactly-once: a refused record fails its whole transaction,
+/// so nothing is resent into it; instead the refusal is kept by input, and
+/// when the aborted messages are judged again, that input goes to the dead
+/// letters (cut to half the limit; bare if the dead letter was refused too).
+class RefusedRecords {
+ public:
+  struct Refusal {
+    std::string reason;
+    bool dead_letter_refused = false;
+  };
+  /// The producer refused a record with `err`, an error not of the record's
+  /// own (kafka::classify: not message-level). True when that fails the
+  /// record's transaction (noted: it must abort) and no dead letter is to be
+  /// sent; false: the record goes to the dead letters.
+  virtual bool refused_by_transaction(kafka::ErrorCode err) = 0;
+  /// The broker refused, as a record, an output of the input at (`source`,
+  /// `offset`) to `topic` (`was_dead_letter`: a dead letter of it). True when
+  /// the refusal is kept for that input's next judgement (take() returns
+  /// it); false: the router resends it to the dead letters now.
+  virtual bool keep(SourceIndex source, Offset offset, std::string_view topic, bool was_dead_letter,
+                    kafka::ErrorCode err) = 0;
+  /// The refusal kept for the input at (`source`, `offset`), removed; nullopt
+  /// if none. Asked for every routed message.
+  virtual std::optional<Refusal> take(SourceIndex source, Offset offset) = 0;
+
+  virtual ~RefusedRecords() = default;
+};
+
 class OutputRouter {
  public:
   /// `max_record_bytes`: the producer's message.max.bytes. The references must
   /// outlive the router.
   OutputRouter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger,
-               Sources& sources, ServiceSnapshot& stats, std::size_t max_record_bytes);
+               Sources& sources, ServiceSnapshot& stats, RefusedRecords& refused,
+               std::size_t max_record_bytes);
 
   /// Sends a judged input by its verdict and the configured action, counting
   /// it in the snapshot (unique, duplicate by distance, dropped, invalid).
   void route(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict,
              std::string_view error, const Source* of);
-  /// A unique message (or, in bypass mode, any message): to the output topic, its headers kept.
+  /// A unique message (or any, passed through undecided): to the output topic, its headers kept.
   void forward(kafka::Message in, Ticket ticket);
   /// A near-duplicate of `of` (null if its source is unknown) by the configured action.
   void duplicate(kafka::Message in, Ticket ticket, const dedup::Verdict& verdict, const Source* of);
@@ -65,20 +97,8 @@ class OutputRouter {
   bool on_delivery_error(kafka::Message report, Ticket ticket);
   /// Produces what on_delivery_error() queued. Call after Producer::poll, not inside it.
   void resend();
-  /// exactly-once: a refused record fails its whole transaction, so nothing is
-  /// resent into it; instead the refusal is remembered by input, and when the
-  /// aborted messages are judged again, that input goes to the dead letters
-  /// (cut to half the limit; bare if the dead letter was refused too).
-  void set_exactly_once(bool on) { exactly_once_ = on; }
-  /// exactly-once: why the producer refused a record for a reason of its
-  /// transaction's, not of the record's (empty: it did not). Such a
-  /// transaction must be aborted, never committed: the record is not in it.
-  const std::string& transaction_refusal() const { return transaction_refusal_; }
-  /// Drops queued resends and any refusal (their transaction was aborted).
-  void forget_resends() {
-    resends_.clear();
-    transaction_refusal_.clear();
-  }
+  /// Drops queued resends (their transaction was aborted).
+  void forget_resends() { resends_.clear(); }
   bool has_resends() const { return !resends_.empty(); }
 
   /// The input's partition on `topic` when it has as many partitions as the
@@ -110,7 +130,7 @@ class OutputRouter {
   Letter letter_for(kafka::Message m, Ticket ticket, std::int64_t offset, std::string reason,
                     std::size_t record_limit, bool bare) const;
   void send_letter(Letter letter);
-  /// True, noting the reason, when `err` refused a record for its transaction's sake.
+  /// True when `err` refused a record for its transaction's sake (refused_ notes it).
   bool refused_by_transaction(kafka::ErrorCode err);
   int partitions_of(const std::string& topic);
 
@@ -119,17 +139,10 @@ class OutputRouter {
   OffsetLedger& ledger_;
   Sources& sources_;
   ServiceSnapshot& stats_;
+  RefusedRecords& refused_;
   const std::size_t max_record_bytes_;
   std::map<std::string, int> topic_partitions_;  // cached partition counts (-1: unknown)
   std::vector<Letter> resends_;                  // refused records, for the dead-letter topic
-  bool exactly_once_ = false;
-  std::string transaction_refusal_;
-  struct Refusal {
-    std::string reason;
-    bool dead_letter_refused = false;
-  };
-  std::map<std::pair<SourceIndex, Offset>, Refusal>
-      refused_;  // exactly-once: by (source, input offset)
 };
 
 }  // namespace neardup::stream

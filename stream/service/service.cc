@@ -6,7 +6,8 @@
 #include "base/random_id.h"
 #include "metrics/page/recent_pairs.h"
 #include "stream/kafka/clients/broker_health.h"
-#include "stream/service/service_test_hooks.h"
+#include "stream/kafka/clients/transaction.h"
+#include "stream/service/service_testing.h"
 
 namespace neardup::stream {
 
@@ -27,37 +28,40 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
     : options(std::move(opts)), cfg(options.config), stop(stop_flag) {
   // Every duplicate's SimHash distance, 0..64 bits (one the sketch stage found may exceed k).
   stats.match_distance.assign(65, 0);
-  exactly_once = cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
-  if (exactly_once) {
+  // The one place that chooses how outputs are delivered (delivery.h); the
+  // clients are configured for it (a transactional producer, read_committed).
+  const bool transactional =
+      cfg.kafka.delivery == config::Delivery::exactly_once && !options.bypass_dedup;
+  std::string transactional_id;
+  if (transactional) {
     transactional_id = cfg.kafka.transactional_id.empty() ? default_transactional_id(cfg.kafka)
                                                           : cfg.kafka.transactional_id;
   }
   ServiceClientProperties clients =
-      service_client_properties(options.brokers, cfg.kafka, exactly_once, transactional_id);
+      service_client_properties(options.brokers, cfg.kafka, transactional, transactional_id);
   consumer_properties = clients.consumer;
   producer_properties = clients.producer;
   instance_id = base::random_id();
-  if (options.test_hooks) crash_at = options.test_hooks->crash_at;
   producer = std::make_unique<kafka::Producer>(
       producer_properties, [this](kafka::Message m) { on_delivery(m); }, options.broker_health);
-  router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats,
-                                          config::producer_message_max_bytes(cfg.kafka));
   consumer = std::make_unique<kafka::Consumer>(
       consumer_properties,
       [this](bool assigned, const kafka::TopicPartitions& parts) { on_rebalance(assigned, parts); },
       options.broker_health);
-  if (exactly_once) {
-    txn = std::make_unique<TransactionCycle>(
-        *producer, *consumer, std::chrono::seconds(30),
-        "another producer took transactional.id '" + transactional_id +
-            "': this instance restarted elsewhere, or another instance has the same "
-            "kafka.transactional_id (each instance needs its own, stable across its restarts)");
-  } else {
-    consumer->on_commit([this](kafka::ErrorCode err, const kafka::TopicPartitions* o) {
-      on_commit_result(err, o);
-    });
-  }
-  router->set_exactly_once(exactly_once);
+  // The delivery reaches this loop only through its DeliveryLoop (this object).
+  const DeliveryContext delivering{
+      .producer = *producer,
+      .consumer = *consumer,
+      .sources = sources,
+      .ledger = ledger,
+      .stats = stats,
+      .commit_offsets_after_transaction = options.commit_offsets_after_transaction,
+      .crash_points = crash_points,
+      .loop = *this};
+  delivery = transactional ? make_exactly_once_delivery(delivering, std::move(transactional_id))
+                           : make_at_least_once_delivery(delivering);
+  router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats, *delivery,
+                                          config::producer_message_max_bytes(cfg.kafka));
   // The one place that chooses how verdicts are taken. The decider reaches
   // this loop only through its DecisionSink (this object).
   const DeciderContext context{.cfg = cfg,
@@ -65,28 +69,26 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
                                .consumer_properties = consumer_properties,
                                .producer_properties = producer_properties,
                                .producer = *producer,
-                               .exactly_once = exactly_once,
+                               .transactional = delivery->transactional(),
                                .instance_id = instance_id,
                                .sources = sources,
                                .ledger = ledger,
                                .stats = stats,
                                .broker_health = options.broker_health,
                                .progress_interval = options.progress_interval,
-                               .crash_at = crash_at,
+                               .crash_points = crash_points,
                                .sink = *this};
   if (options.bypass_dedup) {
-    decider = make_no_decider(context);
+    decider = make_passthrough_decider(context);
   } else if (!cfg.kafka.judge_topic.empty()) {
     decider = make_group_decider(context);
   } else {
     decider = make_local_decider(context);
   }
-  stats.judged_by_group = !options.bypass_dedup && !cfg.kafka.judge_topic.empty();
-  if (!options.bypass_dedup) worker = std::make_unique<DedupWorker>(cfg, decider->worker_decides());
 }
 
 void Service::Impl::crash_point(std::string_view point) {
-  if (crash_at && crash_at(point)) throw SimulatedCrash{};
+  if (crash_points.crash_at(point)) throw SimulatedCrash{};
 }
 
 void Service::Impl::finish_inflight() {
@@ -98,7 +100,7 @@ void Service::Impl::finish_inflight() {
 }
 
 void Service::Impl::wait_worker(const Slot& slot) {
-  worker->wait();
+  decider->wait_analyzed();
   engine_stats = slot.engine_stats;
 }
 
@@ -124,16 +126,7 @@ void Service::Impl::submit(Slot& slot) {
               (future_timestamps == 10 ? "; further ones are not logged" : ""));
     }
   }
-  decider->take_remembered(slot);
-  worker->submit(slot);
-}
-
-void Service::Impl::pass_through(kafka::Message in, SourceIndex index) {
-  const std::optional<Ticket> ticket = arrive(in, index);
-  if (!ticket) return;
-  sources[index].position = in.offset() + 1;
-  ++stats.passed;
-  router->forward(in, *ticket);
+  decider->analyze(slot);
 }
 
 std::optional<Ticket> Service::Impl::arrive(const Slot& slot, std::size_t i) {
@@ -147,6 +140,12 @@ void Service::Impl::decided(kafka::Message in, SourceIndex index, Ticket ticket,
                             const Prepared& prepared, const Outcome& outcome) {
   sources[index].position = in.offset() + 1;
   route_verdict(in, index, ticket, &prepared, &outcome);
+}
+
+void Service::Impl::passed(kafka::Message in, SourceIndex index, Ticket ticket) {
+  sources[index].position = in.offset() + 1;
+  ++stats.passed;
+  router->forward(in, ticket);
 }
 
 std::optional<Ticket> Service::Impl::arrive(kafka::Message in, SourceIndex index) {
@@ -262,14 +261,6 @@ void Service::Impl::raise_if_fatal() {
 }
 
 void Service::Impl::poll_and_decide() {
-  if (options.bypass_dedup) {
-    Slot& slot = slots[0];
-    consumer->poll_batch(slot.messages, 2000, std::chrono::milliseconds(50));
-    for (const kafka::Message m : slot.messages)
-      pass_through(m, m.error() ? SourceIndex() : sources.intern(m.topic(), m.partition()));
-    slot.messages.clear();
-    return;
-  }
   // Double buffering: the worker analyzes and judges the batch just polled
   // while this thread produces the one before it. With a batch in flight the
   // poll does not wait, so a lone message is not held back.
@@ -297,15 +288,12 @@ void Service::Impl::poll_and_decide() {
 int Service::Impl::run() {
   try {
     publish();
-    if (!decider->start(decider->worker_decides() ? &worker->engine() : nullptr, engine_stats)) {
+    if (!decider->start(engine_stats)) {
       log(config::LogLevel::info, "stopped while rebuilding the window; nothing was consumed");
       publish();
       return 0;
     }
-    if (txn) {
-      log(config::LogLevel::info, "exactly-once: transactional.id '" + transactional_id + "'");
-      txn->start();
-    }
+    delivery->start();
     warn_of_missing_outputs();
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
@@ -323,10 +311,9 @@ int Service::Impl::run() {
       serve_deliveries(std::chrono::milliseconds(0));
       raise_if_fatal();
       const auto now = Clock::now();
-      if (now - last_commit >= options.commit_interval ||
-          (txn && !router->transaction_refusal().empty())) {
+      if (now - last_commit >= options.commit_interval || delivery->commit_due()) {
         decider->tick();
-        commit_progress(false);
+        delivery->commit(false);
         last_commit = now;
       }
       if (now - last_progress >= options.progress_interval) {
@@ -342,10 +329,10 @@ int Service::Impl::run() {
               " message(s) unanswered by the judge at shutdown; they are not committed and "
               "will be read again");
     }
-    if (txn) commit_transaction();
+    delivery->commit_decided();
     const bool drained = drain(options.shutdown_flush);
     raise_if_fatal();
-    commit_progress(true);
+    delivery->commit(true);
     if (!drained) {
       log(config::LogLevel::warn,
           std::to_string(producer->in_flight()) +
@@ -429,7 +416,7 @@ int Service::Impl::crash() {
   log(config::LogLevel::warn, "simulated crash: stopping without flushing, committing or aborting");
   abandoning = true;
   try {
-    if (inflight >= 0) worker->wait();
+    if (inflight >= 0) decider->wait_analyzed();
   } catch (...) {
   }
   inflight = -1;
@@ -452,13 +439,7 @@ int Service::Impl::stop_after_fatal(const std::string& what, std::string_view he
   } catch (...) {
   }
   try {
-    if (txn) {
-      txn->abort(false);  // (nothing of it becomes visible; its messages are read again)
-    } else {
-      // Commit only what is fully acknowledged, then leave.
-      producer->poll(std::chrono::milliseconds(0));
-      commit(true);
-    }
+    delivery->abandon();
   } catch (...) {
   }
   abandoning = true;
@@ -481,6 +462,10 @@ Service::Service(ServiceOptions options) {
 }
 
 Service::~Service() = default;
+
+void ServiceTesting::set_crash_points(Service& service, std::shared_ptr<const CrashPoints> points) {
+  service.impl_->crash_points.set(std::move(points));
+}
 
 int Service::run() { return impl_->run(); }
 const std::string& Service::fatal_error() const { return impl_->fatal_error; }

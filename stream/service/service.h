@@ -19,11 +19,15 @@
 //                      judge (requests out, verdicts in); chosen once. A
 //                      decider calls the loop back only through its
 //                      DecisionSink, never the state below
+//   delivery.h         how outputs and input offsets become durable:
+//                      at-least-once or exactly-once (transactions); chosen
+//                      once. It calls the loop back only through its
+//                      DeliveryLoop
 //   output_router.h    output records, headers, dead letters (cut to fit)
 //   service_impl.h     the state of one service, shared by service.cc (the
 //                      loop, the per-message steps), service_delivery.cc
-//                      (delivery reports, commits, transactions, the input's
-//                      hold) and service_rebalance.cc
+//                      (delivery reports, the drain, the input's hold) and
+//                      service_rebalance.cc
 //   host.h             the embedded broker, metrics endpoint and progress line around a Service
 //   stream/core/       sources (window refs), the offset ledger, the counters
 //
@@ -59,7 +63,6 @@ class RecentPairs;
 namespace neardup::stream {
 
 class BrokerHealth;
-struct ServiceTestHooks;
 
 /// Everything the per-verdict hook sees (demo, tests). `text` is valid only during the call.
 struct VerdictEvent {
@@ -76,7 +79,8 @@ struct VerdictEvent {
 struct ServiceOptions {
   config::Config config;
   std::string brokers;  ///< bootstrap.servers (overrides config.kafka.brokers)
-  /// Benchmark baseline: forward every message unchanged, no decode or dedup.
+  /// Benchmark baseline: forward every message unchanged, no decode or dedup
+  /// (the passthrough decider, at-least-once).
   bool bypass_dedup = false;
   std::chrono::milliseconds commit_interval{200};
   std::chrono::milliseconds progress_interval{500};
@@ -91,8 +95,6 @@ struct ServiceOptions {
   /// costs one request per commit interval; a crash between the two commits
   /// costs nothing there (the transaction holds the offsets).
   bool commit_offsets_after_transaction = true;
-  /// Tests only (service_test_hooks.h); null in every deployment.
-  std::shared_ptr<const ServiceTestHooks> test_hooks;
   /// Fed by the service's producer and consumer (stream/kafka/clients/broker_health.h); not
   /// owned, must outlive the Service. nullptr: no broker connection tracking.
   BrokerHealth* broker_health = nullptr;
@@ -134,6 +136,7 @@ class Service {
   ServiceSnapshot snapshot() const;
 
  private:
+  friend struct ServiceTesting;  ///< tests: simulated crashes (service_testing.h)
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> stop_{false};
 };

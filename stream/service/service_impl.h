@@ -2,10 +2,11 @@
 // Service::Impl, the state of one `neardup run` service, shared by the files
 // that implement it (one concern each): service.cc (construction, the poll
 // loop, batches, the per-message steps, shutdown), service_delivery.cc
-// (delivery reports, offset commits, the input's hold and transactions) and
-// service_rebalance.cc (assignments and revocations). The deciders
-// (decider.h) see none of it: they reach the loop through the DecisionSink
-// it implements. Internal to stream/service/: include only from those files.
+// (delivery reports, the drain, the input's hold) and service_rebalance.cc
+// (assignments and revocations). The deciders (decider.h) and the delivery
+// (delivery.h: commits, transactions) see none of it: they reach the loop
+// through the DecisionSink and the DeliveryLoop it implements. Internal to
+// stream/service/: include only from those files.
 //
 // Threads: everything here is the pipeline thread's (run(), and the delivery
 // and rebalance callbacks librdkafka serves inside its poll calls), except
@@ -28,17 +29,18 @@
 
 #include "stream/changelog/changelog_writer.h"
 #include "stream/changelog/window_restore.h"
+#include "stream/core/crash_points_testing.h"
 #include "stream/core/offset_ledger.h"
 #include "stream/core/sources.h"
 #include "stream/judge/judge.h"
 #include "stream/kafka/client_properties.h"
-#include "stream/kafka/clients/transaction.h"
 #include "stream/kafka/kafka.h"
 #include "stream/pipeline/dedup_worker.h"
 #include "stream/pipeline/event_time.h"
 #include "stream/records/changelog_record.h"
 #include "stream/records/judge_record.h"
 #include "stream/service/decider.h"
+#include "stream/service/delivery.h"
 #include "stream/service/output_router.h"
 
 namespace neardup::stream {
@@ -48,17 +50,15 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace service_detail
 
-struct Service::Impl final : DecisionSink {
+struct Service::Impl final : DecisionSink, DeliveryLoop {
   // ---- constant after construction
   ServiceOptions options;
   const config::Config& cfg;
   std::atomic<bool>& stop;
   std::uint64_t instance_id = 0;  // marks this process's changelog records
-  bool exactly_once = false;      // kafka.delivery: exactly-once
-  std::string transactional_id;   // exactly-once: the producer's
   kafka::Properties consumer_properties;
   kafka::Properties producer_properties;
-  std::function<bool(std::string_view point)> crash_at;  // tests (service_test_hooks.h)
+  CrashSwitch crash_points;  // never a crash, but in tests (service_testing.h)
 
   // ---- pipeline thread
   std::string fatal_error;
@@ -66,19 +66,21 @@ struct Service::Impl final : DecisionSink {
   Sources sources;
   OffsetLedger ledger;
   std::unique_ptr<kafka::Producer> producer;
-  std::unique_ptr<OutputRouter> router;
   std::string delivery_fatal;  // set in the delivery handler, raised after the poll
+  /// How outputs and offsets commit (delivery.h): before the consumer, whose
+  /// callbacks it serves, and after the producer.
+  std::unique_ptr<Delivery> delivery;
   std::unique_ptr<kafka::Consumer> consumer;
-  std::unique_ptr<TransactionCycle> txn;  // exactly-once only
-  Slot slots[2];                          // (their messages go before the consumer does)
-  std::unique_ptr<DedupWorker> worker;    // null in bypass mode; after slots: joined before they go
-  dedup::EngineStats engine_stats;        // the worker's, as of the last slot it finished
-  int inflight = -1;            // the slot with the worker (polled, not yet handled), or -1
-  std::string rebalance_fatal;  // an error while finishing a batch inside a revoke
+  std::unique_ptr<OutputRouter> router;
+  Slot slots[2];                    // (their messages go before the consumer does)
+  dedup::EngineStats engine_stats;  // the worker's, as of the last slot it finished
+  int inflight = -1;                // the slot with the worker (polled, not yet handled), or -1
+  std::string rebalance_fatal;      // an error while finishing a batch inside a revoke
   std::exception_ptr rebalance_exception;  // any other exception there (std::bad_alloc)
   bool abandoning = false;                 // after a fatal error: a revoke only lets go
-  /// How verdicts are taken (decider.h). After the consumer and the producer:
-  /// it goes first, with the messages it holds.
+  /// How verdicts are taken (decider.h), with the worker that analyzes each
+  /// batch. After the consumer, the producer and the slots: it goes first,
+  /// with the messages it holds (its worker joined before the slots go).
   std::unique_ptr<Decider> decider;
   bool input_held = false;    // input partitions paused (hold_back_input)
   bool reapply_hold = false;  // an eager assignment since: nothing is paused
@@ -107,6 +109,8 @@ struct Service::Impl final : DecisionSink {
   /// The source's position past `in`, then route_verdict.
   void decided(kafka::Message in, SourceIndex index, Ticket ticket, const Prepared& prepared,
                const Outcome& outcome) override;
+  /// The source's position past `in`, then `in` forwarded as it is.
+  void passed(kafka::Message in, SourceIndex index, Ticket ticket) override;
   /// One output record of the input `ticket` is acknowledged.
   void acknowledge(Ticket ticket) override;
   /// The delivery report of any record this service or its decider produced.
@@ -118,41 +122,24 @@ struct Service::Impl final : DecisionSink {
     return stop.load(std::memory_order_relaxed) || stop_signalled();
   }
 
+  // ---------------------------------------------------------------- the delivery's loop
+
+  // What the delivery calls (delivery.h), which holds this object only as its
+  // DeliveryLoop (service_delivery.cc).
+
+  void flush_decided() override { decider->flush(); }
+  void decided_for_good() override { decider->committed(); }
+  /// The worker's batch (judged, never sent: read again), the router's
+  /// resends and what waits for verdicts.
+  void drop_uncommitted() override;
+  /// Waits until every produced record is acknowledged (or `limit` passes).
+  bool drain(std::chrono::milliseconds limit) override;
+
   // ---------------------------------------------------------------- delivery
 
   void note_delivery_fatal(kafka::Message m);
 
-  // ---------------------------------------------------------------- commits
-
-  /// exactly-once: commits the open transaction with the input offsets of
-  /// every message handled in it (their outputs are in it); on an abort, the
-  /// input is rewound to the last committed offsets.
-  void commit_transaction();
-
-  /// exactly-once, after an abort: what the aborted transaction held is read
-  /// and judged again from the last committed offsets (the window keeps its
-  /// entries; a message is never its own duplicate, so the verdicts repeat).
-  void rewind();
-
   void crash_point(std::string_view point);
-
-  /// The periodic commit: the transaction (exactly-once) or the acknowledged offsets.
-  void commit_progress(bool sync);
-
-  /// at-least-once: the outcome of an offset commit (librdkafka's callback):
-  /// a failed one is offered again and holds the input back until one succeeds
-  /// or the group is joined again.
-  void on_commit_result(kafka::ErrorCode err, const kafka::TopicPartitions* offsets);
-  std::optional<service_detail::Clock::time_point>
-      commits_failing_since;  // the first failure since a success
-  std::uint64_t commit_failures_logged = 0;
-
-  /// Commits what is acknowledged; false when the commit failed (logged; a later one carries the
-  /// offsets).
-  bool commit(bool sync, const kafka::TopicPartitions* subset = nullptr);
-
-  /// Waits until every produced record is acknowledged (or `limit` passes).
-  bool drain(std::chrono::milliseconds limit);
 
   // ---------------------------------------------------------------- rebalance
 
@@ -171,21 +158,18 @@ struct Service::Impl final : DecisionSink {
 
   void wait_worker(const Slot& slot);
 
-  /// Hands freshly polled messages (and the changelog entries followed since
-  /// the last slot) to the worker. Sources are interned here, on this thread.
+  /// Hands freshly polled messages to the decider's worker (decider.h:
+  /// analyze). Sources are interned here, on this thread.
   void submit(Slot& slot);
 
   /// Pauses the input partitions while the decider is behind (too many
-  /// messages wait for verdicts) or offset commits fail (at-least-once: what
-  /// is handled past the last commit is read again after the rejoin that
-  /// follows, so that work is bounded); resumes them after.
+  /// messages wait for verdicts) or the delivery holds them (at-least-once:
+  /// offset commits fail; what is handled past the last commit is read again
+  /// after the rejoin that follows, so that work is bounded); resumes them after.
   void hold_back_input();
 
   // ---------------------------------------------------------------- per message
 
-  /// The passthrough baseline: `in` (of source `index`; unused on an error)
-  /// forwarded as it is.
-  void pass_through(kafka::Message in, SourceIndex index);
   /// A message's arrival: a consumer error is raised or logged; a message of
   /// an assigned partition enters the ledger. nullopt: nothing more to do.
   std::optional<Ticket> arrive(kafka::Message in, SourceIndex index);

@@ -24,7 +24,7 @@ void Service::Impl::on_rebalance(bool assigned, const kafka::TopicPartitions& pa
     log(config::LogLevel::info, "assigned " + std::to_string(parts.size()) + " partition(s)");
     // A new generation: commits work again, and (eager protocol) the whole
     // assignment comes unpaused; a cooperative one keeps what stays paused.
-    commits_failing_since.reset();
+    delivery->assigned();
     if (!consumer->cooperative()) reapply_hold = true;
     if (abandoning) return;
     learn_committed_positions(parts);
@@ -49,7 +49,7 @@ void Service::Impl::on_rebalance(bool assigned, const kafka::TopicPartitions& pa
   try {
     finish_inflight();
     if (decider->waiting()) {
-      if (txn) commit_transaction();  // (what was decided so far commits)
+      delivery->commit_decided();  // (exactly-once: what was decided so far commits)
       // Briefly: a judge that is down (it may be the instance that just left)
       // must not hold up the group's rebalance; what stays unanswered is read
       // again by the partitions' next owner and gets the same verdicts.
@@ -61,38 +61,16 @@ void Service::Impl::on_rebalance(bool assigned, const kafka::TopicPartitions& pa
                                         " ms; their offsets stay uncommitted (read again)");
       }
     }
-    if (txn) commit_transaction();  // (an abort rewinds; the partitions go all the same)
+    delivery->commit_decided();  // (an abort rewinds; the partitions go all the same)
   } catch (const KafkaError& e) {
     if (rebalance_fatal.empty()) rebalance_fatal = e.what();
   } catch (...) {
     if (!rebalance_exception) rebalance_exception = std::current_exception();
   }
-  if (txn) {
-    release(parts);
-    log(config::LogLevel::info, "revoked " + std::to_string(parts.size()) +
-                                    " partition(s), progress committed in the transaction");
-    return;
-  }
-  const bool drained = drain(revoke_drain);
-  if (!drained) {
-    log(config::LogLevel::error, "revoke: " + std::to_string(producer->in_flight()) +
-                                     " output record(s) still unacknowledged after " +
-                                     std::to_string(revoke_drain.count()) +
-                                     " ms; their offsets stay uncommitted");
-  }
-  bool committed = false;
-  try {
-    committed = commit(true, &parts);
-  } catch (const KafkaError& e) {
-    log(config::LogLevel::warn, std::string("revoke: ") + e.what());
-  }
+  // Their progress is made durable (delivery.h), then they go.
+  const std::string how = delivery->hand_over(parts, revoke_drain);
   release(parts);
-  log(config::LogLevel::info,
-      "revoked " + std::to_string(parts.size()) + " partition(s)" +
-          (!committed ? "; the commit failed, so their messages since the last commit "
-                        "will be read again"
-           : drained  ? ", progress committed"
-                      : ", progress committed up to the first unacknowledged output"));
+  log(config::LogLevel::info, "revoked " + std::to_string(parts.size()) + " partition(s)" + how);
 }
 
 void Service::Impl::release(const kafka::TopicPartitions& parts) {

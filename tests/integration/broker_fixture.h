@@ -18,7 +18,7 @@
 #include "stream/kafka/clients/embedded_broker.h"
 #include "stream/kafka/kafka.h"
 #include "stream/service/service.h"
-#include "stream/service/service_test_hooks.h"
+#include "stream/service/service_testing.h"
 
 namespace neardup::stream::testing {
 
@@ -56,6 +56,16 @@ inline std::int64_t now_ms() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+/// A test's crash points: where `at` returns true.
+class CrashWhere final : public CrashPoints {
+ public:
+  explicit CrashWhere(std::function<bool(std::string_view)> at) : at_(std::move(at)) {}
+  bool crash_at(std::string_view point) const override { return at_(point); }
+
+ private:
+  std::function<bool(std::string_view)> at_;
+};
 
 struct Record {
   std::int32_t partition = 0;
@@ -188,7 +198,7 @@ class BrokerTest : public ::testing::Test {
   }
 
   /// Starts a service with `cfg` on its own thread.
-  /// `crash_at`: ServiceTestHooks::crash_at (tests that simulate a crash).
+  /// `crash_at`: where it crashes (CrashPoints::crash_at), for tests that simulate a crash.
   /// `recent_pairs`: ServiceOptions::recent_pairs (the page's record), not owned.
   std::unique_ptr<Running> start_service(const config::Config& cfg,
                                          std::function<bool(std::string_view)> crash_at = {},
@@ -196,9 +206,6 @@ class BrokerTest : public ::testing::Test {
     auto running = std::make_unique<Running>();
     ServiceOptions options;
     options.config = cfg;
-    if (crash_at)
-      options.test_hooks =
-          std::make_shared<ServiceTestHooks>(ServiceTestHooks{std::move(crash_at)});
     options.recent_pairs = recent_pairs;
     options.brokers = broker_.bootstrap();
     options.progress_interval = std::chrono::milliseconds(20);
@@ -228,6 +235,10 @@ class BrokerTest : public ::testing::Test {
       r->lag_partitions.store(s.consumer_lag.size());
     };
     running->service = std::make_unique<Service>(std::move(options));
+    if (crash_at) {
+      ServiceTesting::set_crash_points(*running->service,
+                                       std::make_shared<CrashWhere>(std::move(crash_at)));
+    }
     running->thread = std::thread([r] { r->status.store(r->service->run()); });
     return running;
   }
