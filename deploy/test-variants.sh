@@ -7,7 +7,9 @@
 #   tsan       ThreadSanitizer: build and run the tests of code that starts
 #              threads (every integration test and the unit tests
 #              tests/CMakeLists.txt lists: target neardup_threads_tests;
-#              TSAN_OPTIONS with tests/tsan.supp come from the test preset)
+#              TSAN_OPTIONS with tests/tsan.supp come from the test preset;
+#              not the fuzz replays: the decoders they replay start no threads)
+# Neither runs layout.check_layout, a check of the sources the main run makes.
 # ctest -L runs the tests of the binaries built: one not built is a placeholder
 # test without a label.
 #   clang-tsa  clang -Wthread-safety -Werror=thread-safety: libraries and neardup compile
@@ -29,12 +31,12 @@ steps_of() {
     portable)
       echo "cmake --preset portable"
       echo "cmake --build --preset portable -j $jobs --target neardup_portable_tests"
-      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L unit"
+      echo "ctest --preset portable -j $((jobs * 2)) --timeout 600 -L unit -E ^layout\\."
       ;;
     tsan)
       echo "cmake --preset tsan"
       echo "cmake --build --preset tsan -j $jobs --target neardup_threads_tests"
-      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L unit|integration"
+      echo "ctest --preset tsan -j $((jobs * 2)) --timeout 600 -L unit|integration -E ^(layout|fuzz)\\."
       ;;
     clang-tsa)
       echo "cmake --preset clang-tsa"

@@ -39,6 +39,11 @@ using ::testing::HasSubstr;
 using testing::http;
 using testing::Reply;
 
+// The HTTP pool's floor (HttpServer::kMinWorkers), not the ceiling the
+// descriptor limit allows: no test here holds many connections, and starting
+// and joining a thousand threads takes seconds of CPU under the sanitizers.
+constexpr int kWorkers = HttpServer::kMinWorkers;
+
 Reply get(const std::string& address, const std::string& path) {
   return http(address, "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n");
 }
@@ -222,7 +227,7 @@ TEST(Render, PassesPromtoolCheckMetrics) {
 }
 
 TEST(Exporter, ServesPublishedStatsOnMetrics) {
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   EXPECT_THAT(exporter.address(), ::testing::StartsWith("127.0.0.1:"));
   EXPECT_NE(exporter.address(), "127.0.0.1:0");
 
@@ -249,7 +254,7 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 // nosniff on every answer: the probes, the page, errors, refused methods.
 TEST(Exporter, EveryResponseSaysNosniffOnce) {
   RecentPairs pairs;
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs);
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs, kWorkers);
   exporter.publish(sample_stats());
   const std::string address = exporter.address();
   std::vector<std::pair<std::string, Reply>> replies;
@@ -293,7 +298,7 @@ TEST(Exporter, PageCountsAndPairsAgree) {
   RecentPairs pairs;
   pairs.kept(1, "Markets rally as rates fall");
   record_duplicates(pairs, 1, 35);
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs);
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs, kWorkers);
   ServiceStats stats = sample_stats();
   stats.duplicate = 35;
   stats.pairs_recorded = pairs.recorded();
@@ -337,7 +342,7 @@ TEST(Exporter, ServesThePageAndItsJsonFromRecentPairs) {
   seen.duplicate_text = "Markets rally as rates <b>drop</b>";
   seen.distance = 2;
   pairs.duplicate(seen);
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs);
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, &pairs, kWorkers);
   exporter.publish(sample_stats());
   const auto page = get(exporter.address(), "/");
   ASSERT_EQ(page.status, 200);
@@ -353,13 +358,13 @@ TEST(Exporter, ServesThePageAndItsJsonFromRecentPairs) {
   EXPECT_THAT(json.body, HasSubstr("\"duplicate\":7"));
   EXPECT_THAT(json.body, HasSubstr("\"text\":\"Markets rally as rates \\u003cb\\u003edrop"));
   // Without a record: counts only, and the page says so.
-  Exporter bare("127.0.0.1:0", {"1.2.3", {}});
+  Exporter bare("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   EXPECT_THAT(get(bare.address(), "/").body, HasSubstr("Pairs are not recorded"));
   EXPECT_THAT(get(bare.address(), "/api/summary").body, HasSubstr("\"pairs_recorded\":false"));
 }
 
 TEST(Exporter, ReadyzIs503UntilSetReady) {
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   EXPECT_EQ(get(exporter.address(), "/readyz").status, 503);
   EXPECT_EQ(samples(get(exporter.address(), "/metrics").body).at("neardup_ready"), 0);
   exporter.set_ready(true);
@@ -370,7 +375,7 @@ TEST(Exporter, ReadyzIs503UntilSetReady) {
 }
 
 TEST(Exporter, ReadyzSaysWhyItIsNotReady) {
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   EXPECT_EQ(get(exporter.address(), "/readyz").body, "not ready\n");
   exporter.set_ready(false, "Kafka brokers unreachable for 3.0 s: 127.0.0.1:9092");
   const auto reply = get(exporter.address(), "/readyz");
@@ -383,13 +388,13 @@ TEST(Exporter, ReadyzSaysWhyItIsNotReady) {
 }
 
 TEST(Exporter, HealthzIsAlways200) {
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   EXPECT_EQ(get(exporter.address(), "/healthz").status, 200);
   EXPECT_EQ(get(exporter.address(), "/healthz?verbose=1").status, 200);
 }
 
 TEST(Exporter, AnswersUnknownPathsMethodsAndGarbage) {
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   EXPECT_EQ(get(exporter.address(), "/nope").status, 404);
   EXPECT_EQ(http(exporter.address(), "POST /metrics HTTP/1.1\r\n\r\n").status, 405);
   EXPECT_EQ(http(exporter.address(), "garbage\r\n\r\n").status, 400);
@@ -403,7 +408,7 @@ TEST(Exporter, AnswersUnknownPathsMethodsAndGarbage) {
 }
 
 TEST(Exporter, ScrapesSeeMonotonicCountersWhilePublishing) {
-  Exporter exporter("127.0.0.1:0", {"1.2.3", {}});
+  Exporter exporter("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   std::thread publisher([&] {
     auto s = ServiceStats::with_buckets(3);
     for (int i = 0; i < 2000; ++i) {
@@ -428,7 +433,7 @@ TEST(Exporter, ScrapesSeeMonotonicCountersWhilePublishing) {
 
 std::string listen_error(const std::string& listen) {
   try {
-    Exporter exporter(listen, {"1.2.3", {}});
+    Exporter exporter(listen, {"1.2.3", {}}, nullptr, kWorkers);
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -454,7 +459,7 @@ TEST(Exporter, BadListenAddressThrowsAClearMessage) {
 }
 
 TEST(Exporter, PortInUseThrows) {
-  Exporter first("127.0.0.1:0", {"1.2.3", {}});
+  Exporter first("127.0.0.1:0", {"1.2.3", {}}, nullptr, kWorkers);
   const std::string taken = first.address();
   EXPECT_THAT(listen_error(taken), HasSubstr("Address already in use"));
 }

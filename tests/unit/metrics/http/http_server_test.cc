@@ -33,6 +33,10 @@ using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// Tests that hold no more clients than the pool's floor start only that many
+// workers: starting and joining a thousand threads takes seconds of CPU under
+// the sanitizers.
+constexpr int kWorkers = HttpServer::kMinWorkers;
 constexpr int kIdleClients = 500;
 constexpr int kSlowClients = 20;
 constexpr auto kDripInterval = milliseconds(500);
@@ -230,7 +234,7 @@ TEST(HttpServer, ClosesIdleAndSlowlorisClientsAfterTheRequestTimeout) {
 }
 
 TEST(HttpServer, RefusesAnUnfinishedHeadWith408AfterTheTimeoutAndAnOverLargeOneWith431) {
-  HttpServer server("127.0.0.1:0", ok);
+  HttpServer server("127.0.0.1:0", ok, kWorkers);
   const Probe unfinished = round_trip(server.address(), "GET /metrics HTTP/1.1\r\nHost: te");
   EXPECT_EQ(unfinished.status, 408);
   EXPECT_GE(unfinished.took, HttpServer::kRequestTimeout - milliseconds(100));
@@ -241,7 +245,7 @@ TEST(HttpServer, RefusesAnUnfinishedHeadWith408AfterTheTimeoutAndAnOverLargeOneW
 }
 
 TEST(HttpServer, ReportsTheEphemeralPortActuallyBound) {
-  HttpServer server("127.0.0.1:0", ok);
+  HttpServer server("127.0.0.1:0", ok, kWorkers);
   const std::string address = server.address();
   EXPECT_THAT(address, ::testing::StartsWith("127.0.0.1:"));
   EXPECT_NE(address, "127.0.0.1:0");
@@ -266,7 +270,7 @@ TEST(HttpServer, RefusesTheAddressesTheConfigurationRefusesSayingWhy) {
   };
   for (const auto& c : cases) {
     try {
-      HttpServer server(c.listen, ok);
+      HttpServer server(c.listen, ok, kWorkers);
       ADD_FAILURE() << c.listen << " was served at " << server.address();
     } catch (const std::runtime_error& e) {
       EXPECT_THAT(e.what(), ::testing::StartsWith(c.error)) << c.listen;
@@ -277,11 +281,14 @@ TEST(HttpServer, RefusesTheAddressesTheConfigurationRefusesSayingWhy) {
 TEST(HttpServer, PassesMethodAndPathWithoutQueryToTheHandler) {
   std::mutex mutex;
   std::vector<std::string> seen;
-  HttpServer server("127.0.0.1:0", [&](const HttpRequest& request) {
-    std::lock_guard lock(mutex);
-    seen.push_back(request.method + " " + request.path);
-    return HttpResponse{200, "text/plain", "x\n", {}};
-  });
+  HttpServer server(
+      "127.0.0.1:0",
+      [&](const HttpRequest& request) {
+        std::lock_guard lock(mutex);
+        seen.push_back(request.method + " " + request.path);
+        return HttpResponse{200, "text/plain", "x\n", {}};
+      },
+      kWorkers);
   EXPECT_EQ(probe(server.address(), "/metrics?x=1").status, 200);
   EXPECT_EQ(probe(server.address(), "/a/b").status, 200);
   std::lock_guard lock(mutex);

@@ -319,7 +319,10 @@ TEST(JudgeRecord, RandomBytesNeverThrowAndAreAlmostAlwaysRefused) {
   JudgeVerdicts v;
   std::string error;
   int accepted = 0;
-  for (int i = 0; i < 20000; ++i) {
+  // 2,000 records, half of them with a magic: a header with a magic sizes its
+  // topic list from the random count (up to 65,535 names) before it finds the
+  // names missing, a few milliseconds a record under ASan.
+  for (int i = 0; i < 2000; ++i) {
     std::string bytes(rng() % 200, '\0');
     for (char& c : bytes) c = static_cast<char>(rng());
     if (i % 2)
