@@ -226,7 +226,8 @@ const std::vector<Key>& keys() {
     k.push_back(bool_key(
         "dedup.strip_boilerplate",
         "true | false: URLs, @mentions, #hashtags and a \"via\"/RT/转发 before a mention are "
-        "left out of the fingerprint (docs/ACCURACY.md, \"The design\", point 5)",
+        "left out of the fingerprint; false: recent short texts are still compared without "
+        "their repost markers (RT @x:, //@x:) (docs/ACCURACY.md, \"The design\", point 5)",
         [](auto& config) -> auto& { return config.dedup.text.strip_boilerplate; }));
     k.push_back(choice_key<dedup::MustMatch>(
         "dedup.must_match",

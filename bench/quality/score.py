@@ -18,7 +18,11 @@ mixed; on very_short and hard_short
 (8-40 characters) recall >= 0.95 and precision >= 0.98 (hard_short: recall
 >= 0.95 in every Jaccard band and language with at least MIN_SUPPORT true
 duplicates); precision >= 0.98 in every bucket of every stream that has at
-least MIN_SUPPORT predicted positives (fewer: not judged). With the strict
+least MIN_SUPPORT predicted positives (fewer: not judged), except the repost
+streams, whose reposts are duplicates by construction whatever their Jaccard
+(a short post with a repost marker added is "unique" to the Jaccard labels):
+there, at most 1% of the distinct stories flagged (templated, news; the
+boilerplate stream's originals include fortunes that recur). With the strict
 config (bench/quality/strict.yaml) on the templated stream: at most 1% of
 the distinct stories flagged, at least 95% of the reposts caught.
 Exit status: 0 when scoring ran (whatever the numbers), 3 with --require-targets
@@ -50,6 +54,9 @@ PRECISION_TARGET = 0.98
 # stories flagged at most, reposts caught at least.
 TEMPLATED_FLAGGED_TARGET = 0.01
 TEMPLATED_REPOSTS_TARGET = 0.95
+# With the default config: the repost streams whose originals are distinct stories.
+DISTINCT_STREAMS = ("templated", "news")
+DISTINCT_FLAGGED_TARGET = 0.01
 MIN_SUPPORT = 10
 
 
@@ -243,7 +250,14 @@ def main(argv=None):
             failures.append(f"templated strict: distinct stories flagged {fmt(flagged)} > {TEMPLATED_FLAGGED_TARGET}")
         if caught is not None and caught < TEMPLATED_REPOSTS_TARGET:
             failures.append(f"templated strict: reposts caught {fmt(caught)} < {TEMPLATED_REPOSTS_TARGET}")
+    for stream in DISTINCT_STREAMS:
+        d = details["default"].get(stream)
+        flagged = ratio(d["originals"]) if d else None
+        if flagged is not None and flagged > DISTINCT_FLAGGED_TARGET:
+            failures.append(f"{stream}: distinct stories flagged {fmt(flagged)} > {DISTINCT_FLAGGED_TARGET}")
     for stream, buckets in results["default"].items():
+        if stream in REPOST_STREAMS:
+            continue
         for bucket, m in buckets.items():
             if m["tp"] + m["fp"] >= MIN_SUPPORT and m["precision"] < PRECISION_TARGET:
                 failures.append(f"{stream} {bucket}: precision {fmt(m['precision'])} < {PRECISION_TARGET}")

@@ -34,6 +34,7 @@ struct TextOptions {
   bool normalize = true;  ///< NFKC + case fold + punctuation/space folding
   /// Remove URLs, @mentions, hashtags (#tag, #话题#) and a "via", "RT" or 转发
   /// before a mention before anything else (dedup/text/normalize.h strip_boilerplate).
+  /// Off, a short text's exact set still leaves out its repost markers ("RT @x:").
   bool strip_boilerplate = false;
   MustMatch must_match = MustMatch::numbers_and_names;
   /// A file of words (one per line, any script; lines starting with # are

@@ -136,6 +136,7 @@ struct Fingerprinter::Impl {
   std::unique_ptr<Sketcher> sketcher;
   std::string stripped;                       // the text without boilerplate (strip_boilerplate)
   std::string keys_text;                      // the same for the must-match tokens alone
+  std::string unmarked;                       // the text without its repost markers
   std::vector<std::string> must_match_words;  // normalized, from options.must_match_words
 
   /// Reads options.must_match_words; throws std::runtime_error when it cannot.
@@ -222,6 +223,21 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
   if (impl.sketcher) {
     summary.sketch = impl.sketcher->run(norm);
     impl.sketcher->exact_of_last(summary.exact);
+    // A short text's exact set (the recent-text stage) leaves out the mentions that
+    // mark a repost ("RT @x:", "//@x:"): they say who passed the text on, not what it
+    // says. The window's fingerprint and sketch keep them (the schema is unchanged).
+    bool renormalized = false;
+    if (!summary.exact.empty() && !impl.options.strip_boilerplate &&
+        (utf8.find('@') != std::string_view::npos ||
+         utf8.find("\xef\xbc\xa0") != std::string_view::npos)) {  // ＠
+      const std::string_view story =
+          strip_boilerplate(utf8, impl.unmarked, Boilerplate::repost_markers);
+      if (story.data() != utf8.data()) {
+        impl.sketcher->run(impl.normalizer.run(story));
+        impl.sketcher->exact_of_last(summary.exact);
+        renormalized = true;
+      }
+    }
     if (!summary.exact.empty() &&
         (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty())) {
       // The tokens that must match come from the text without its boilerplate: a
@@ -235,9 +251,10 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
            utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
       const std::string_view story =
           may_have_boilerplate ? strip_boilerplate(utf8, impl.keys_text) : utf8;
-      must_match_keys(impl.options.must_match, impl.must_match_words, story,
-                      story.data() == utf8.data() ? norm : impl.normalizer.run(story),
-                      summary.exact);
+      must_match_keys(
+          impl.options.must_match, impl.must_match_words, story,
+          story.data() == utf8.data() && !renormalized ? norm : impl.normalizer.run(story),
+          summary.exact);
     }
   }
 

@@ -20,7 +20,9 @@ struct TextSummary {
   std::uint32_t invalid_bytes = 0;  ///< bytes of invalid UTF-8 that were replaced by U+FFFD
   SketchResult sketch;  ///< MinHash sketch and band keys (zero unless the sketch is enabled)
   /// A short text's exact shingle set and must-match tokens (count 0 unless
-  /// sketch.recent > 0 and the text has at most kMaxExactShingles shingles).
+  /// sketch.recent > 0 and the text has at most kMaxExactShingles shingles). The
+  /// set is of the text without its repost markers (Boilerplate::repost_markers)
+  /// even when strip_boilerplate is off; the fingerprint and sketch keep them.
   ExactShingles exact;
 };
 

@@ -451,8 +451,9 @@ bool starts_with_folded(std::string_view text, std::size_t at, std::string_view 
   return true;
 }
 
-// `out` ends with the word "via" or "rt" (any case) or 转发, then spaces: cut them.
-void drop_repost_word(std::string& out) {
+// `out` ends with the word "via" or "rt" (any case) or 转发, then spaces: cut them and
+// return true.
+bool drop_repost_word(std::string& out) {
   std::size_t end = out.size();
   while (end > 0 && out[end - 1] == ' ') --end;
   for (const std::string_view word : {std::string_view("via"), std::string_view("rt"),
@@ -463,13 +464,22 @@ void drop_repost_word(std::string& out) {
       continue;
     if (start > 0 && ascii_word_byte(static_cast<unsigned char>(out[start - 1]))) continue;
     out.resize(start);
-    return;
+    return true;
   }
+  return false;
+}
+
+// `out` ends with "//", then spaces: a Weibo repost chain ("...//@x: ...").
+bool ends_with_slashes(std::string_view out) {
+  std::size_t end = out.size();
+  while (end > 0 && out[end - 1] == ' ') --end;
+  return end >= 2 && out.substr(end - 2, 2) == "//";
 }
 
 }  // namespace
 
-std::string_view strip_boilerplate(std::string_view text, std::string& buffer) {
+std::string_view strip_boilerplate(std::string_view text, std::string& buffer, Boilerplate what) {
+  const bool all = what == Boilerplate::all;
   buffer.clear();
   bool removed = false;
   std::size_t at = 0;
@@ -478,7 +488,7 @@ std::string_view strip_boilerplate(std::string_view text, std::string& buffer) {
     const bool word_start = at == 0 || !ascii_word_byte(static_cast<unsigned char>(text[at - 1]));
     std::size_t end = at;
     bool mention = false;
-    if (word_start &&
+    if (all && word_start &&
         (starts_with_folded(text, at, "http://") || starts_with_folded(text, at, "https://") ||
          starts_with_folded(text, at, "www."))) {
       end = at;
@@ -490,7 +500,7 @@ std::string_view strip_boilerplate(std::string_view text, std::string& buffer) {
       end = name_end(text, name);
       mention = end > name;
       if (!mention) end = at;
-    } else if (word_start && c == '#') {
+    } else if (all && word_start && c == '#') {
       // #话题#: a closing # before any space, within 64 bytes; else #tag
       const std::size_t close = text.find('#', at + 1);
       const std::size_t space = text.find_first_of(" \t\n\r", at + 1);
@@ -507,7 +517,16 @@ std::string_view strip_boilerplate(std::string_view text, std::string& buffer) {
       buffer.push_back(text[at++]);
       continue;
     }
-    if (mention) drop_repost_word(buffer);
+    if (mention) {
+      const bool after_word = drop_repost_word(buffer);
+      const bool colon =
+          end < text.size() && (text[end] == ':' || text.substr(end, 3) == "\xef\xbc\x9a");  // ：
+      if (!all && !after_word && !colon && !ends_with_slashes(buffer)) {
+        buffer.append(text.substr(at, end - at));  // a mention that addresses someone
+        at = end;
+        continue;
+      }
+    }
     buffer.push_back(' ');
     removed = true;
     at = end;

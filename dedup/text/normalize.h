@@ -90,15 +90,26 @@ class Normalizer {
   std::uint32_t invalid_bytes_ = 0;
 };
 
-/// `text` without its boilerplate, for TextOptions::strip_boilerplate: URLs
-/// (http://, https://, www. up to the next space or non-ASCII character),
-/// @mentions (ASCII or full-width @ at the start of a word, up to a space or
-/// punctuation), hashtags (#tag; #话题# up to its closing # within 64 bytes)
-/// and a "via", "RT" or 转发 right before a mention. Each removed span becomes
-/// one space. When nothing but spaces and punctuation would be left, returns
-/// `text` itself. The result views `text` or `buffer`. O(bytes); never throws
-/// (std::bad_alloc aside).
-std::string_view strip_boilerplate(std::string_view text, std::string& buffer);
+/// What strip_boilerplate removes.
+enum class Boilerplate : std::uint8_t {
+  /// URLs (http://, https://, www. up to the next space or non-ASCII character),
+  /// @mentions (ASCII or full-width @ at the start of a word, up to a space or
+  /// punctuation), hashtags (#tag; #话题# up to its closing # within 64 bytes) and a
+  /// "via", "RT" or 转发 right before a mention.
+  all,
+  /// Only the mentions that mark a repost, with their marker word: a mention after
+  /// "via", "RT" or 转发 ("RT @x:", "(via @x)"), after "//" ("//@x:") or followed
+  /// by a colon ("@x：..."). A mention that addresses someone ("@bob see this"),
+  /// URLs and hashtags stay.
+  repost_markers,
+};
+
+/// `text` without its boilerplate (`what`), for TextOptions::strip_boilerplate and
+/// the recent-text stage. Each removed span becomes one space. When nothing but
+/// spaces and punctuation would be left, returns `text` itself. The result views
+/// `text` or `buffer`. O(bytes); never throws (std::bad_alloc aside).
+std::string_view strip_boilerplate(std::string_view text, std::string& buffer,
+                                   Boilerplate what = Boilerplate::all);
 
 /// Convenience for tests and tools: the tokens joined by single spaces.
 std::string normalize(std::string_view utf8, bool unicode = true);

@@ -326,6 +326,22 @@ TEST(EngineRecentTexts, MustMatchTellsTemplatedStoriesApartAndKeepsReposts) {
       << "without must_match the shingles alone decide";
 }
 
+TEST(EngineRecentTexts, DefaultJudgesShortTextsWithoutTheirRepostMarkers) {
+  Feed feed{DedupOptions{}};
+  feed("Dry clean only.");
+  feed("Live free or die.");
+  feed("今日有雨，注意出行");
+  EXPECT_EQ(feed("RT @bob_smith: Dry clean only.").kind, VerdictKind::duplicate);
+  EXPECT_EQ(feed("Live free or die. (via @newsdesk)").kind, VerdictKind::duplicate);
+  EXPECT_EQ(feed("转发 @人民日报：今日有雨，注意出行").kind, VerdictKind::duplicate);
+  EXPECT_EQ(feed("今日有雨，注意出行 //@每日一句:").kind, VerdictKind::duplicate);
+  feed("Kilroy was here!");
+  EXPECT_EQ(feed("@bob_smith Kilroy was here!").kind, VerdictKind::unique)
+      << "a mention that addresses someone is part of the text (J = 0.52)";
+  EXPECT_EQ(feed("Kilroy was here! https://t.co/abcdefgh").kind, VerdictKind::unique)
+      << "a URL stays (dedup.strip_boilerplate removes it)";
+}
+
 TEST(EngineRecentTexts, DefaultKeepsTemplatedStoriesApart) {
   Feed feed{DedupOptions{}};
   const std::string score =

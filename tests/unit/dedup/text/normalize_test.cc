@@ -241,6 +241,32 @@ TEST(StripBoilerplate, KeepsEmailAddressesAndWordsThatOnlyLookLikeVia) {
   EXPECT_EQ(normalize(stripped("＠小明同学 你好")), normalize("你好"));
 }
 
+std::string unmarked(std::string_view text) {
+  std::string buffer;
+  return std::string(strip_boilerplate(text, buffer, Boilerplate::repost_markers));
+}
+
+TEST(StripBoilerplate, RepostMarkersAloneRemovesTheMentionsThatMarkARepost) {
+  EXPECT_EQ(normalize(unmarked("RT @jdoe42: Storm closes the north bridge")),
+            normalize("Storm closes the north bridge"));
+  EXPECT_EQ(normalize(unmarked("via @newsdesk: Storm closes the north bridge")),
+            normalize("Storm closes the north bridge"));
+  EXPECT_EQ(normalize(unmarked("Storm closes the bridge (via @CityWire)")),
+            normalize("Storm closes the bridge"));
+  EXPECT_EQ(normalize(unmarked("转发 @人民日报：今日有雨")), normalize("今日有雨"));
+  EXPECT_EQ(normalize(unmarked("@人民日报：今日有雨")), normalize("今日有雨")) << "a colon follows";
+  EXPECT_EQ(normalize(unmarked("今日有雨 //@每日一句:")), normalize("今日有雨"));
+}
+
+TEST(StripBoilerplate, RepostMarkersAloneKeepsAddressedMentionsUrlsAndHashtags) {
+  EXPECT_EQ(unmarked("@bob see the north bridge"), "@bob see the north bridge");
+  EXPECT_EQ(unmarked("Storm closes the bridge https://t.co/xyz #news"),
+            "Storm closes the bridge https://t.co/xyz #news");
+  EXPECT_EQ(normalize(unmarked("RT @bob: ask @alice https://t.co/xyz")),
+            normalize("ask @alice https://t.co/xyz"));
+  EXPECT_EQ(unmarked("RT @bob:"), "RT @bob:") << "nothing but the marker: kept whole";
+}
+
 TEST(StripBoilerplate, TextThatIsOnlyBoilerplateIsKept) {
   EXPECT_EQ(stripped("https://t.co/abc #news @bob"), "https://t.co/abc #news @bob");
   const std::string_view plain = "nothing to strip here";
