@@ -160,7 +160,7 @@ void SketchIndex::insert(std::uint64_t sequence, std::uint64_t oldest_live,
   }
   has_word |= bit;
   slots_.as<Sketch>()[at] = sketch->sketch;
-  const std::uint64_t span = next_sequence_ - std::min(oldest_live, sequence);
+  const std::uint64_t span = next_sequence_ - oldest_live;  // oldest_live <= sequence
   if (bucket_bits_ < full_bucket_bits_ && span > kLoadToGrow * buckets_per_band())
     grow(oldest_live);
   for (int band = 0; band < bands_; ++band) {
@@ -206,13 +206,14 @@ void SketchIndex::place(std::size_t index, std::uint32_t ref, std::uint64_t span
   // A full line without a spill: its newest 15 entries stay, the last place
   // becomes the mark, and the two oldest start the spill, while the spills
   // have room; else the oldest entry is given up.
-  std::vector<std::uint32_t> spill;
-  spill.reserve(4);
-  if (spill_bytes_ + spill_bytes(spill) > max_spill_bytes_) {
+  constexpr std::size_t kFirstSpill = 4;  // references a new spill makes room for
+  if (spill_bytes_ + kFirstSpill * sizeof(std::uint32_t) + kSpillOverhead > max_spill_bytes_) {
     line.refs[oldest] = ref;
     ++stats_.evictions;
     return;
   }
+  std::vector<std::uint32_t> spill;
+  spill.reserve(kFirstSpill);
   gather_.assign(line.refs.begin(), line.refs.end());
   gather_.push_back(ref);  // the newest
   std::sort(gather_.begin(), gather_.end() - 1, [&](std::uint32_t x, std::uint32_t y) {
