@@ -49,19 +49,23 @@ while read -r count dir; do
     echo "$dir/: $count .cc/.h files (at most $max_files: split it into sub-folders by concern)"
     status=1
   fi
-done < <(for f in "${files[@]}"; do dirname "$f"; done | sort | uniq -c)
+done < <(for f in "${files[@]}"; do echo "${f%/*}"; done | sort | uniq -c)  # (every file is in a folder)
 
-# Lines per file.
-known_limit() {
+# Lines per file: one wc for every file (its counts in the order given, then a
+# total when there are several), no process per file.
+known_limit() {  # known_limit FILE: sets limit to FILE's listed length; fails if unlisted
   local entry
   for entry in "${known_long[@]}"; do
-    [ "${entry% *}" = "$1" ] && { echo "${entry#* }"; return 0; }
+    [ "${entry% *}" = "$1" ] && { limit=${entry#* }; return 0; }
   done
   return 1
 }
-for f in "${files[@]}"; do
-  lines=$(wc -l <"$f")
-  if limit=$(known_limit "$f"); then
+counts=()
+[ "${#files[@]}" -eq 0 ] || mapfile -t counts < <(wc -l -- "${files[@]}" | awk '{ print $1 }')
+for i in "${!files[@]}"; do
+  f=${files[$i]}
+  lines=${counts[$i]}
+  if known_limit "$f"; then
     if [ "$lines" -gt "$limit" ]; then
       echo "$f: $lines lines, more than the $limit it is listed with in deploy/check-layout.sh"
       status=1
@@ -74,37 +78,47 @@ for f in "${files[@]}"; do
   fi
 done
 
-# Includes one way.
-rank_of() {  # rank_of LIBRARY SUBFOLDER: its place in `layers`, or nothing
-  local entry sub rank=0
+# Includes one way: one grep over the files of dedup/ and metrics/ (file,
+# line and text of each include of either), no process per file or include.
+rank_of() {  # rank_of LIBRARY SUBFOLDER: sets rank to its place in `layers`, or to nothing
+  local entry sub
+  rank=0
   for entry in "${layers[@]}"; do
     [ "${entry%%:*}" = "$1" ] || continue
     for sub in ${entry#*:}; do
-      [ "$sub" = "$2" ] && { echo "$rank"; return 0; }
+      [ "$sub" = "$2" ] && return 0
       rank=$((rank + 1))
     done
   done
-  return 0
+  rank=""
 }
+layered=()
 for f in "${files[@]}"; do
+  case "${f%%/*}" in dedup | metrics) layered+=("$f") ;; esac
+done
+# (-H: the file name even when there is one file)
+while IFS= read -r hit; do
+  f=${hit%%:*}
+  hit=${hit#*:}
+  line=${hit%%:*}
+  text=${hit#*:}
   library=${f%%/*}
-  case "$library" in dedup | metrics) ;; *) continue ;; esac
+  case "$text" in "#include \"$library/"*) ;; *) continue ;; esac  # another library's header
   rest=${f#*/}
   case "$rest" in */*) own=${rest%%/*} ;; *) own=. ;; esac
-  own_rank=$(rank_of "$library" "$own")
+  rank_of "$library" "$own"
+  own_rank=$rank
   [ -n "$own_rank" ] || continue
-  while IFS=: read -r line text; do
-    header=${text#*\"}
-    header=${header%%\"*}
-    inner=${header#"$library"/}
-    case "$inner" in */*) sub=${inner%%/*} ;; *) sub=. ;; esac
-    rank=$(rank_of "$library" "$sub")
-    if [ -n "$rank" ] && [ "$rank" -gt "$own_rank" ]; then
-      echo "$f:$line: includes $header, from a folder above $library/$own/ (layers in deploy/check-layout.sh)"
-      status=1
-    fi
-  done < <(grep -n "^#include \"$library/" "$f" || true)
-done
+  header=${text#*\"}
+  header=${header%%\"*}
+  inner=${header#"$library"/}
+  case "$inner" in */*) sub=${inner%%/*} ;; *) sub=. ;; esac
+  rank_of "$library" "$sub"
+  if [ -n "$rank" ] && [ "$rank" -gt "$own_rank" ]; then
+    echo "$f:$line: includes $header, from a folder above $library/$own/ (layers in deploy/check-layout.sh)"
+    status=1
+  fi
+done < <([ "${#layered[@]}" -eq 0 ] || grep -Hn '^#include "\(dedup\|metrics\)/' -- "${layered[@]}" || true)
 
 if [ "$status" -ne 0 ]; then
   echo "check-layout: the folders above break the layout rule (docs/CONTRIBUTING.md, \"Layout\")" >&2

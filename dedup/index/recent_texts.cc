@@ -42,7 +42,9 @@ void RecentTexts::keep(std::uint64_t sequence, std::uint64_t order, std::uint64_
   order_[i] = order;
   refs_[i] = ref;
   s.shingles = static_cast<std::uint32_t>(text.hashes().size());
+  set_bytes_ -= s.text.capacity_bytes();
   s.text = text;
+  set_bytes_ += s.text.capacity_bytes();
   for (int band = 0; band < bands_; ++band) {
     const std::uint64_t key = text.band_key(band);
     std::uint64_t& head = heads_[bucket(band, key)];
@@ -92,10 +94,8 @@ std::size_t RecentTexts::max_bytes(std::size_t capacity, int bands) {
 }
 
 std::size_t RecentTexts::bytes() const {
-  std::size_t sets = 0;
-  for (const Slot& s : slots_) sets += s.text.capacity_bytes();
   // (the map: a node of two 8-byte values and a next pointer, and a bucket pointer)
-  return slots_.size() * (sizeof(Slot) + 3 * sizeof(std::uint64_t)) + sets +
+  return slots_.size() * (sizeof(Slot) + 3 * sizeof(std::uint64_t)) + set_bytes_ +
          first_.size() * 4 * sizeof(std::uint64_t) + heads_.size() * sizeof(std::uint64_t);
 }
 

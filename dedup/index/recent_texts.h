@@ -93,7 +93,9 @@ class RecentTexts {
   /// nullptr. O(log capacity).
   const ExactShingles* find(std::uint64_t sequence) const;
 
-  /// Bytes held: the slots, their sets and the bucket heads.
+  /// Bytes held: the slots, their sets and the bucket heads. O(1): the sets'
+  /// bytes are counted as texts are kept (the judge reads this after every
+  /// poll, also when idle).
   std::size_t bytes() const;
   /// The most bytes() reaches for this capacity and bands: every slot holding
   /// a set of kMaxExactShingles shingles and must-match tokens. O(1).
@@ -135,6 +137,7 @@ class RecentTexts {
   int shift_;
   int bands_;
   std::uint64_t inserted_ = 0;  // texts inserted so far
+  std::size_t set_bytes_ = 0;   // the slots' sets: the sum of their capacity_bytes()
 };
 
 template <typename Visit>

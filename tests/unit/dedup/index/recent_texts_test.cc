@@ -257,6 +257,29 @@ TEST(RecentTexts, EvictedTextsAreNoCandidates) {
   EXPECT_EQ(visits, 0);
 }
 
+TEST(RecentTexts, BytesCountEachSlotsSetAsTheLargestItHasHeld) {
+  RecentTexts recent(1, kRecentBands);  // one slot: each text replaces the last
+  const std::size_t empty = recent.bytes();
+  const ExactShingles large = exact_of("Storm closes the north bridge tonight as rivers rise");
+  const ExactShingles small = exact_of("one");
+  const ExactShingles larger =
+      exact_of("Storm closes the north bridge tonight as rivers rise across the whole county");
+  // A slot's set is a copy: its capacity is the size of the largest set it held.
+  const std::size_t large_set = ExactShingles(large).capacity_bytes();
+  const std::size_t larger_set = ExactShingles(larger).capacity_bytes();
+  ASSERT_LT(ExactShingles(small).capacity_bytes(), large_set);
+  ASSERT_LT(large_set, larger_set);
+  const std::size_t record = 4 * sizeof(std::uint64_t);  // the map entry of the record kept
+  recent.insert(2, 1, large);
+  EXPECT_EQ(recent.bytes(), empty + record + large_set);
+  recent.insert(4, 2, small);
+  EXPECT_EQ(recent.bytes(), empty + record + large_set) << "a smaller set keeps the allocation";
+  recent.insert(6, 3, larger);
+  EXPECT_EQ(recent.bytes(), empty + record + larger_set);
+  recent.insert(8, 4, large);
+  EXPECT_EQ(recent.bytes(), empty + record + larger_set);
+}
+
 struct Feed {
   Engine engine;
   std::uint64_t next_ref = 1;
