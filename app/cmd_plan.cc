@@ -107,8 +107,8 @@ int run_memory_plan(const cli::Args& args, const std::string& size) {
                          : "window.max_memory is the tighter bound");
   std::printf(
       "  at most: pigeonhole index %.2f MiB, sketch index %.2f MiB, recent-text cache "
-      "%.2f MiB; %.2f MiB in all, %.1f bytes per entry\n",
-      mib(f.window), mib(f.sketch), mib(f.recent), mib(f.total()),
+      "%.2f MiB, repost cache %.2f MiB; %.2f MiB in all, %.1f bytes per entry\n",
+      mib(f.window), mib(f.sketch), mib(f.recent), mib(f.reposts), mib(f.total()),
       static_cast<double>(f.total()) / static_cast<double>(entries));
   const std::size_t recent = dedup::recent_capacity(options);
   std::printf(

@@ -37,9 +37,11 @@ Engine::Engine(const DedupOptions& options)
       window_(options.index, engine_window_options(options)) {
   // The sketch ring holds what the window holds (max_entries, or what max_memory leaves).
   if (options_.sketch.enabled) sketches_.emplace(options_.sketch, window_.capacity());
-  if (const std::size_t texts = recent_capacity(options_); texts > 0)
+  if (const std::size_t texts = recent_capacity(options_); texts > 0) {
     recent_.emplace(texts,
                     std::min(kRecentBands, kSketchBits / options_.sketch.bits / kRecentBandBins));
+    reposts_.emplace(texts);
+  }
 }
 
 std::uint64_t Engine::oldest_live() const {
@@ -111,6 +113,8 @@ void Engine::prefetch(const Analysis& analysis) const {
   if (summary.features == 0) return;
   prefetch_remember(summary.fingerprint, summary.sketch, analysis.scope);
   if (recent_ && !summary.exact.empty()) recent_->prefetch(summary.exact);
+  if (reposts_ && summary.exact.empty() && summary.sketch.shingles != 0)
+    reposts_->prefetch(RepostSketches::keys_of(summary.sketch.sketch));
 }
 
 void Engine::prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope) const {
@@ -126,6 +130,8 @@ void Engine::prefetch_cells(const Analysis& analysis) const {
     sketches_->prefetch_cells(keyed(summary.sketch, analysis.scope, buffer), oldest_live());
   if (recent_ && summary.features != 0 && !summary.exact.empty())
     recent_->prefetch_slots(summary.exact);
+  if (reposts_ && summary.features != 0 && summary.exact.empty() && summary.sketch.shingles != 0)
+    reposts_->prefetch_slots(RepostSketches::keys_of(summary.sketch.sketch));
 }
 
 std::string_view invalid_reason(const Analysis& analysis) {
@@ -204,12 +210,14 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     // A band candidate replaces the SimHash match only with a strictly higher
     // estimate: after a perfect one (every bin agrees) the walk cannot change the verdict.
     const bool settled = simhash_similarity && *simhash_similarity >= 1.0;
+    std::uint64_t own_entry = ~std::uint64_t{0};  // this record's own entry, if met
     auto visit = [&](std::uint64_t sequence, const Sketch& theirs) {
       if (verdict.match && sequence == verdict.match->sequence) return;  // verified above
       const double j = estimate_jaccard(mine, theirs, so.bits);
       if (j < so.threshold) fell_short(sequence, j);
       if (j < so.threshold || j < best) return;
       const auto e = window_.entry(sequence);
+      if (e && e->of == ref) own_entry = std::min(own_entry, sequence);
       if (!e || e->of == ref || e->scope != scope) return;
       const int distance = hamming_distance(summary.fingerprint, e->fingerprint);
       const bool better = j > best || distance < best_distance ||
@@ -240,6 +248,10 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       band_only = band_only && verdict.match && verdict.match->sequence == before;
     }
     if (band_only) ++counts_.sketch_matches;
+    if (!verdict.match && reposts_ && summary.exact.empty()) {
+      decide_repost(summary, ref, scope, own_entry, verdict.match, simhash_similarity);
+      if (verdict.match) ++counts_.repost_matches;
+    }
     verdict.similarity = simhash_similarity;
   }
   verdict.candidates = window_.candidates() - examined_before;
@@ -263,6 +275,14 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
       // original through it. (A copy of a recent text adds nothing.)
       recent_->insert_repost(verdict.match->sequence, ref.value, summary.exact);
       ++counts_.recent_reposts;
+    } else if (reposts_ && summary.exact.empty() && summary.sketch.shingles > kMaxExactShingles &&
+               !(verdict.similarity && *verdict.similarity >= 1.0)) {
+      // A long repost stands for its original likewise, by its sketch (one
+      // whose sketch equals what it matched adds nothing).
+      reposts_->insert(RepostSketches::Repost{summary.sketch.sketch, verdict.match->sequence,
+                                              ref.value, next_sequence_},
+                       RepostSketches::keys_of(summary.sketch.sketch));
+      ++counts_.long_reposts;
     }
   } else {
     verdict.sequence =
@@ -325,6 +345,32 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   return outcome;
 }
 
+void Engine::decide_repost(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                           std::uint64_t own_entry, std::optional<Match>& match,
+                           std::optional<double>& similarity) const {
+  const Sketch& mine = summary.sketch.sketch;
+  double best = -1.0;
+  std::optional<Match> found;
+  reposts_->for_each_candidate(
+      RepostSketches::keys_of(mine), ref.value, [&](const RepostSketches::Repost& r) {
+        if (r.born > own_entry) return;  // judged after this record's first decision
+        const double j = estimate_jaccard(mine, r.sketch, options_.sketch.bits);
+        if (j < options_.sketch.threshold || j < best) return;
+        auto e = window_.entry(r.original);
+        if (!e || e->of == ref || e->scope != scope) return;
+        const int distance = hamming_distance(summary.fingerprint, e->fingerprint);
+        if (j == best && (distance > found->distance ||
+                          (distance == found->distance && e->sequence >= found->sequence)))
+          return;
+        best = j;
+        e->distance = distance;
+        found = e;
+      });
+  if (!found) return;
+  match = found;
+  similarity = best;
+}
+
 void Engine::remember(Fingerprint fp, EventTime time, RecordRef ref, ScopeId scope) {
   insert(fp, time, ref, nullptr, scope);
 }
@@ -338,13 +384,14 @@ EngineStats Engine::stats() const {
   EngineStats stats = counts_;
   stats.window = window_.stats();
   if (sketches_) stats.sketch = sketches_->stats();
-  stats.bytes = stats.window.bytes + stats.sketch.bytes + (recent_ ? recent_->bytes() : 0);
+  stats.bytes = stats.window.bytes + stats.sketch.bytes + (recent_ ? recent_->bytes() : 0) +
+                (reposts_ ? reposts_->bytes() : 0);
   return stats;
 }
 
 std::size_t Engine::bytes() const {
   return window_.stats().bytes + (sketches_ ? sketches_->stats().bytes : 0) +
-         (recent_ ? recent_->bytes() : 0);
+         (recent_ ? recent_->bytes() : 0) + (reposts_ ? reposts_->bytes() : 0);
 }
 
 }  // namespace neardup::dedup

@@ -10,7 +10,12 @@
 // two sketches estimate a shingle Jaccard >= sketch.threshold; the best estimate
 // wins (ties: the smaller SimHash distance, then the oldest). Entries without a
 // sketch (remember() without one: a changelog record written with the sketch
-// off) are judged by SimHash distance alone.
+// off) are judged by SimHash distance alone. A long text that matches no
+// entry so is compared with the long duplicates dropped lately (the repost
+// cache, dedup/index/repost_sketches.h): one whose sketch estimates a Jaccard
+// >= sketch.threshold with it makes it a duplicate of the entry that repost
+// duplicated. Like the recent-text cache, the repost cache is not in the
+// changelog: a rebuilt window (remember()) starts with both empty.
 // With the sketch off, the classic rule: the nearest entry within max_distance.
 
 #include <cstdint>
@@ -23,6 +28,7 @@
 #include "dedup/core/types.h"
 #include "dedup/fingerprint/fingerprinter.h"
 #include "dedup/index/recent_texts.h"
+#include "dedup/index/repost_sketches.h"
 #include "dedup/index/sketch_index.h"
 #include "dedup/index/window.h"
 
@@ -76,10 +82,12 @@ struct EngineStats {
   std::uint64_t exact_matches = 0;   ///< duplicates decided by an exact shingle set (recent texts)
   std::uint64_t exact_vetoes = 0;    ///< sketch matches the exact sets turned down
   std::uint64_t recent_reposts = 0;  ///< short duplicates kept among the recent texts
+  std::uint64_t long_reposts = 0;    ///< long duplicates kept in the repost cache
+  std::uint64_t repost_matches = 0;  ///< long duplicates found only through a kept repost
   WindowStats window;
   SketchIndexStats sketch;  ///< zero when the sketch stage is off
-  /// Engine::bytes(): the window, the sketch index and the recent-text cache
-  /// (what window.max_memory bounds).
+  /// Engine::bytes(): the window, the sketch index, the recent-text cache and
+  /// the repost cache (what window.max_memory bounds).
   std::size_t bytes = 0;
 };
 
@@ -154,7 +162,8 @@ class Engine {
   std::optional<Match> entry(std::uint64_t sequence) const { return window_.entry(sequence); }
   const DedupOptions& options() const { return options_; }
 
-  /// Bytes held by the window, the sketch index and the recent-text cache together.
+  /// Bytes held by the window, the sketch index, the recent-text cache and the
+  /// repost cache together.
   std::size_t bytes() const;
   /// The most entries the window holds: window.max_entries, or fewer when
   /// window.max_memory is the tighter bound (engine_capacity()). O(1).
@@ -186,12 +195,23 @@ class Engine {
                             std::span<const std::uint64_t> fell_short, std::optional<Match>& match,
                             std::optional<double>& similarity);
 
+  /// The repost stage of decide() for a long text that matched nothing in the
+  /// window: the best live original (by estimate, then SimHash distance, then
+  /// the oldest) of a kept long repost whose sketch estimates a Jaccard >=
+  /// sketch.threshold with `summary`'s. `own_entry`: the window sequence of
+  /// `ref`'s own entry when the band walk met one (a record decided again
+  /// then meets no repost judged after it). Sets `match` and `similarity`.
+  void decide_repost(const TextSummary& summary, RecordRef ref, ScopeId scope,
+                     std::uint64_t own_entry, std::optional<Match>& match,
+                     std::optional<double>& similarity) const;
+
   DedupOptions options_;
   Fingerprinter fingerprinter_;
   Window window_;
-  std::optional<SketchIndex> sketches_;  // set when options_.sketch.enabled
-  std::optional<RecentTexts> recent_;    // set when recent_capacity(options_) > 0
-  std::uint64_t next_sequence_ = 0;      // one past the window's newest insert
+  std::optional<SketchIndex> sketches_;    // set when options_.sketch.enabled
+  std::optional<RecentTexts> recent_;      // set when recent_capacity(options_) > 0
+  std::optional<RepostSketches> reposts_;  // as recent_: long reposts
+  std::uint64_t next_sequence_ = 0;        // one past the window's newest insert
   bool inserted_ = false;
   EngineStats counts_;
   SketchResult last_kept_sketch_{};

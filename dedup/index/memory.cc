@@ -7,6 +7,7 @@
 
 #include "dedup/fingerprint/sketch.h"
 #include "dedup/index/recent_texts.h"
+#include "dedup/index/repost_sketches.h"
 #include "dedup/index/sketch_index.h"
 #include "dedup/index/window.h"
 
@@ -31,6 +32,8 @@ MemoryFootprint footprint_with(const WindowFootprint& window, const DedupOptions
   f.window = window.bytes(entries);
   f.sketch = options.sketch.enabled ? SketchIndex::max_bytes(options.sketch, entries) : 0;
   f.recent = recent_bytes(options);
+  const std::size_t reposts = recent_capacity(options);  // the Engine's repost cache holds as many
+  f.reposts = reposts == 0 ? 0 : RepostSketches::max_bytes(reposts);
   return f;
 }
 
@@ -73,7 +76,7 @@ WindowOptions engine_window_options(const DedupOptions& options) {
   w.max_entries = capacity;
   // What the window may hold itself: its own footprint at this capacity fits,
   // and the rest of its share covers spills beyond their allowance.
-  w.max_memory = w.max_memory - f.sketch - f.recent;
+  w.max_memory = w.max_memory - f.sketch - f.recent - f.reposts;
   return w;
 }
 
@@ -87,6 +90,7 @@ void validate_memory(const DedupOptions& options) {
   if (f.sketch != 0) parts += ", sketch index " + std::to_string(f.sketch);
   if (f.recent != 0)
     parts += ", recent-text cache " + std::to_string(f.recent) + " (dedup.sketch.recent)";
+  if (f.reposts != 0) parts += ", repost cache " + std::to_string(f.reposts);
   throw std::invalid_argument("max_memory " + std::to_string(w.max_memory) +
                               " bytes holds fewer than " + std::to_string(least) +
                               " window entries: they need " + std::to_string(f.total()) +

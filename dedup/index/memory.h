@@ -14,10 +14,11 @@ namespace neardup::dedup {
 /// most `entries` entries (Engine::bytes() never exceeds total()).
 struct MemoryFootprint {
   std::size_t entries = 0;
-  std::size_t window = 0;  ///< the pigeonhole index: ring, bucket slots, spill allowance
-  std::size_t sketch = 0;  ///< the sketch index: a slot per entry, band heads (0 when off)
-  std::size_t recent = 0;  ///< the recent-text cache at its fullest (0 when off); a fixed size
-  std::size_t total() const { return window + sketch + recent; }
+  std::size_t window = 0;   ///< the pigeonhole index: ring, bucket slots, spill allowance
+  std::size_t sketch = 0;   ///< the sketch index: a slot per entry, band heads (0 when off)
+  std::size_t recent = 0;   ///< the recent-text cache at its fullest (0 when off); a fixed size
+  std::size_t reposts = 0;  ///< the repost cache (0 when the recent-text cache is off); fixed
+  std::size_t total() const { return window + sketch + recent + reposts; }
 };
 
 /// Of window.max_memory, the recent-text cache takes at most one part in
@@ -26,7 +27,8 @@ struct MemoryFootprint {
 /// window's entries (12 MiB: 512 texts, 0.45 MiB).
 inline constexpr std::size_t kRecentMemoryShare = 16;
 
-/// The texts the recent-text cache holds: dedup.sketch.recent (0 with the
+/// The texts the recent-text cache holds, and the long reposts the repost
+/// cache holds: dedup.sketch.recent (0 with the
 /// sketch off), or with window.max_memory set, the most of them, a power of
 /// two, whose cache fits max_memory / kRecentMemoryShare when that is fewer.
 /// O(log recent).
@@ -42,8 +44,8 @@ MemoryFootprint memory_footprint(const DedupOptions& options, std::size_t entrie
 std::size_t engine_capacity(const DedupOptions& options);
 
 /// The share of max_memory left to the Engine's Window (WindowOptions for it:
-/// max_entries = engine_capacity(), max_memory = what the sketch index and the
-/// recent-text cache leave). Unchanged options when max_memory is 0.
+/// max_entries = engine_capacity(), max_memory = what the sketch index, the
+/// recent-text cache and the repost cache leave). Unchanged options when max_memory is 0.
 WindowOptions engine_window_options(const DedupOptions& options);
 
 /// Throws std::invalid_argument, with the bytes needed, when window.max_memory
