@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dedup/index/memory.h"
+#include "tests/unit/dedup/engine/engine_feed.h"
 
 namespace neardup::dedup {
 namespace {
@@ -22,17 +23,7 @@ DedupOptions classic() {
   return o;
 }
 
-struct Feed {
-  Engine engine;
-  std::uint64_t next_ref = 1;
-  std::int64_t now = 1'700'000'000'000;
-
-  explicit Feed(const DedupOptions& options) : engine(options) {}
-  Verdict operator()(std::string_view text, std::int64_t advance_ms = 1000) {
-    now += advance_ms;
-    return engine.process(text, EventTime{now}, RecordRef{next_ref++});
-  }
-};
+using engine_testing::Feed;
 
 constexpr std::string_view kPost =
     "Just finished my first marathon in under four hours, legs are gone but so happy";

@@ -14,6 +14,7 @@
 
 #include "dedup/engine/engine.h"
 #include "dedup/text/normalize.h"
+#include "tests/unit/dedup/engine/engine_feed.h"
 
 namespace neardup::dedup {
 namespace {
@@ -280,16 +281,7 @@ TEST(RecentTexts, BytesCountEachSlotsSetAsTheLargestItHasHeld) {
   EXPECT_EQ(recent.bytes(), empty + record + larger_set);
 }
 
-struct Feed {
-  Engine engine;
-  std::uint64_t next_ref = 1;
-  std::int64_t now = 1'700'000'000'000;
-  explicit Feed(const DedupOptions& options) : engine(options) {}
-  Verdict operator()(std::string_view text) {
-    now += 1000;
-    return engine.process(text, EventTime{now}, RecordRef{next_ref++});
-  }
-};
+using engine_testing::Feed;
 
 TEST(EngineRecentTexts, ExactJaccardDecidesBetweenShortTexts) {
   Feed feed{DedupOptions{}};

@@ -10,6 +10,7 @@
 
 #include "dedup/engine/engine.h"
 #include "dedup/fingerprint/sketch.h"
+#include "tests/unit/dedup/engine/engine_feed.h"
 
 namespace neardup::dedup {
 namespace {
@@ -121,16 +122,7 @@ constexpr std::string_view kSecond =
     "children report result event flight town museum harbour nurse project local station "
     "parents project village";
 
-struct Feed {
-  Engine engine;
-  std::uint64_t next_ref = 1;
-  std::int64_t now = 1'700'000'000'000;
-  explicit Feed(const DedupOptions& options) : engine(options) {}
-  Verdict operator()(std::string_view text) {
-    now += 1000;
-    return engine.process(text, EventTime{now}, RecordRef{next_ref++});
-  }
-};
+using engine_testing::Feed;
 
 TEST(EngineRepostSketches, ALongRepostOfARepostIsADuplicateOfTheOriginal) {
   Feed feed{DedupOptions{}};
