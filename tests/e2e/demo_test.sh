@@ -30,8 +30,8 @@ pass
 grep -q '^neardup demo summary (action drop, 291 records at 97/s)$' "$work/summary1.out" \
   || fail "summary header: $(head -2 "$work/summary1.out")"
 grep -q '^  in:         291 of 291 fed$' "$work/summary1.out" || fail "in: not 291 of 291"
-grep -q '^  unique:     193$' "$work/summary1.out" || fail "unique: not 193"
-grep -q '^  duplicates: 96$' "$work/summary1.out" || fail "duplicates: not 96"
+grep -q '^  unique:     192$' "$work/summary1.out" || fail "unique: not 192"
+grep -q '^  duplicates: 97$' "$work/summary1.out" || fail "duplicates: not 97"
 grep -q '^  invalid:    2 ' "$work/summary1.out" || fail "invalid: not 2"
 grep -q 'stopped early' "$work/summary1.out" && fail "a complete run says it stopped early"
 [ "$(grep -c '^  d=' "$work/summary1.out")" -eq 5 ] || fail "not 5 example pairs"
@@ -60,12 +60,12 @@ demo_pid=$!
 pids+=($demo_pid)
 all_judged() {
   curl -s --max-time 2 "http://127.0.0.1:$port/metrics" >"$work/metrics.txt" &&
-    grep -q '^neardup_messages_total{verdict="duplicate"} 96$' "$work/metrics.txt"
+    grep -q '^neardup_messages_total{verdict="duplicate"} 97$' "$work/metrics.txt"
 }
-wait_for 30 all_judged || fail "the demo's /metrics never counted 96 duplicates"
+wait_for 30 all_judged || fail "the demo's /metrics never counted 97 duplicates"
 count=$(sed -n 's/^neardup_match_distance_count //p' "$work/metrics.txt")
-[ "$count" = 96 ] || fail "neardup_match_distance_count is $count, for 96 duplicates"
-grep -q '^neardup_match_distance_bucket{le="+Inf"} 96$' "$work/metrics.txt" ||
+[ "$count" = 97 ] || fail "neardup_match_distance_count is $count, for 97 duplicates"
+grep -q '^neardup_match_distance_bucket{le="+Inf"} 97$' "$work/metrics.txt" ||
   fail "neardup_match_distance: $(grep '^neardup_match_distance_bucket' "$work/metrics.txt")"
 wait "$demo_pid" || fail "the demo with metrics exited $?"
 pass
