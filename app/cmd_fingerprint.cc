@@ -33,9 +33,10 @@ with the same dedup settings, and prints both fingerprints, their SimHash
 distance (bits of 64), the MinHash sketch's estimated shingle Jaccard and the
 LSH bands they share (when the sketch stage is on), and the verdict with the
 path that decided it: a SimHash candidate (within k bits) or a shared band,
-verified by the sketch threshold, or why the pair is not a near-duplicate (a
-candidate below the threshold, or never compared: more than k bits apart and
-no shared band, whatever the similarity). A and B are texts, not records: the
+verified by the sketch threshold; for two short texts, the recent-text stage's
+exact shingle Jaccard; or why the pair is not a near-duplicate (below the
+threshold, or never compared: more than k bits apart and no shared band,
+whatever the similarity). A and B are texts, not records: the
 input section (fields, input.max_bytes) and dedup.scope do not apply.
 
 exit status, as cmp(1) and diff(1): 0 the texts are near-duplicates; 1 they

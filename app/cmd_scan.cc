@@ -45,10 +45,12 @@ record is compared with the earlier records still in the window.
 
 Output: one JSON object per input line, in input order:
   {"id":1,"verdict":"unique","fingerprint":"3f2a..."}
-  {"id":2,"verdict":"duplicate","of":1,"distance":5,"similarity":0.85,"fingerprint":"3f2b..."}
+  {"id":2,"verdict":"duplicate","of":1,"distance":5,"similarity":0.85,"count":1,"fingerprint":"3f2b..."}
   {"id":3,"verdict":"invalid","error":"malformed JSON: ..."}
-"distance" is the SimHash distance in bits; "similarity" (when the MinHash
-sketch decided) the estimated shingle Jaccard. A bad line never stops the
+"distance" is the SimHash distance in bits; "similarity", when present, the
+shingle Jaccard that decided the match (estimated by the MinHash sketch, or
+exact between two recent short texts); "count" which duplicate of its
+original this is (1 for the first). A bad line never stops the
 scan (it gets an "invalid" verdict); an input that cannot be read or an output
 that cannot be written does, and the message says which. Wrong options and an
 invalid configuration stop it before anything is read.

@@ -331,8 +331,9 @@ const std::vector<Key>& keys() {
       memory.path = "window.max_memory";
       memory.doc =
           "absent or `~` (no bound in bytes) | a size like `2GiB`, `512MiB`, `12MiB`: what the "
-          "window's structures hold at most (the pigeonhole index, the sketch index and the "
-          "recent-text cache, as `neardup_window_bytes` reports them); the window holds the "
+          "window's structures hold at most (the pigeonhole index, the sketch index, the "
+          "recent-text cache and the repost cache, as `neardup_window_bytes` reports them); the "
+          "window holds the "
           "entries that fit (`neardup plan --memory SIZE` says how many) and evicts the oldest "
           "beyond them. With `window.max_entries` and `window.duration`, the tightest bound wins";
       memory.nullable = true;

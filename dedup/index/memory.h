@@ -22,9 +22,11 @@ struct MemoryFootprint {
 };
 
 /// Of window.max_memory, the recent-text cache takes at most one part in
-/// kRecentMemoryShare: a bound of 116 MiB or more leaves the default cache
-/// (8192 texts, 7.25 MiB) whole, and a small bound keeps the room for the
-/// window's entries (12 MiB: 512 texts, 0.45 MiB).
+/// kRecentMemoryShare: a bound of 120 MiB or more leaves the default cache
+/// (8192 texts, 7.50 MiB) whole, and a small bound keeps the room for the
+/// window's entries (12 MiB: 512 texts, 0.47 MiB). The repost cache holds as
+/// many long reposts as the recent-text cache holds texts (8192: 1.31 MiB),
+/// outside that share.
 inline constexpr std::size_t kRecentMemoryShare = 16;
 
 /// The texts the recent-text cache holds, and the long reposts the repost
