@@ -167,6 +167,44 @@ TEST(EngineRepostSketches, RecordsDecidedAgainGetTheirFirstVerdicts) {
   }
 }
 
+// An Analysis made another way than by analyze() (the judge decodes one from
+// a request, without repost keys) gets from key_reposts() the keys analyze()
+// makes, and is judged alike; a short text, or any text of an engine without
+// a repost cache, gets none.
+TEST(EngineRepostSketches, AnAnalysisMadeElsewhereIsKeyedAsAnalyzeKeysIt) {
+  Feed feed{DedupOptions{}};
+  ASSERT_EQ(feed(kStory).kind, VerdictKind::unique);
+  ASSERT_EQ(feed(kFirst).kind, VerdictKind::duplicate);
+  const Analysis analyzed = feed.engine.analyze(kSecond);
+  ASSERT_TRUE(analyzed.summary.exact.empty());
+  EXPECT_EQ(analyzed.repost_keys, RepostSketches::keys_of(analyzed.summary.sketch.sketch));
+  Analysis decoded;
+  decoded.summary.fingerprint = analyzed.summary.fingerprint;
+  decoded.summary.features = analyzed.summary.features;
+  decoded.summary.chars = analyzed.summary.chars;
+  decoded.summary.sketch = analyzed.summary.sketch;
+  decoded.text_bytes = analyzed.text_bytes;
+  feed.engine.key_reposts(decoded);
+  EXPECT_EQ(decoded.repost_keys, analyzed.repost_keys);
+  const Verdict v = feed.engine.decide(decoded, EventTime{feed.now + 1000}, RecordRef{3});
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_EQ(v.match->of.value, 1u) << "through the repost";
+  EXPECT_DOUBLE_EQ(*v.similarity, 37.0 / 48.0);
+
+  const Analysis short_text = feed.engine.analyze("rain closes the bridge south of town tonight");
+  ASSERT_FALSE(short_text.summary.exact.empty());
+  EXPECT_EQ(short_text.repost_keys, RepostSketches::Keys{});
+
+  DedupOptions no_cache;
+  no_cache.sketch.recent = 0;
+  Engine without{no_cache};
+  Analysis long_text = without.analyze(kSecond);
+  ASSERT_NE(long_text.summary.sketch.shingles, 0u);
+  EXPECT_EQ(long_text.repost_keys, RepostSketches::Keys{});
+  without.key_reposts(long_text);
+  EXPECT_EQ(long_text.repost_keys, RepostSketches::Keys{});
+}
+
 // A window rebuilt from the changelog (fingerprint and sketch of each kept
 // entry) starts with the cache empty: the reposts judged after the restart
 // fill it, and a repost of one of them is found as before.
