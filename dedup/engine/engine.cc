@@ -103,7 +103,7 @@ Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
   Analysis analysis;
   analysis.summary = fingerprinter.analyze(text);
   analysis.text_bytes = text.size();
-  if (fingerprinter.makes_exact_sets() && takes_repost_stage(analysis.summary))
+  if (takes_repost_stage(analysis.summary) && fingerprinter.makes_exact_sets())
     analysis.repost_keys = RepostSketches::keys_of(analysis.summary.sketch.sketch);
   return analysis;
 }
