@@ -29,6 +29,13 @@ const DedupOptions& checked(const DedupOptions& options) {
   return options;
 }
 
+/// Whether decide() takes `summary` down the repost stage (given a repost
+/// cache): a text with a sketch and no exact shingle set. Long texts have
+/// none; a short one may too (its repost markers stripped, nothing was left).
+bool takes_repost_stage(const TextSummary& summary) {
+  return summary.exact.empty() && summary.sketch.shingles != 0;
+}
+
 }  // namespace
 
 Engine::Engine(const DedupOptions& options)
@@ -96,10 +103,17 @@ Analysis analyze(Fingerprinter& fingerprinter, std::string_view text) {
   Analysis analysis;
   analysis.summary = fingerprinter.analyze(text);
   analysis.text_bytes = text.size();
+  if (takes_repost_stage(analysis.summary) && fingerprinter.makes_exact_sets())
+    analysis.repost_keys = RepostSketches::keys_of(analysis.summary.sketch.sketch);
   return analysis;
 }
 
 Analysis Engine::analyze(std::string_view text) { return dedup::analyze(fingerprinter_, text); }
+
+void Engine::key_reposts(Analysis& analysis) const {
+  if (reposts_ && takes_repost_stage(analysis.summary))
+    analysis.repost_keys = RepostSketches::keys_of(analysis.summary.sketch.sketch);
+}
 
 Verdict Engine::process(std::string_view text, EventTime time, RecordRef ref) {
   // No record ahead here: the prefetch overlaps the band heads' misses with the window probe.
@@ -113,8 +127,7 @@ void Engine::prefetch(const Analysis& analysis) const {
   if (summary.features == 0) return;
   prefetch_remember(summary.fingerprint, summary.sketch, analysis.scope);
   if (recent_ && !summary.exact.empty()) recent_->prefetch(summary.exact);
-  if (reposts_ && summary.exact.empty() && summary.sketch.shingles != 0)
-    reposts_->prefetch(RepostSketches::keys_of(summary.sketch.sketch));
+  if (reposts_ && takes_repost_stage(summary)) reposts_->prefetch(analysis.repost_keys);
 }
 
 void Engine::prefetch_remember(Fingerprint fp, const SketchResult& sketch, ScopeId scope) const {
@@ -130,8 +143,8 @@ void Engine::prefetch_cells(const Analysis& analysis) const {
     sketches_->prefetch_cells(keyed(summary.sketch, analysis.scope, buffer), oldest_live());
   if (recent_ && summary.features != 0 && !summary.exact.empty())
     recent_->prefetch_slots(summary.exact);
-  if (reposts_ && summary.features != 0 && summary.exact.empty() && summary.sketch.shingles != 0)
-    reposts_->prefetch_slots(RepostSketches::keys_of(summary.sketch.sketch));
+  if (reposts_ && summary.features != 0 && takes_repost_stage(summary))
+    reposts_->prefetch_slots(analysis.repost_keys);
 }
 
 std::string_view invalid_reason(const Analysis& analysis) {
@@ -249,7 +262,7 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     }
     if (band_only) ++counts_.sketch_matches;
     if (!verdict.match && reposts_ && summary.exact.empty()) {
-      decide_repost(summary, ref, scope, own_entry, verdict.match, simhash_similarity);
+      decide_repost(analysis, ref, scope, own_entry, verdict.match, simhash_similarity);
       if (verdict.match) ++counts_.repost_matches;
     }
     verdict.similarity = simhash_similarity;
@@ -278,10 +291,11 @@ Verdict Engine::decide(const Analysis& analysis, EventTime time, RecordRef ref) 
     } else if (reposts_ && summary.exact.empty() && summary.sketch.shingles > kMaxExactShingles &&
                !(verdict.similarity && *verdict.similarity >= 1.0)) {
       // A long repost stands for its original likewise, by its sketch (one
-      // whose sketch equals what it matched adds nothing).
+      // whose sketch equals what it matched adds nothing). It took the repost
+      // stage (a sketch, no exact set): its repost_keys are set.
       reposts_->insert(RepostSketches::Repost{summary.sketch.sketch, verdict.match->sequence,
                                               ref.value, next_sequence_},
-                       RepostSketches::keys_of(summary.sketch.sketch));
+                       analysis.repost_keys);
       ++counts_.long_reposts;
     }
   } else {
@@ -345,14 +359,15 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   return outcome;
 }
 
-void Engine::decide_repost(const TextSummary& summary, RecordRef ref, ScopeId scope,
+void Engine::decide_repost(const Analysis& analysis, RecordRef ref, ScopeId scope,
                            std::uint64_t own_entry, std::optional<Match>& match,
                            std::optional<double>& similarity) const {
+  const TextSummary& summary = analysis.summary;
   const Sketch& mine = summary.sketch.sketch;
   double best = -1.0;
   std::optional<Match> found;
   reposts_->for_each_candidate(
-      RepostSketches::keys_of(mine), ref.value, [&](const RepostSketches::Repost& r) {
+      analysis.repost_keys, ref.value, [&](const RepostSketches::Repost& r) {
         if (r.born > own_entry) return;  // judged after this record's first decision
         const double j = estimate_jaccard(mine, r.sketch, options_.sketch.bits);
         if (j < options_.sketch.threshold || j < best) return;

@@ -56,16 +56,27 @@ struct Verdict {
 /// What a decision needs to know about one text: the pure, window-independent
 /// part of process(). Made by Engine::analyze or analyze(Fingerprinter&, text)
 /// on any thread (with that thread's own Fingerprinter); judged by Engine::decide.
+/// One built another way (a judge request, decoded) gets its repost keys from
+/// Engine::key_reposts() before it is prefetched or decided.
 struct Analysis {
   TextSummary summary;
   std::size_t text_bytes = 0;  ///< the text's size (the invalid-UTF-8 share is relative to it)
   ScopeId scope;  ///< set by the caller (dedup.scope): only entries of this scope match
+  /// RepostSketches::keys_of(summary.sketch.sketch), computed once for the
+  /// Engine's repost stage (prefetch, prefetch_cells, decide): set for a text
+  /// that takes it, one with a sketch and no exact shingle set
+  /// (summary.sketch.shingles != 0 and summary.exact.empty()), when an Engine
+  /// of these options has a repost cache. Not read otherwise (analyze() leaves
+  /// them zero: a short text pays nothing for them).
+  RepostSketches::Keys repost_keys{};
 };
 
 /// The analysis step with a caller-owned Fingerprinter (e.g. on a worker thread).
 /// `fingerprinter` must be made from the deciding Engine's options().text and
 /// options().sketch, and see the texts in the order they are decided (a learned
-/// IDF depends on the history). O(bytes); never throws.
+/// IDF depends on the history). Sets repost_keys when the fingerprinter makes
+/// exact shingle sets (Fingerprinter::makes_exact_sets; without them no Engine
+/// of its options has a repost cache). O(bytes); never throws.
 Analysis analyze(Fingerprinter& fingerprinter, std::string_view text);
 
 /// Why Engine::decide would judge `analysis` invalid (a static string), or ""
@@ -110,8 +121,16 @@ class Engine {
   /// The analysis step with this Engine's own Fingerprinter. O(bytes).
   Analysis analyze(std::string_view text);
   /// The decision step: window probe (and sketch verification), insert if
-  /// unique, counters. O(tables + candidates).
+  /// unique, counters. `analysis` carries its repost_keys (made by analyze(),
+  /// or given by key_reposts()). O(tables + candidates).
   Verdict decide(const Analysis& analysis, EventTime time, RecordRef ref);
+
+  /// Sets analysis.repost_keys when this Engine's repost stage reads them (it
+  /// has a repost cache, and the text a sketch and no exact shingle set), for
+  /// an Analysis made another way than by analyze() (a judge request's): call
+  /// it once, after the last change to analysis.summary, before prefetch(),
+  /// prefetch_cells() or decide(). Leaves other analyses as they are. O(kBands).
+  void key_reposts(Analysis& analysis) const;
 
   /// A hint for callers that analyze ahead: starts loading the window buckets
   /// and sketch band heads that decide(analysis) will read first (random
@@ -198,10 +217,11 @@ class Engine {
   /// The repost stage of decide() for a long text that matched nothing in the
   /// window: the best live original (by estimate, then SimHash distance, then
   /// the oldest) of a kept long repost whose sketch estimates a Jaccard >=
-  /// sketch.threshold with `summary`'s. `own_entry`: the window sequence of
-  /// `ref`'s own entry when the band walk met one (a record decided again
-  /// then meets no repost judged after it). Sets `match` and `similarity`.
-  void decide_repost(const TextSummary& summary, RecordRef ref, ScopeId scope,
+  /// sketch.threshold with `analysis.summary`'s, found by its repost_keys.
+  /// `own_entry`: the window sequence of `ref`'s own entry when the band walk
+  /// met one (a record decided again then meets no repost judged after it).
+  /// Sets `match` and `similarity`.
+  void decide_repost(const Analysis& analysis, RecordRef ref, ScopeId scope,
                      std::uint64_t own_entry, std::optional<Match>& match,
                      std::optional<double>& similarity) const;
 

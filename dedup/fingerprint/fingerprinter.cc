@@ -134,6 +134,7 @@ struct Fingerprinter::Impl {
   std::unique_ptr<StreamIdf> stream_idf;
   std::unique_ptr<FileIdf> file_idf;
   std::unique_ptr<Sketcher> sketcher;
+  bool exact_sets = false;                    // sketch.enabled && sketch.recent > 0
   std::string stripped;                       // the text without boilerplate (strip_boilerplate)
   std::string keys_text;                      // the same for the must-match tokens alone
   std::string unmarked;                       // the text without its repost markers
@@ -145,6 +146,7 @@ struct Fingerprinter::Impl {
   Impl(const TextOptions& opts, const SketchOptions& sketch)
       : options(opts), normalizer(opts.normalize), extractor(opts.cjk_ngram, opts.word_shingle) {
     if (sketch.enabled) sketcher = std::make_unique<Sketcher>(sketch);
+    exact_sets = sketch.enabled && sketch.recent > 0;
     if (!options.must_match_words.empty()) load_words(options.must_match_words);
     if (options.weighting != Weighting::tf_idf) return;
     if (options.idf_source == IdfSource::stream) {
@@ -206,6 +208,8 @@ Fingerprinter::Fingerprinter(const TextOptions& options, const SketchOptions& sk
 Fingerprinter::~Fingerprinter() = default;
 Fingerprinter::Fingerprinter(Fingerprinter&&) noexcept = default;
 Fingerprinter& Fingerprinter::operator=(Fingerprinter&&) noexcept = default;
+
+bool Fingerprinter::makes_exact_sets() const { return impl_->exact_sets; }
 
 TextSummary Fingerprinter::analyze(std::string_view text) {
   Impl& impl = *impl_;

@@ -43,6 +43,11 @@ class Fingerprinter {
   /// options (and, with a learned IDF, the same stream history).
   TextSummary analyze(std::string_view utf8);
 
+  /// Whether analyze() makes exact shingle sets (TextSummary::exact) at all:
+  /// the sketch is enabled with sketch.recent > 0. Without them every text's
+  /// set is empty, long or short. O(1).
+  bool makes_exact_sets() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

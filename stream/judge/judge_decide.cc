@@ -65,10 +65,14 @@ void Judge::State::decide(kafka::Message m) {
     }
   }
   verdicts.start(request.instance, request.batch);
-  // (an instance of an earlier version sends times it did not clamp)
+  // (an instance of an earlier version sends times it did not clamp; a
+  // request carries no repost keys: they are made here, once, for the
+  // prefetches and the decision)
   const std::int64_t now = wall_ms();
-  for (JudgeRequestEntry& e : request.entries)
+  for (JudgeRequestEntry& e : request.entries) {
     e.time = event_time_of(e.time.ms, now, cfg.dedup.window.max_future);
+    engine->key_reposts(e.analysis);
+  }
   const auto started = Clock::now();
   const std::size_t count = request.entries.size();
   // The window's memory accesses start well before each decision

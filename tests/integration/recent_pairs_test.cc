@@ -9,6 +9,7 @@
 
 #include "metrics/page/recent_pairs.h"
 #include "tests/integration/broker_fixture.h"
+#include "tests/unit/dedup/index/repost_texts.h"
 
 namespace neardup::stream {
 namespace {
@@ -139,6 +140,48 @@ TEST_P(RecentPairsTest, ARepostOfARepostIsADuplicateOfTheOriginalWithEitherDecid
   EXPECT_EQ(header_of(out[2], "neardup-similarity"), "0.893");
   EXPECT_EQ(header_of(out[2], "neardup-of"), header_of(out[1], "neardup-of"));
   EXPECT_EQ(header_of(out[2], "neardup-count"), "2");
+}
+
+// A long repost of a long repost (tests/unit/dedup/index/repost_texts.h):
+// the first repost, a duplicate of the story, is kept in the repost cache of
+// either decider (the judge keys its sketch from the request), so the second
+// is a duplicate of the story, at its similarity to the first repost. Twelve
+// other long stories and their reposts come between: were every repost keyed
+// alike, they would have pushed the first out of its lines.
+TEST_P(RecentPairsTest, ALongRepostOfALongRepostIsADuplicateOfTheOriginalWithEitherDecider) {
+  cfg_.action = config::Action::tag;
+  std::vector<std::string> texts = {std::string(dedup::repost_testing::kStory),
+                                    std::string(dedup::repost_testing::kFirst)};
+  std::mt19937_64 rng(29);
+  for (int story = 0; story < 12; ++story) {
+    std::vector<std::string> words;
+    for (int w = 0; w < 90; ++w) {
+      std::string word;
+      for (int c = 0; c < 7; ++c) word += static_cast<char>('a' + rng() % 26);
+      words.push_back(word);
+    }
+    for (int edit = 0; edit < 2; ++edit) {  // the story, then its repost with two words changed
+      if (edit == 1) words[10] = "changed", words[50] = "edited";
+      std::string text;
+      for (const std::string& w : words) text += (text.empty() ? "" : " ") + w;
+      texts.push_back(text);
+    }
+  }
+  texts.emplace_back(dedup::repost_testing::kSecond);
+  produce_to("input", texts, 0, std::string("k"));
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= texts.size(); }));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, 13u);
+  EXPECT_EQ(running->last.duplicate, 14u);
+  const std::vector<Record> out = read_all("output");
+  ASSERT_EQ(out.size(), texts.size());
+  EXPECT_EQ(header_of(out[0], "neardup-verdict"), "");
+  EXPECT_EQ(header_of(out[1], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(out.back(), "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(out.back(), "neardup-similarity"), "0.771");
+  EXPECT_EQ(header_of(out.back(), "neardup-of"), header_of(out[1], "neardup-of"));
+  EXPECT_EQ(header_of(out.back(), "neardup-count"), "2");
 }
 
 // Short texts carry their shingle sets to the judge (up to ~600 bytes each):

@@ -11,6 +11,7 @@
 #include "dedup/engine/engine.h"
 #include "dedup/fingerprint/sketch.h"
 #include "tests/unit/dedup/engine/engine_feed.h"
+#include "tests/unit/dedup/index/repost_texts.h"
 
 namespace neardup::dedup {
 namespace {
@@ -89,40 +90,10 @@ TEST(RepostSketches, ARecordDecidedAgainMeetsNothingKeptAfterItsOwnRepost) {
   EXPECT_EQ(visited(cache, keys, 9), (std::vector<std::uint64_t>{3, 2, 1}));
 }
 
-// Texts found by bench/quality's ground truth and neardup_sketch_dump (the
-// default options): 90 words, 3 words changed at each step.
-constexpr std::string_view kStory =
-    "meeting south rate growth board street minister river plan bank police rain local private "
-    "council library bridge autumn event local train parents power north building library "
-    "building national result market building power evening autumn festival money minister "
-    "airport mayor train south snow power autumn school rain council street vote spring price "
-    "autumn village village west highway national weather morning teachers office news teachers "
-    "weather public winter spring garden teachers children autumn power bridge parents station "
-    "children report result event flight town museum harbour nurse project local station "
-    "parents project village";
-// J(story, first) = 0.839, estimated 0.729, a shared sketch-index band.
-constexpr std::string_view kFirst =
-    "meeting south rate concert board street minister river plan bank police rain local private "
-    "council library bridge autumn event local train parents power north building library "
-    "building national member market building power evening autumn festival money minister "
-    "airport union train south snow power autumn school rain council street vote spring price "
-    "autumn village village west highway national weather water teachers office news teachers "
-    "money public winter spring garden teachers children autumn power bridge parents station "
-    "children report result event flight town museum harbour nurse project local station "
-    "parents project village";
-// J(first, second) = 0.866, estimated 0.771, 11 bits apart, no sketch-index
-// band; J(story, second) = 0.748, estimated 0.5625, 13 bits apart.
-constexpr std::string_view kSecond =
-    "meeting south rate concert board street minister river plan bank police rain local private "
-    "council library bridge autumn event local world parents power north building library "
-    "building national member market building power evening autumn festival money minister "
-    "airport union train south snow power autumn school rain council street vote spring price "
-    "autumn village village west highway national weather water teachers office news teachers "
-    "winter patient winter spring garden teachers children autumn power workers parents world "
-    "children report result event flight town museum harbour nurse project local station "
-    "parents project village";
-
 using engine_testing::Feed;
+using repost_testing::kFirst;
+using repost_testing::kSecond;
+using repost_testing::kStory;
 
 TEST(EngineRepostSketches, ALongRepostOfARepostIsADuplicateOfTheOriginal) {
   Feed feed{DedupOptions{}};
@@ -165,6 +136,44 @@ TEST(EngineRepostSketches, RecordsDecidedAgainGetTheirFirstVerdicts) {
     EXPECT_EQ(second.match->of.value, 1u);
     EXPECT_DOUBLE_EQ(*second.similarity, 37.0 / 48.0) << "not 1.0 against its own repost";
   }
+}
+
+// An Analysis made another way than by analyze() (the judge decodes one from
+// a request, without repost keys) gets from key_reposts() the keys analyze()
+// makes, and is judged alike; a short text, or any text of an engine without
+// a repost cache, gets none.
+TEST(EngineRepostSketches, AnAnalysisMadeElsewhereIsKeyedAsAnalyzeKeysIt) {
+  Feed feed{DedupOptions{}};
+  ASSERT_EQ(feed(kStory).kind, VerdictKind::unique);
+  ASSERT_EQ(feed(kFirst).kind, VerdictKind::duplicate);
+  const Analysis analyzed = feed.engine.analyze(kSecond);
+  ASSERT_TRUE(analyzed.summary.exact.empty());
+  EXPECT_EQ(analyzed.repost_keys, RepostSketches::keys_of(analyzed.summary.sketch.sketch));
+  Analysis decoded;
+  decoded.summary.fingerprint = analyzed.summary.fingerprint;
+  decoded.summary.features = analyzed.summary.features;
+  decoded.summary.chars = analyzed.summary.chars;
+  decoded.summary.sketch = analyzed.summary.sketch;
+  decoded.text_bytes = analyzed.text_bytes;
+  feed.engine.key_reposts(decoded);
+  EXPECT_EQ(decoded.repost_keys, analyzed.repost_keys);
+  const Verdict v = feed.engine.decide(decoded, EventTime{feed.now + 1000}, RecordRef{3});
+  ASSERT_EQ(v.kind, VerdictKind::duplicate);
+  EXPECT_EQ(v.match->of.value, 1u) << "through the repost";
+  EXPECT_DOUBLE_EQ(*v.similarity, 37.0 / 48.0);
+
+  const Analysis short_text = feed.engine.analyze("rain closes the bridge south of town tonight");
+  ASSERT_FALSE(short_text.summary.exact.empty());
+  EXPECT_EQ(short_text.repost_keys, RepostSketches::Keys{});
+
+  DedupOptions no_cache;
+  no_cache.sketch.recent = 0;
+  Engine without{no_cache};
+  Analysis long_text = without.analyze(kSecond);
+  ASSERT_NE(long_text.summary.sketch.shingles, 0u);
+  EXPECT_EQ(long_text.repost_keys, RepostSketches::Keys{});
+  without.key_reposts(long_text);
+  EXPECT_EQ(long_text.repost_keys, RepostSketches::Keys{});
 }
 
 // A window rebuilt from the changelog (fingerprint and sketch of each kept

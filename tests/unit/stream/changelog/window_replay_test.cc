@@ -177,6 +177,7 @@ class WindowReplayTest : public ::testing::Test {
           a.summary.chars = 200;
           a.summary.sketch = c.sketch;
           a.text_bytes = 200;
+          engine.key_reposts(a);
           const dedup::Verdict v =
               engine.decide(a, dedup::EventTime{newest_}, dedup::RecordRef{self--});
           if (v.kind == dedup::VerdictKind::duplicate &&
