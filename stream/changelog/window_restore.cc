@@ -204,47 +204,50 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   const std::int64_t oldest = newest - static_cast<std::int64_t>(window.duration.count());
   const auto by_duration = reader.offsets_for_time(oldest, stopped);
   if (!by_duration) return std::nullopt;
-  // Entries per offset of what was read (transaction markers take offsets too).
-  std::uint64_t offsets_within = 0, offsets_read = 0;
-  for (std::size_t p = 0; p < n; ++p) {
-    offsets_within += static_cast<std::uint64_t>(high[p] - (*by_duration)[p]);
-    offsets_read += static_cast<std::uint64_t>(high[p] - done[p]);
-  }
-  offsets_read -= std::min(offsets_read, unreadable);
-  const double per_offset = static_cast<double>(replay.accepted()) /
-                            static_cast<double>(std::max<std::uint64_t>(1, offsets_read));
-  const double estimate = static_cast<double>(offsets_within) * per_offset;
   const auto max_entries = static_cast<double>(window.max_entries);
-  if (estimate <= 1.25 * max_entries) {
-    if (!read_down_to(*by_duration)) return std::nullopt;
-    return finish();
-  }
 
-  // 3. More than max_entries within the duration: the newest records that
-  // should hold about 1.05 max_entries, each partition its share of the
-  // offsets left within the duration, the entries per offset estimated anew
-  // from everything read so far, until max_entries were read.
+  // 3. The newest records that should hold about 1.05 max_entries, each
+  // partition its share of the offsets left within the duration, in rounds
+  // until max_entries were read or everything within the duration was. A
+  // round's entries per offset (transaction markers take offsets too) are
+  // those of the round before it, the deepest read so far: the newest records
+  // can be a catch-up's small batches, and an estimate from them alone reads
+  // many more records than the window needs. A round reads at most as many
+  // offsets as were read before it, so a wrong estimate overshoots by at most
+  // what was read already.
   constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
-  while (replay.newest_time(window.max_entries) == kNoTime) {
-    std::uint64_t read_offsets = 0, left = 0;
-    for (std::size_t p = 0; p < n; ++p) {
+  const auto offsets_done = [&] {
+    std::uint64_t read_offsets = 0;
+    for (std::size_t p = 0; p < n; ++p)
       read_offsets += static_cast<std::uint64_t>(high[p] - done[p]);
+    return read_offsets - std::min(read_offsets, unreadable);
+  };
+  std::uint64_t round_entries = replay.accepted(), round_offsets = offsets_done();
+  while (replay.newest_time(window.max_entries) == kNoTime) {
+    std::uint64_t left = 0;
+    for (std::size_t p = 0; p < n; ++p)
       left += static_cast<std::uint64_t>(std::max<std::int64_t>(0, done[p] - (*by_duration)[p]));
-    }
     if (left == 0) break;
-    read_offsets -= std::min(read_offsets, unreadable);
+    const std::uint64_t read_offsets = offsets_done();
     // (entries of another schema are read but not kept: they do not count)
     const double entries = static_cast<double>(replay.accepted());
-    const double per =
-        std::max(entries, 1.0) / static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
+    const double per = round_entries != 0 && round_offsets != 0
+                           ? static_cast<double>(round_entries) / static_cast<double>(round_offsets)
+                           : std::max(entries, 1.0) /
+                                 static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
     const double want = std::max(1.05 * max_entries - entries, 0.05 * max_entries);
-    const double share = std::min(1.0, want / per / static_cast<double>(left));
+    const double offsets =
+        std::min(want / per, static_cast<double>(std::max<std::uint64_t>(1, read_offsets)));
+    const double share = std::min(1.0, offsets / static_cast<double>(left));
     std::vector<std::int64_t> from(n);
     for (std::size_t p = 0; p < n; ++p) {
       const std::int64_t rest = std::max<std::int64_t>(0, done[p] - (*by_duration)[p]);
       from[p] = done[p] - std::min(rest, static_cast<std::int64_t>(std::ceil(rest * share)));
     }
+    const std::uint64_t entries_before = replay.accepted();
     if (!read_down_to(from)) return std::nullopt;
+    round_entries = replay.accepted() - entries_before;
+    round_offsets = offsets_done() - read_offsets;
   }
   // 4. Until nothing is missing: everything stamped at or after the
   // max_entries-th newest entry read so far. Each entry is in a record stamped

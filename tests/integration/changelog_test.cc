@@ -305,6 +305,53 @@ TEST_F(ChangelogTest, ARebuildReadsAboutOneWindowAndRebuildsTheSameWindow) {
   }
 }
 
+// The newest records can be small (an instance catching up with its input
+// flushes a batch every loop): the rebuild estimates entries per offset from
+// deeper records too, and reads about one window, not the whole topic.
+TEST_F(ChangelogTest, SmallNewestRecordsDoNotMakeTheRebuildReadEverything) {
+  // 2 partitions x (30 records of 50 entries, then 8 of 4 entries), each
+  // record a second after the previous one: 3,064 entries.
+  const std::int64_t base = now_ms() - 3'600'000;
+  std::uint64_t fingerprint = 0x2545f4914f6cdd1dull;
+  for (std::int32_t p = 0; p < 2; ++p) {
+    ChangelogBatch batch(7, dedup::fingerprint_schema(cfg_.dedup));
+    std::int64_t offset = 0;
+    for (int rec = 0; rec < 38; ++rec) {
+      for (int e = 0; e < (rec < 30 ? 50 : 4); ++e) {
+        ChangelogRecord r;
+        fingerprint = fingerprint * 6364136223846793005ull + 1442695040888963407ull;
+        r.fingerprint.bits = fingerprint;
+        r.time.ms = base + rec * 1000 + e;
+        r.topic = "input";
+        r.partition = p;
+        r.offset = offset++;
+        batch.add(r);
+      }
+      const auto encoded = batch.take();
+      produce(cfg_.kafka.changelog_topic, {std::string(encoded.value)}, p, encoded.newest.ms);
+    }
+  }
+  config::Config cfg = cfg_;
+  cfg.dedup.window.max_entries = 500;
+  ChangelogReader reader(default_consumer_properties(broker_.bootstrap(), cfg.kafka.group_id),
+                         cfg.kafka.changelog_topic, std::chrono::seconds(10));
+  Sources sources;
+  SchemaCompatibility schemas(dedup::fingerprint_schema(cfg.dedup));
+  dedup::Engine engine(cfg.dedup);
+  RestoreHooks hooks;
+  hooks.corrupt = [](std::int32_t, std::int64_t, const std::string& reason) {
+    ADD_FAILURE() << reason;
+  };
+  EXPECT_EQ(restore_window(reader, engine, cfg, sources, schemas, hooks).value_or(0), 500u);
+  EXPECT_EQ(engine.stats().window.entries, 500u);
+  // The 64 entries of the 16 small records alone say 4 entries an offset:
+  // 115 offsets for the rest of the window, which is every record. A round
+  // reads at most as many offsets as were read before it (16, 800 entries).
+  EXPECT_GE(reader.entries_read(), 500u);
+  EXPECT_LE(reader.entries_read(), 1000u);
+  EXPECT_LT(reader.records_read(), reader.records_held());
+}
+
 // A topic written by three releases (version 1 records, version 2 JSON
 // batches, version 3 binary batches) is read whole: an upgrade rebuilds the
 // window from what the older release kept.
