@@ -56,8 +56,9 @@ void Judge::run() {
     // judging back at once, without waiting out a rebalance.
     if (auto it = props.find("group.instance.id"); it != props.end())
       it->second = judge_instance_id(it->second);
-    props.insert_or_assign("fetch.wait.max.ms",
-                           std::string("5"));  // (GCC 12: see State::take_over)
+    props.insert_or_assign(
+        "fetch.wait.max.ms",
+        awaited_fetch_wait_ms(options_.broker_holds_empty_fetches));  // (GCC 12: State::take_over)
     // Every request since the group's committed offset, or all of them: a
     // request is never skipped (auto.offset.reset: latest would skip those
     // sent before the first judge started).

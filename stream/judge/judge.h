@@ -48,6 +48,9 @@ struct JudgeOptions {
   kafka::Properties consumer_properties;  ///< the service's (bootstrap, security, isolation)
   kafka::Properties producer_properties;  ///< the service's, without transactional.id
   bool exactly_once = false;
+  /// The brokers hold a fetch that finds nothing until data arrives
+  /// (kafka::holds_empty_fetches): the judge's fetches may wait longer.
+  bool broker_holds_empty_fetches = false;
   std::string transactional_id;    ///< exactly-once: shared by every judge of the group
   BrokerHealth* health = nullptr;  ///< not owned; outlives the Judge
   /// Where the judge stops dead (stream/core/crash_points_testing.h); not

@@ -190,11 +190,13 @@ void Judge::State::loop() {
   while (!judge.stop_.load(std::memory_order_relaxed)) {
     if (judge.crash_requested_.load()) throw SimulatedJudgeCrash{};
     polled.clear();
-    // Short waits: a verdict is waited for (a request never waits for the batch to fill).
-    // Exactly-once: each pass ends in a transaction, and its verdicts are
-    // invisible until it commits; a pass of fewer requests lets them flow.
+    // poll_batch returns with the first request that arrives (a request
+    // never waits for the batch to fill), so the wait only bounds an idle
+    // pass: 50 ms, 20 passes a second while nothing arrives. Exactly-once: each pass ends in a
+    // transaction, and its verdicts are invisible until it commits; a pass of fewer requests lets
+    // them flow.
     consumer->poll_batch(polled, txn ? kRequestsPerTransaction : 500,
-                         std::chrono::milliseconds(active ? 2 : 50));
+                         std::chrono::milliseconds(50));
     if (consumer->fatal())
       throw KafkaError("judge consumer: " + consumer->fatal_reason(), consumer->fatal_code(),
                        kafka::Severity::fatal);

@@ -24,6 +24,17 @@ inline constexpr long long kDefaultMaxPollIntervalMs = 60000;
 /// it (judge_instance_id).
 std::map<std::string, std::string> consumer_properties(const std::string& brokers,
                                                        const config::KafkaOptions& kafka);
+/// fetch.wait.max.ms of a consumer whose records are waited for (the judge's
+/// requests, the verdicts). 5 ms on a cluster that answers a fetch finding
+/// nothing only when its wait ends (librdkafka's mock cluster, the embedded
+/// broker), so that a record produced meanwhile waits at most that; 500 ms
+/// (librdkafka's default) on one that answers as soon as data arrives (Kafka,
+/// kfake: kafka::holds_empty_fetches), so that an idle consumer fetches
+/// twice a second instead of 200 times.
+inline std::string awaited_fetch_wait_ms(bool broker_holds_empty_fetches) {
+  return broker_holds_empty_fetches ? "500" : "5";
+}
+
 /// The judge consumer's group.instance.id (group "<group_id>.judge") from the
 /// input consumer's: "<id>-judge".
 inline std::string judge_instance_id(const std::string& instance_id) {

@@ -1,5 +1,7 @@
 #include "stream/kafka/handle.h"
 
+#include <string_view>
+
 #include <librdkafka/rdkafka.h>
 
 #include "stream/kafka/errors.h"
@@ -31,6 +33,15 @@ std::string fatal_reason_of(ClientHandle* client) {
   char buf[512];
   rd_kafka_resp_err_t orig = rd_kafka_fatal_error(raw(client), buf, sizeof buf);
   return std::string(rd_kafka_err2name(orig)) + ": " + buf;
+}
+
+bool holds_empty_fetches(ClientHandle* client) {
+  // (the mock cluster's id is "mockCluster" and a hex number)
+  char* id = rd_kafka_clusterid(raw(client), 0);
+  if (id == nullptr) return false;
+  const bool mock = std::string_view(id).starts_with("mockCluster");
+  rd_kafka_mem_free(raw(client), id);
+  return !mock;
 }
 
 int partition_count(ClientHandle* client, const std::string& topic,

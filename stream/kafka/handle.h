@@ -32,6 +32,13 @@ inline constexpr const char* kHealthStatisticsMs = "1000";
 int partition_count(ClientHandle* client, const std::string& topic,
                     std::chrono::milliseconds timeout);
 
+/// Whether the cluster `client` is connected to holds a fetch that finds
+/// nothing until data arrives or the fetch's wait ends, as Kafka and kfake do,
+/// so a consumer's fetch.wait.max.ms costs it no latency. librdkafka's mock
+/// cluster (the embedded broker) answers such a fetch only when the wait ends.
+/// Known once the client has had metadata (partition_count); false until then.
+bool holds_empty_fetches(ClientHandle* client);
+
 /// make_conf() with `opaque` for the callbacks and, with `health`,
 /// statistics.interval.ms kHealthStatisticsMs unless the properties set it
 /// (the client then sets its statistics callback). For stream/kafka/'s clients.

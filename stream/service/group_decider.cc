@@ -8,6 +8,7 @@
 #include "stream/core/crash_points_testing.h"
 #include "stream/core/process.h"
 #include "stream/judge/judge.h"
+#include "stream/kafka/client_properties.h"
 #include "stream/pipeline/event_time.h"
 #include "stream/records/judge_record.h"
 #include "stream/service/decider.h"
@@ -111,8 +112,9 @@ class GroupDecider final : public Decider {
   /// the transaction commits only after the verdicts came back). Null
   /// otherwise: requests go through the service's producer.
   std::unique_ptr<kafka::Producer> request_producer;
-  std::optional<JudgeOptions> judge_options;        // until start() starts the judge
-  std::unique_ptr<Judge> judge;                     // this process's judge (active or standby)
+  std::optional<JudgeOptions> judge_options;  // until start() starts the judge
+  bool holds_empty_fetches = false;           // the brokers hold empty fetches (start_verdicts)
+  std::unique_ptr<Judge> judge;               // this process's judge (active or standby)
   std::unique_ptr<kafka::Consumer> verdict_reader;  // the verdict topic, assigned, no group
   // The dead letters' reason for a message the judge refused as of another
   // fingerprint schema (outcomes view it: it lives as long as the decider).
@@ -169,6 +171,7 @@ GroupDecider::GroupDecider(const DeciderContext& context)
 bool GroupDecider::start(dedup::EngineStats&) {
   c_.stats.window_ready = true;  // (the window is the judge's, rebuilt when it takes over)
   start_verdicts();
+  judge_options->broker_holds_empty_fetches = holds_empty_fetches;
   judge = std::make_unique<Judge>(std::move(*judge_options));
   return true;
 }
@@ -239,6 +242,7 @@ void GroupDecider::start_verdicts() {
                            std::to_string(timeout.count() / 1000) + " s (" + e.what() + ")",
                        e.code(), e.severity());
     }
+    holds_empty_fetches = c_.producer.cluster_holds_empty_fetches();  // (known after metadata)
     if (n == 1) continue;
     const std::string why =
         ": the judge and verdict topics (kafka.judge_topic, kafka.verdict_topic) need "
@@ -255,13 +259,20 @@ void GroupDecider::start_verdicts() {
                        kafka::Severity::fatal);
     throw TopicLayoutError("topic '" + *topic + "' has " + std::to_string(n) + " partitions" + why);
   }
+  log(config::LogLevel::info,
+      "judge and verdict consumers: a fetch waits up to " +
+          awaited_fetch_wait_ms(holds_empty_fetches) + " ms for data (" +
+          (holds_empty_fetches ? "the brokers answer it as soon as data arrives"
+                               : "the brokers answer a fetch that finds nothing only when its "
+                                 "wait ends, as librdkafka's mock cluster does") +
+          ")");
   kafka::Properties props = c_.consumer_properties;
   props["group.id"] = c_.cfg.kafka.group_id + ".verdicts";  // never joined nor committed
   props.erase("group.instance.id");
   props["enable.auto.commit"] = "false";
   props["enable.partition.eof"] = "false";
-  props.insert_or_assign("fetch.wait.max.ms",
-                         std::string("5"));  // (GCC 12 -Wrestrict, as in judge_state.cc)
+  // (a std::string value: GCC 12 -Wrestrict, as in judge_state.cc)
+  props.insert_or_assign("fetch.wait.max.ms", awaited_fetch_wait_ms(holds_empty_fetches));
   props["auto.offset.reset"] =
       "earliest";  // (a verdict topic trimmed or recreated: from its start)
   verdict_reader = std::make_unique<kafka::Consumer>(props, nullptr, c_.broker_health);

@@ -56,6 +56,12 @@ run_once() {
   grep -q "^a5|.*neardup-of=$(topic input)/0/3," "$work/output.txt" || fail "$delivery: a5 should point at input/0/3 (a4)"
   [ "$(read_committed "$(topic dead-letters)" | grep -c '^a7|.*neardup-error=')" -eq 1 ] ||
     fail "$delivery: a7 not dead-lettered exactly once with neardup-error"
+  # kfake and Kafka answer a fetch as soon as data arrives: the judge's and
+  # the verdicts' consumers let theirs wait 500 ms (librdkafka's mock: 5 ms).
+  local wait_ms=500
+  [ "$cluster_mode" = mock ] && wait_ms=5
+  grep -q "judge and verdict consumers: a fetch waits up to $wait_ms ms for data" "$work/run.err" ||
+    fail "$delivery: no log line of a $wait_ms ms fetch wait: $(grep 'a fetch waits' "$work/run.err")"
   pass
 
   # The window changelog: the 4 kept stories, at their offsets.

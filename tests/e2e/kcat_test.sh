@@ -53,6 +53,11 @@ grep '^a3|' "$work/output.txt" | grep -q 'neardup-fingerprint=[0-9a-f]\{16\}' ||
 grep '^a1|' "$work/output.txt" | grep -vq 'neardup-verdict' || fail "a1 must be republished untagged"
 kcat -b "$brokers" -C -t dead-letters -e -q -f '%k|%h\n' 2>/dev/null | grep -q '^a7|.*neardup-error=' || fail "a7 not dead-lettered with neardup-error"
 
+# The embedded broker (librdkafka's mock) answers a fetch that finds nothing
+# only when its wait ends: the judge's and verdicts' consumers wait 5 ms.
+grep -q 'judge and verdict consumers: a fetch waits up to 5 ms for data' "$work/run.err" ||
+  fail "no log line of a 5 ms fetch wait: $(grep 'a fetch waits' "$work/run.err")"
+
 # SIGTERM: flush, commit, exit 0 within 10 s.
 stop_gracefully "$run_pid"
 

@@ -142,6 +142,8 @@ void Producer::purge() {
   rd_kafka_purge(raw(rk_.get()), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 }
 
+bool Producer::cluster_holds_empty_fetches() const { return holds_empty_fetches(rk_.get()); }
+
 int Producer::partition_count(const std::string& topic, std::chrono::milliseconds timeout) const {
   return kafka::partition_count(rk_.get(), topic, timeout);
 }

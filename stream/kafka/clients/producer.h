@@ -85,6 +85,8 @@ class Producer {
   /// Number of partitions of `topic` as the cluster reports it; 0 if the
   /// topic does not exist. Throws KafkaError when the metadata request fails.
   int partition_count(const std::string& topic, std::chrono::milliseconds timeout) const;
+  /// kafka::holds_empty_fetches of this producer's cluster (after partition_count).
+  bool cluster_holds_empty_fetches() const;
 
   /// librdkafka's handle, for stream/kafka/ itself (the transaction cycle).
   ClientHandle* handle() const { return rk_.get(); }
