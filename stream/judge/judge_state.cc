@@ -192,9 +192,9 @@ void Judge::State::loop() {
     polled.clear();
     // poll_batch returns with the first request that arrives (a request
     // never waits for the batch to fill), so the wait only bounds an idle
-    // pass: 50 ms, 20 passes a second while nothing arrives. Exactly-once: each pass ends in a
-    // transaction, and its verdicts are invisible until it commits; a pass of fewer requests lets
-    // them flow.
+    // pass: 20 passes a second while nothing arrives. Exactly-once: each pass
+    // ends in a transaction, and its verdicts are invisible until it commits;
+    // a pass of fewer requests lets them flow.
     consumer->poll_batch(polled, txn ? kRequestsPerTransaction : 500,
                          std::chrono::milliseconds(50));
     if (consumer->fatal())
