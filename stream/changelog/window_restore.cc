@@ -212,9 +212,11 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   // round's entries per offset (transaction markers take offsets too) are
   // those of the round before it, the deepest read so far: the newest records
   // can be a catch-up's small batches, and an estimate from them alone reads
-  // many more records than the window needs. A round reads at most as many
-  // offsets as were read before it, so a wrong estimate overshoots by at most
-  // what was read already.
+  // many more records than the window needs. The first round reads at most
+  // as many offsets as step 1 did, so an estimate from the newest records
+  // overshoots by at most that; later ones, estimated from deeper records, at
+  // most 8 times what was read before them (a few rounds for a window of
+  // millions: each round costs the reader a seek and a first fetch).
   constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
   const auto offsets_done = [&] {
     std::uint64_t read_offsets = 0;
@@ -223,6 +225,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     return read_offsets - std::min(read_offsets, unreadable);
   };
   std::uint64_t round_entries = replay.accepted(), round_offsets = offsets_done();
+  bool first_round = true;
   while (replay.newest_time(window.max_entries) == kNoTime) {
     std::uint64_t left = 0;
     for (std::size_t p = 0; p < n; ++p)
@@ -236,8 +239,10 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
                            : std::max(entries, 1.0) /
                                  static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
     const double want = std::max(1.05 * max_entries - entries, 0.05 * max_entries);
-    const double offsets =
-        std::min(want / per, static_cast<double>(std::max<std::uint64_t>(1, read_offsets)));
+    const double cap =
+        (first_round ? 1.0 : 8.0) * static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
+    first_round = false;
+    const double offsets = std::min(want / per, cap);
     const double share = std::min(1.0, offsets / static_cast<double>(left));
     std::vector<std::int64_t> from(n);
     for (std::size_t p = 0; p < n; ++p) {

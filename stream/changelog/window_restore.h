@@ -191,9 +191,9 @@ class WindowReplay {
 /// refuses. A record's timestamp is no earlier than any of its entries,
 /// so the records stamped within window.duration of the newest are read, and
 /// of those only the records stamped at or after the max_entries-th newest
-/// entry (found by reading backwards in rounds, each at most doubling what was
-/// read, sized by the entries per offset of the round before; then checked by
-/// looking offsets up by time). The whole
+/// entry (found by reading backwards in rounds sized by the entries per offset
+/// of the round before, the first at most as many offsets as the sample; then
+/// checked by looking offsets up by time). The whole
 /// topic is read when its records are stamped by the broker (LogAppendTime).
 /// When the entries read outgrow window.rebuild_memory, the chosen ones are
 /// read a second time, a slice of about window.rebuild_memory at a time
