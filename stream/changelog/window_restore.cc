@@ -207,16 +207,16 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   const auto max_entries = static_cast<double>(window.max_entries);
 
   // 3. The newest records that should hold about 1.05 max_entries, each
-  // partition its share of the offsets left within the duration, in rounds
-  // until max_entries were read or everything within the duration was. A
-  // round's entries per offset (transaction markers take offsets too) are
-  // those of the round before it, the deepest read so far: the newest records
+  // partition its share of the offsets left within the duration, a stretch at a
+  // time until max_entries were read or everything within the duration was. A
+  // stretch's entries per offset (transaction markers take offsets too) are
+  // those of the stretch before it, the deepest read so far: the newest records
   // can be a catch-up's small batches, and an estimate from them alone reads
-  // many more records than the window needs. The first round reads at most
-  // as many offsets as step 1 did, so an estimate from the newest records
+  // many more records than the window needs. The first stretch reads at most as
+  // many offsets as step 1 did, so an estimate from the newest records
   // overshoots by at most that; later ones, estimated from deeper records, at
-  // most 8 times what was read before them (a few rounds for a window of
-  // millions: each round costs the reader a seek and a first fetch).
+  // most 8 times what was read before them (a few stretches for a window of
+  // millions: each stretch costs the reader a seek and a first fetch).
   constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
   const auto offsets_done = [&] {
     std::uint64_t read_offsets = 0;
@@ -224,8 +224,8 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
       read_offsets += static_cast<std::uint64_t>(high[p] - done[p]);
     return read_offsets - std::min(read_offsets, unreadable);
   };
-  std::uint64_t round_entries = replay.accepted(), round_offsets = offsets_done();
-  bool first_round = true;
+  std::uint64_t stretch_entries = replay.accepted(), stretch_offsets = offsets_done();
+  bool first_stretch = true;
   while (replay.newest_time(window.max_entries) == kNoTime) {
     std::uint64_t left = 0;
     for (std::size_t p = 0; p < n; ++p)
@@ -234,14 +234,15 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     const std::uint64_t read_offsets = offsets_done();
     // (entries of another schema are read but not kept: they do not count)
     const double entries = static_cast<double>(replay.accepted());
-    const double per = round_entries != 0 && round_offsets != 0
-                           ? static_cast<double>(round_entries) / static_cast<double>(round_offsets)
-                           : std::max(entries, 1.0) /
-                                 static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
+    const double per =
+        stretch_entries != 0 && stretch_offsets != 0
+            ? static_cast<double>(stretch_entries) / static_cast<double>(stretch_offsets)
+            : std::max(entries, 1.0) /
+                  static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
     const double want = std::max(1.05 * max_entries - entries, 0.05 * max_entries);
     const double cap =
-        (first_round ? 1.0 : 8.0) * static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
-    first_round = false;
+        (first_stretch ? 1.0 : 8.0) * static_cast<double>(std::max<std::uint64_t>(1, read_offsets));
+    first_stretch = false;
     const double offsets = std::min(want / per, cap);
     const double share = std::min(1.0, offsets / static_cast<double>(left));
     std::vector<std::int64_t> from(n);
@@ -251,8 +252,8 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     }
     const std::uint64_t entries_before = replay.accepted();
     if (!read_down_to(from)) return std::nullopt;
-    round_entries = replay.accepted() - entries_before;
-    round_offsets = offsets_done() - read_offsets;
+    stretch_entries = replay.accepted() - entries_before;
+    stretch_offsets = offsets_done() - read_offsets;
   }
   // 4. Until nothing is missing: everything stamped at or after the
   // max_entries-th newest entry read so far. Each entry is in a record stamped

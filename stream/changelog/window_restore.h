@@ -188,19 +188,18 @@ class WindowReplay {
 /// remembers in `engine` what the window would still hold (the newest
 /// window.max_entries within window.duration), in event time order; the same
 /// message written twice (reprocessed after a crash) once; nothing `schemas`
-/// refuses. A record's timestamp is no earlier than any of its entries,
-/// so the records stamped within window.duration of the newest are read, and
-/// of those only the records stamped at or after the max_entries-th newest
-/// entry (found by reading backwards in rounds sized by the entries per offset
-/// of the round before, the first at most as many offsets as the sample; then
-/// checked by looking offsets up by time). The whole
-/// topic is read when its records are stamped by the broker (LogAppendTime).
-/// When the entries read outgrow window.rebuild_memory, the chosen ones are
-/// read a second time, a slice of about window.rebuild_memory at a time
-/// (WindowReplay), so the rebuild holds the window plus about that much.
-/// Afterwards `reader` follows from the end of what it read.
-/// Returns the entries remembered, or nullopt if stopped first. Throws
-/// kafka::KafkaError (fatal errors).
+/// refuses. A record's timestamp is no earlier than any of its entries, so the
+/// records stamped within window.duration of the newest are read, and of those
+/// only the records stamped at or after the max_entries-th newest entry (found
+/// by reading backwards a stretch at a time, each sized by the entries per
+/// offset of the stretch before, the first at most as many offsets as the
+/// sample; then checked by looking offsets up by time). The whole topic is read
+/// when its records are stamped by the broker (LogAppendTime). When the entries
+/// read outgrow window.rebuild_memory, the chosen ones are read a second time,
+/// a slice of about window.rebuild_memory at a time (WindowReplay), so the
+/// rebuild holds the window plus about that much. Afterwards `reader` follows
+/// from the end of what it read. Returns the entries remembered, or nullopt if
+/// stopped first. Throws kafka::KafkaError (fatal errors).
 std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine& engine,
                                           const config::Config& config, Sources& sources,
                                           SchemaCompatibility& schemas, const RestoreHooks& hooks);

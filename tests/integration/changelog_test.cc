@@ -345,7 +345,7 @@ TEST_F(ChangelogTest, SmallNewestRecordsDoNotMakeTheRebuildReadEverything) {
   EXPECT_EQ(restore_window(reader, engine, cfg, sources, schemas, hooks).value_or(0), 500u);
   EXPECT_EQ(engine.stats().window.entries, 500u);
   // The 64 entries of the 16 small records alone say 4 entries an offset:
-  // 115 offsets for the rest of the window, which is every record. The first round
+  // 115 offsets for the rest of the window, which is every record. The first stretch
   // reads at most as many offsets as the sample did (16, 800 entries).
   EXPECT_GE(reader.entries_read(), 500u);
   EXPECT_LE(reader.entries_read(), 1000u);
