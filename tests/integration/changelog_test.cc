@@ -52,6 +52,30 @@ class ChangelogTest : public BrokerTest {
     produce_to(topic, values, partition, std::nullopt, {}, timestamp);
   }
 
+  /// Changelog records on `partition`, one per element of `sizes` holding that
+  /// many entries: record i's entries are stamped `base` + i s + their number,
+  /// at consecutive input offsets from 0, with fingerprints drawn from `fingerprint`.
+  void produce_changelog(std::int32_t partition, std::int64_t base, const std::vector<int>& sizes,
+                         std::uint64_t& fingerprint) {
+    ChangelogBatch batch(7, dedup::fingerprint_schema(cfg_.dedup));
+    std::int64_t offset = 0;
+    for (std::size_t rec = 0; rec < sizes.size(); ++rec) {
+      for (int e = 0; e < sizes[rec]; ++e) {
+        ChangelogRecord r;
+        fingerprint = fingerprint * 6364136223846793005ull + 1442695040888963407ull;
+        r.fingerprint.bits = fingerprint;
+        r.time.ms = base + static_cast<std::int64_t>(rec) * 1000 + e;
+        r.topic = "input";
+        r.partition = partition;
+        r.offset = offset++;
+        batch.add(r);
+      }
+      const auto encoded = batch.take();
+      produce(cfg_.kafka.changelog_topic, {std::string(encoded.value)}, partition,
+              encoded.newest.ms);
+    }
+  }
+
   std::unique_ptr<Running> start(const config::Config& cfg) { return start_service(cfg); }
   std::unique_ptr<Running> start() { return start(cfg_); }
 
@@ -232,25 +256,8 @@ TEST_F(ChangelogTest, ARebuildReadsAboutOneWindowAndRebuildsTheSameWindow) {
   // previous one: 4,000 entries over 40 s.
   const std::int64_t base = now_ms() - 3'600'000;
   std::uint64_t fingerprint = 0x9e3779b97f4a7c15ull;
-  for (std::int32_t p = 0; p < 2; ++p) {
-    ChangelogBatch batch(7, dedup::fingerprint_schema(cfg_.dedup));
-    std::vector<std::string> values;
-    std::vector<std::int64_t> stamps;
-    for (int rec = 0; rec < 40; ++rec) {
-      for (int e = 0; e < 50; ++e) {
-        ChangelogRecord r;
-        fingerprint = fingerprint * 6364136223846793005ull + 1442695040888963407ull;
-        r.fingerprint.bits = fingerprint;
-        r.time.ms = base + rec * 1000 + e;
-        r.topic = "input";
-        r.partition = p;
-        r.offset = rec * 50 + e;
-        batch.add(r);
-      }
-      const auto encoded = batch.take();
-      produce(cfg_.kafka.changelog_topic, {std::string(encoded.value)}, p, encoded.newest.ms);
-    }
-  }
+  for (std::int32_t p = 0; p < 2; ++p)
+    produce_changelog(p, base, std::vector<int>(40, 50), fingerprint);
   auto never = [] { return false; };
   auto corrupt = [](std::int32_t, std::int64_t, const std::string& reason) {
     ADD_FAILURE() << reason;
@@ -313,24 +320,9 @@ TEST_F(ChangelogTest, SmallNewestRecordsDoNotMakeTheRebuildReadEverything) {
   // record a second after the previous one: 3,064 entries.
   const std::int64_t base = now_ms() - 3'600'000;
   std::uint64_t fingerprint = 0x2545f4914f6cdd1dull;
-  for (std::int32_t p = 0; p < 2; ++p) {
-    ChangelogBatch batch(7, dedup::fingerprint_schema(cfg_.dedup));
-    std::int64_t offset = 0;
-    for (int rec = 0; rec < 38; ++rec) {
-      for (int e = 0; e < (rec < 30 ? 50 : 4); ++e) {
-        ChangelogRecord r;
-        fingerprint = fingerprint * 6364136223846793005ull + 1442695040888963407ull;
-        r.fingerprint.bits = fingerprint;
-        r.time.ms = base + rec * 1000 + e;
-        r.topic = "input";
-        r.partition = p;
-        r.offset = offset++;
-        batch.add(r);
-      }
-      const auto encoded = batch.take();
-      produce(cfg_.kafka.changelog_topic, {std::string(encoded.value)}, p, encoded.newest.ms);
-    }
-  }
+  std::vector<int> sizes(30, 50);
+  sizes.resize(38, 4);
+  for (std::int32_t p = 0; p < 2; ++p) produce_changelog(p, base, sizes, fingerprint);
   config::Config cfg = cfg_;
   cfg.dedup.window.max_entries = 500;
   ChangelogReader reader(default_consumer_properties(broker_.bootstrap(), cfg.kafka.group_id),
