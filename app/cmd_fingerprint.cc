@@ -100,10 +100,20 @@ int run_compare(std::span<const std::string> raw_args) {
     std::string similarity;
     if (why.exact) {  // two recent short texts: the exact figure decides, and scan prints it
       stream::append_similarity(similarity, *why.exact);
-      std::printf(
-          "similarity %s (exact shingle Jaccard of two recent short texts; the threshold "
-          "is %.2f)\n",
-          similarity.c_str(), sketch.exact_threshold);
+      if (why.exact_whole) {
+        std::string whole;
+        stream::append_similarity(whole, *why.exact_whole);
+        std::printf(
+            "similarity %s (exact shingle Jaccard of two recent short texts without their "
+            "URLs, hashtags and mentions, as the whole texts share %s >= %.2f; the threshold "
+            "is %.2f)\n",
+            similarity.c_str(), whole.c_str(), dedup::kStoryGuard, sketch.exact_threshold);
+      } else {
+        std::printf(
+            "similarity %s (exact shingle Jaccard of two recent short texts; the threshold "
+            "is %.2f)\n",
+            similarity.c_str(), sketch.exact_threshold);
+      }
     } else {
       stream::append_similarity(similarity, *why.similarity);  // as scan prints it
       std::printf("similarity %s (estimated shingle Jaccard; the threshold is %.2f)\n",

@@ -318,14 +318,14 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   // The sketch's match, when it is a recent text too, is judged again exactly.
   if (match) {
     if (const ExactShingles* theirs = recent_->find(match->sequence)) {
-      const double j = exact_jaccard(mine, *theirs);
+      const double j = exact_similarity(mine, *theirs).value;
       if (j < threshold || must_match_conflict(mine, *theirs)) {
         match.reset();
         similarity.reset();
         ++counts_.exact_vetoes;
       } else {
         similarity = j;
-        outcome.identical = j >= 1.0;
+        outcome.identical = j >= 1.0 && exact_jaccard(mine, *theirs) >= 1.0;
       }
     }
   }
@@ -335,11 +335,12 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs,
                       const RecentTexts::Visited&) {
     if (sequence < oldest) return;
-    const double j = exact_jaccard_at_least(mine, theirs, std::max(threshold, best));
+    const double j = exact_similarity_at_least(mine, theirs, std::max(threshold, best));
     if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
     const auto e = window_.entry(sequence);
     if (!e || e->of == ref || e->scope != scope) return;
-    outcome.identical = outcome.identical || j >= 1.0;
+    // (identical: the same set, boilerplate included; a link added is something to keep)
+    outcome.identical = outcome.identical || (j >= 1.0 && exact_jaccard(mine, theirs) >= 1.0);
     // of equal ones the oldest wins, as in the window
     if (j == best && best_sequence && sequence > *best_sequence) return;
     best = j;
@@ -347,7 +348,9 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   };
   // (a record decided again meets neither its own texts nor reposts kept
   // after it: RecentTexts::for_each_candidate)
-  recent_->for_each_candidate(mine, threshold, ref.value, consider);
+  // (the size filter lets through what the story rule may take: sets whose whole
+  // Jaccard is at least kStoryGuard)
+  recent_->for_each_candidate(mine, std::min(threshold, kStoryGuard), ref.value, consider);
   for (const std::uint64_t sequence : fell_short)
     if (const ExactShingles* theirs = recent_->find(sequence))
       consider(sequence, *theirs, RecentTexts::Visited{});

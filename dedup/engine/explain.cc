@@ -38,7 +38,9 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
   }
   const bool passes = *e.similarity >= so.threshold;
   if (so.recent > 0 && !kept.exact.empty() && !incoming.exact.empty()) {
-    e.exact = exact_jaccard(kept.exact, incoming.exact);
+    const ExactSimilarity exact = exact_similarity(kept.exact, incoming.exact);
+    e.exact = exact.value;
+    if (exact.value > exact.whole) e.exact_whole = exact.texts;
     const MustMatchDifference difference = must_match_difference(kept.exact, incoming.exact);
     const bool conflict = difference.hashed || difference.names;
     e.must_match_hashed = difference.hashed;
@@ -80,14 +82,26 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
   const int k = options.index.max_distance;
   const double threshold = options.sketch.threshold;
   const int bands = options.sketch.bands;
-  char buffer[256];
-  // Between two recent short texts the exact Jaccard decides (and is the similarity).
+  char buffer[512];
+  // Between two recent short texts the exact Jaccard decides (and is the similarity);
+  // the story rule's figure is the one without URLs, hashtags and mentions.
+  auto rounded = [](double x) { return std::floor(x * 1000.0 + 0.5) / 1000.0; };
+  auto exact_figure = [&]() -> std::string {
+    char figure[128];
+    if (e.exact_whole)
+      std::snprintf(figure, sizeof figure,
+                    "exact Jaccard without URLs, hashtags and mentions %.3f (whole texts %.3f >= "
+                    "%.2f)",
+                    rounded(*e.exact), rounded(*e.exact_whole), kStoryGuard);
+    else
+      std::snprintf(figure, sizeof figure, "exact Jaccard %.3f", rounded(*e.exact));
+    return figure;
+  };
   auto exact_part = [&]() -> std::string {
     if (!e.exact) return "";
-    char exact[96];
-    std::snprintf(exact, sizeof exact, "; both recent short texts: exact Jaccard %.3f >= %.2f",
-                  std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
-    return exact;
+    char exact[64];
+    std::snprintf(exact, sizeof exact, " >= %.2f", options.sketch.exact_threshold);
+    return "; both recent short texts: " + exact_figure() + exact;
   };
   auto band_list = [&] {
     std::string list;
@@ -118,18 +132,17 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
                     e.distance, k, *e.similarity, threshold);
       return buffer + exact_part();
     case PairDecision::exact_verified:
-      std::snprintf(buffer, sizeof buffer,
-                    "two recent short texts, a candidate (%s), exact Jaccard %.3f >= %.2f",
+      std::snprintf(buffer, sizeof buffer, "two recent short texts, a candidate (%s), %s >= %.2f",
                     e.shared_recent_band ? "a shared recent-text band"
                     : e.within_distance  ? "within k bits, the estimate below the threshold"
                                          : "a shared LSH band, the estimate below the threshold",
-                    std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
+                    exact_figure().c_str(), options.sketch.exact_threshold);
       return buffer;
     case PairDecision::must_match_differs:
       std::snprintf(buffer, sizeof buffer,
-                    "exact Jaccard %.3f >= %.2f, but each has a must-match token the other "
+                    "%s >= %.2f, but each has a must-match token the other "
                     "lacks (dedup.must_match %s%s): %s",
-                    std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold,
+                    exact_figure().c_str(), options.sketch.exact_threshold,
                     options.text.must_match == MustMatch::none      ? "none"
                     : options.text.must_match == MustMatch::numbers ? "numbers"
                     : options.text.must_match == MustMatch::names   ? "names"
@@ -143,9 +156,8 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
       return buffer;
     case PairDecision::below_threshold:
       if (e.exact)
-        std::snprintf(buffer, sizeof buffer,
-                      "two recent short texts, but their exact Jaccard %.3f < %.2f",
-                      std::floor(*e.exact * 1000.0 + 0.5) / 1000.0, options.sketch.exact_threshold);
+        std::snprintf(buffer, sizeof buffer, "two recent short texts, but their %s < %.2f",
+                      exact_figure().c_str(), options.sketch.exact_threshold);
       else if (e.within_distance)
         std::snprintf(buffer, sizeof buffer,
                       "a SimHash candidate (distance %d <= k=%d), but the sketch estimates "

@@ -49,8 +49,13 @@ struct PairExplanation {
   bool sketches = false;         ///< the sketch stage compares this pair (on, both have shingles)
   std::optional<double> similarity;  ///< the estimated Jaccard, when `sketches`
   std::uint32_t shared_bands = 0;    ///< bit j set: band j's keys are equal (when `sketches`)
-  /// Both are recent texts: their exact Jaccard, which the engine reports as the similarity.
+  /// Both are recent texts: their exact similarity (ExactSimilarity::value), which the
+  /// engine decides by and reports as the similarity.
   std::optional<double> exact;
+  /// Both recent and the story rule gave `exact`: the Jaccard of the whole texts
+  /// (ExactSimilarity::texts, at least kStoryGuard); `exact` is then that of the texts
+  /// without their URLs, hashtags and mentions.
+  std::optional<double> exact_whole;
   bool shared_recent_band = false;  ///< they share a band of the recent-text index
   /// Both recent: what one of them has alone of its must-match tokens (text.must_match; both
   /// false when neither conflicts): a number, a pair of numbers or a listed word / a name.

@@ -17,13 +17,46 @@ void ExactShingles::assign(std::span<const std::uint32_t> hashes,
     data_[kBandKeys + 2 * b + 1] = static_cast<std::uint32_t>(band_keys[b]);
   }
   std::copy(hashes.begin(), hashes.end(), data_.begin() + kHashes);
+  std::uint32_t marked = 0;
+  for (const std::uint32_t h : hashes) marked += h & kBoilerplateShingle;
+  data_[1] = marked << 16;
 }
 
 void ExactShingles::set_keys(std::span<const std::uint32_t> keys) {
   if (empty()) return;
   const std::size_t n = std::min(keys.size(), kMaxMustMatch);
-  data_[1] = static_cast<std::uint32_t>(n);
+  data_[1] = (data_[1] & ~std::uint32_t{0xff}) | static_cast<std::uint32_t>(n);
   std::copy_n(keys.begin(), n, data_.begin() + kKeys);
+}
+
+void ExactShingles::set_markers(std::size_t count) {
+  if (empty()) return;
+  data_[1] = (data_[1] & ~std::uint32_t{0xff00}) |
+             (static_cast<std::uint32_t>(std::min<std::size_t>(count, 255)) << 8);
+}
+
+void ExactShingles::mark_boilerplate(const ExactShingles& story) {
+  if (empty() || story.empty()) return;
+  const auto theirs = story.hashes();
+  // Marking sets bit 0 of an even hash: the order stays.
+  std::uint32_t* mine = data_.data() + kHashes;
+  const std::size_t n = data_[0];
+  std::uint32_t marked = 0;
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    while (j < theirs.size() && theirs[j] < mine[i]) ++j;
+    if (j == theirs.size() || theirs[j] != mine[i]) {
+      mine[i] |= kBoilerplateShingle;
+      ++marked;
+    }
+  }
+  data_[1] = (data_[1] & 0xffff) | (marked << 16);
+  // The second half of the bands from the story: a repost with a link shares
+  // them with its source, and the first half still finds the texts that have
+  // the same words outside a mention or a hashtag.
+  constexpr std::size_t kFrom = kBandKeys + 2 * (kRecentBands / 2);
+  std::copy_n(story.data_.begin() + kFrom, 2 * (kRecentBands - kRecentBands / 2),
+              data_.begin() + kFrom);
 }
 
 double exact_jaccard(const ExactShingles& a, const ExactShingles& b) {
@@ -57,6 +90,51 @@ double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, do
   const double jaccard =
       together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
   return jaccard >= floor ? jaccard : 0.0;
+}
+
+namespace {
+
+// Jaccard of two set sizes and their common count (0 for two empty sets).
+double jaccard_of(std::size_t x, std::size_t y, std::size_t common) {
+  const std::size_t together = x + y - common;
+  return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
+}
+
+// The figures in one merge; 0s when the common shingles cannot reach `floor` for the
+// whole sets. A hash's mark is its bit 0, so clearing it keeps the order.
+ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b, double floor) {
+  const auto x = a.hashes(), y = b.hashes();
+  const double total = static_cast<double>(x.size() + y.size());
+  const auto needed = static_cast<std::size_t>(std::max(0.0, floor * total / (1.0 + floor) - 1e-9));
+  constexpr std::uint32_t kHash = ~kBoilerplateShingle;
+  std::size_t i = 0, j = 0, common = 0, common_story = 0;
+  while (i < x.size() && j < y.size()) {
+    if (common + std::min(x.size() - i, y.size() - j) < needed) return {};
+    const std::uint32_t u = x[i] & kHash, v = y[j] & kHash;
+    const bool same = u == v;
+    common += same;
+    common_story += same && ((x[i] | y[j]) & kBoilerplateShingle) == 0;
+    i += u <= v;
+    j += v <= u;
+  }
+  ExactSimilarity s;
+  s.whole = jaccard_of(x.size(), y.size(), common);
+  s.story = jaccard_of(x.size() - a.boilerplate(), y.size() - b.boilerplate(), common_story);
+  s.texts = jaccard_of(x.size() + a.markers(), y.size() + b.markers(), common);
+  s.value = s.texts >= kStoryGuard ? std::max(s.whole, s.story) : s.whole;
+  return s;
+}
+
+}  // namespace
+
+ExactSimilarity exact_similarity(const ExactShingles& a, const ExactShingles& b) {
+  return similarity_merge(a, b, 0.0);
+}
+
+double exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b, double floor) {
+  if (a.boilerplate() == 0 && b.boilerplate() == 0) return exact_jaccard_at_least(a, b, floor);
+  const double value = similarity_merge(a, b, std::min(floor, kStoryGuard)).value;
+  return value >= floor ? value : 0.0;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -138,6 +139,7 @@ struct Fingerprinter::Impl {
   std::string stripped;                       // the text without boilerplate (strip_boilerplate)
   std::string keys_text;                      // the same for the must-match tokens alone
   std::string unmarked;                       // the text without its repost markers
+  ExactShingles story_exact;                  // the exact set of the text without boilerplate
   std::vector<std::string> must_match_words;  // normalized, from options.must_match_words
 
   /// Reads options.must_match_words; throws std::runtime_error when it cannot.
@@ -237,29 +239,40 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
       const std::string_view story =
           strip_boilerplate(utf8, impl.unmarked, Boilerplate::repost_markers);
       if (story.data() != utf8.data()) {
+        const std::size_t whole = summary.exact.hashes().size();
         impl.sketcher->run(impl.normalizer.run(story));
         impl.sketcher->exact_of_last(summary.exact);
+        const std::size_t left = summary.exact.hashes().size();
+        summary.exact.set_markers(whole > left ? whole - left : 0);
         renormalized = true;
       }
     }
-    if (!summary.exact.empty() &&
-        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty())) {
-      // The tokens that must match come from the text without its boilerplate: a
-      // handle's or a link's digits ("@jdoe42", "t.co/x9Y2") say nothing of the story.
-      // (norm is not used after this: the features and the sketch are taken.)
-      const bool may_have_boilerplate =
-          !impl.options.strip_boilerplate &&
-          (utf8.find_first_of("@#") != std::string_view::npos ||
-           utf8.find("://") != std::string_view::npos ||
-           utf8.find("www.") != std::string_view::npos ||
-           utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
-      const std::string_view story =
-          may_have_boilerplate ? strip_boilerplate(utf8, impl.keys_text) : utf8;
-      must_match_keys(
-          impl.options.must_match, impl.must_match_words, story,
-          story.data() == utf8.data() && !renormalized ? norm : impl.normalizer.run(story),
-          summary.exact);
+    // The story: the text without its URLs, hashtags and mentions. Its shingles
+    // decide with the story rule (exact_similarity), and its tokens are the ones
+    // that must match: a handle's or a link's digits ("@jdoe42", "t.co/x9Y2") say
+    // nothing of the story. (norm is not used after this: the features and the
+    // sketch are taken.)
+    const bool may_have_boilerplate = !summary.exact.empty() && !impl.options.strip_boilerplate &&
+                                      (utf8.find_first_of("@#") != std::string_view::npos ||
+                                       utf8.find("://") != std::string_view::npos ||
+                                       utf8.find("www.") != std::string_view::npos ||
+                                       utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
+    const std::string_view story =
+        may_have_boilerplate ? strip_boilerplate(utf8, impl.keys_text) : utf8;
+    std::optional<NormalizedText> story_norm;
+    if (story.data() != utf8.data()) {
+      story_norm = impl.normalizer.run(story);
+      impl.sketcher->run(*story_norm);
+      impl.sketcher->exact_of_last(impl.story_exact);
+      summary.exact.mark_boilerplate(impl.story_exact);
     }
+    if (!summary.exact.empty() &&
+        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty()))
+      must_match_keys(impl.options.must_match, impl.must_match_words, story,
+                      story_norm     ? *story_norm
+                      : renormalized ? impl.normalizer.run(story)
+                                     : norm,
+                      summary.exact);
   }
 
   const auto hashes = impl.counter.hashes();

@@ -339,8 +339,15 @@ void Sketcher::exact_of_last(ExactShingles& out) {
   if (options_.recent == 0 || last_hashes_.empty() || last_hashes_.size() > kMaxExactShingles)
     return;
   std::array<std::uint32_t, kMaxExactShingles> sorted;
-  const std::size_t n =
+  const std::size_t count =
       kernels::active().sort_low32(last_hashes_.data(), last_hashes_.size(), sorted.data());
+  // Bit 0 is ExactShingles' boilerplate mark: clearing it keeps the order and
+  // may make two neighbours equal.
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint32_t h = sorted[i] & ~kBoilerplateShingle;
+    if (n == 0 || sorted[n - 1] != h) sorted[n++] = h;
+  }
   // kRecentBandBins minima per band, from the bins the main bands start with
   // read backwards (the last bins), so the two indexes overlap little. The
   // bands' hash chains are independent: they advance side by side.

@@ -82,31 +82,46 @@ inline constexpr std::uint32_t kNameKeyBit = 0x80000000U;
 class ExactShingles {
  public:
   bool empty() const { return data_.empty(); }
-  /// The distinct shingles (the low 32 bits of each shingle hash), sorted.
+  /// The distinct shingles, sorted: bits 31-1 of each shingle hash's low 32
+  /// bits, and bit 0 (kBoilerplateShingle) set for a shingle of the text's URLs,
+  /// hashtags or mentions (one the text without them lacks, mark_boilerplate).
   std::span<const std::uint32_t> hashes() const {
     return empty() ? std::span<const std::uint32_t>{}
                    : std::span<const std::uint32_t>(data_).subspan(kHashes, data_[0]);
   }
+  /// How many of hashes() are boilerplate shingles.
+  std::size_t boilerplate() const { return empty() ? 0 : data_[1] >> 16; }
+  /// How many more shingles the whole text has than this set: those of its repost
+  /// markers ("RT @x:", left out of the set), at most 255.
+  std::size_t markers() const { return empty() ? 0 : (data_[1] >> 8) & 0xff; }
   /// The must-match token hashes, sorted and distinct.
   std::span<const std::uint32_t> keys() const {
     return empty() ? std::span<const std::uint32_t>{}
-                   : std::span<const std::uint32_t>(data_).subspan(kKeys, data_[1]);
+                   : std::span<const std::uint32_t>(data_).subspan(kKeys, data_[1] & 0xff);
   }
   std::uint64_t band_key(int band) const {
     const auto at = kBandKeys + 2 * static_cast<std::size_t>(band);
     return empty() ? 0 : (std::uint64_t{data_[at]} << 32) | data_[at + 1];
   }
-  /// `hashes`: sorted, distinct, not empty.
+  /// `hashes`: sorted, distinct, not empty (an odd one is a boilerplate shingle).
   void assign(std::span<const std::uint32_t> hashes,
               const std::array<std::uint64_t, kRecentBands>& band_keys);
+  /// Marks the shingles that `story` (the set of this text without its URLs,
+  /// hashtags and mentions, not empty) lacks as boilerplate, and takes the second
+  /// half of its band keys: a text and its source with a link added share those.
+  /// For a non-empty set without marks. O(count).
+  void mark_boilerplate(const ExactShingles& story);
   /// `keys`: sorted, distinct, at most kMaxMustMatch; for a non-empty set.
   void set_keys(std::span<const std::uint32_t> keys);
+  /// For a non-empty set; more than 255 counts as 255.
+  void set_markers(std::size_t count);
   void clear() { data_.clear(); }
   /// Heap bytes held (reused by the next assign).
   std::size_t capacity_bytes() const { return data_.capacity() * sizeof(std::uint32_t); }
 
  private:
-  // [shingle count, key count, band keys (two words each), keys, hashes]
+  // [shingle count, key count | markers << 8 | boilerplate count << 16, band keys (two words
+  //  each), keys, hashes]
   static constexpr std::size_t kBandKeys = 2;
   static constexpr std::size_t kKeys = kBandKeys + 2 * kRecentBands;
   static constexpr std::size_t kHashes = kKeys + kMaxMustMatch;
@@ -120,8 +135,33 @@ class ExactShingles {
   std::vector<std::uint32_t> data_;
 };
 
-/// The exact Jaccard similarity of two shingle sets (up to 32-bit hash collisions). O(count).
+/// The bit of a shingle hash in ExactShingles that marks a boilerplate shingle.
+inline constexpr std::uint32_t kBoilerplateShingle = 1;
+/// The story rule's guard: two short texts whose sets, boilerplate left out, are
+/// near-duplicates are judged so only when the whole texts share at least this
+/// Jaccard (counted with their repost markers' shingles as not shared), where the
+/// ground truth's gray zone begins.
+inline constexpr double kStoryGuard = 0.6;
+
+/// The exact Jaccard similarity of two shingle sets (up to 31-bit hash collisions). O(count).
 double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
+/// Two short texts' exact figures: `whole` the Jaccard of the sets (repost markers
+/// left out; a shingle is the same marked or not); `story` that of the sets without
+/// their boilerplate shingles (0 when both are empty); `texts` that of the whole
+/// texts, their markers' shingles counted as not shared (ExactShingles::markers);
+/// `value` the similarity the Engine decides by: the larger of whole and story when
+/// texts >= kStoryGuard, else whole.
+struct ExactSimilarity {
+  double whole = 0.0;
+  double story = 0.0;
+  double texts = 0.0;
+  double value = 0.0;
+};
+ExactSimilarity exact_similarity(const ExactShingles& a, const ExactShingles& b);
+/// exact_similarity(a, b).value when it is at least `floor`, else 0: the merge
+/// stops as soon as the shingles left cannot reach min(floor, kStoryGuard) (or
+/// `floor` when neither text has boilerplate shingles).
+double exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b, double floor);
 /// exact_jaccard(a, b) when it is at least `floor`, else a value below
 /// `floor` (0): the merge stops as soon as the shingles left cannot reach it.
 double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, double floor);

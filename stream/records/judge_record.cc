@@ -18,7 +18,8 @@ using binary::Reader;
 
 constexpr const char* kNotThis = "not a neardup judge record of this version";
 
-constexpr std::string_view kRequestMagic = "NDQ4";
+constexpr std::string_view kRequestMagic = "NDQ5";
+constexpr std::string_view kRequestMagic4 = "NDQ4";  // exact sets without boilerplate marks
 constexpr std::string_view kRequestMagic3 = "NDQ3";  // without exact shingle sets
 constexpr std::string_view kRequestMagic2 = "NDQ2";  // without the schema either
 constexpr std::string_view kVerdictMagic = "NDV2";
@@ -71,6 +72,7 @@ void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std
   if (!hashes.empty()) {
     const auto keys = s.exact.keys();
     put(body_, static_cast<std::uint8_t>(keys.size()));
+    put(body_, static_cast<std::uint8_t>(s.exact.markers()));
     for (int b = 0; b < dedup::kRecentBands; ++b) put(body_, s.exact.band_key(b));
     for (const std::uint32_t h : hashes) put(body_, h);
     for (const std::uint32_t k : keys) put(body_, k);
@@ -93,12 +95,16 @@ std::string_view JudgeRequestWriter::finish() {
 
 namespace {
 
-/// An entry's exact shingle set (NDQ4); false when malformed (more than
+/// An entry's exact shingle set; false when malformed (more than
 /// kMaxExactShingles hashes or kMaxMustMatch keys, not sorted and distinct).
-bool read_exact(Reader& r, dedup::ExactShingles& out) {
+/// `marked`: bit 0 of a hash is the boilerplate mark and a markers count follows the
+/// keys count (NDQ5); NDQ4's sets have neither, so the bit is cleared (their texts are
+/// judged without the story rule).
+bool read_exact(Reader& r, dedup::ExactShingles& out, bool marked) {
   const auto count = r.get<std::uint8_t>();
   if (count == 0) return r.ok;
   const auto keys = r.get<std::uint8_t>();
+  const std::uint8_t markers = marked ? r.get<std::uint8_t>() : 0;
   if (!r.ok || count > dedup::kMaxExactShingles || keys > dedup::kMaxMustMatch) return false;
   std::array<std::uint64_t, dedup::kRecentBands> band_keys{};
   for (auto& key : band_keys) key = r.get<std::uint64_t>();
@@ -111,7 +117,16 @@ bool read_exact(Reader& r, dedup::ExactShingles& out) {
   const std::span<const std::uint32_t> hashes(values.data(), count);
   const std::span<const std::uint32_t> key_span(values.data() + count, keys);
   if (!increasing(hashes) || !increasing(key_span)) return false;
-  out.assign(hashes, band_keys);
+  std::size_t n = count;
+  if (!marked) {
+    n = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint32_t h = values[i] & ~dedup::kBoilerplateShingle;
+      if (n == 0 || values[n - 1] != h) values[n++] = h;
+    }
+  }
+  out.assign(std::span<const std::uint32_t>(values.data(), n), band_keys);
+  out.set_markers(markers);
   if (keys != 0) out.set_keys(key_span);
   return true;
 }
@@ -130,10 +145,12 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
   std::vector<std::string> topics;
   std::uint32_t n = 0;
   const std::string_view magic = value.substr(0, kRequestMagic.size());
-  const bool with_exact = magic == kRequestMagic;
+  const bool marked = magic == kRequestMagic;
+  const bool with_exact = marked || magic == kRequestMagic4;
   const bool with_schema = with_exact || magic == kRequestMagic3;
   if (!binary::read_header(r,
-                           with_exact    ? kRequestMagic
+                           marked        ? kRequestMagic
+                           : with_exact  ? kRequestMagic4
                            : with_schema ? kRequestMagic3
                                          : kRequestMagic2,
                            kNotThis, out.instance, out.batch, topics, n, error))
@@ -186,7 +203,7 @@ bool decode_judge_request(std::string_view value, JudgeRequest& out, std::string
         s.sketch.band_keys[static_cast<std::size_t>(b)] = r.get<std::uint64_t>();
     }
     s.exact.clear();
-    if (with_exact && r.ok && !read_exact(r, s.exact)) {
+    if (with_exact && r.ok && !read_exact(r, s.exact, marked)) {
       bad_exact = r.ok;
       r.ok = false;
     }

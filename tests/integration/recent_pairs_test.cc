@@ -125,7 +125,7 @@ TEST_P(RecentPairsTest, ARepostOfARepostIsADuplicateOfTheOriginalWithEitherDecid
   const std::vector<std::string> texts = {
       "Storm closes the north bridge tonight as the river rises",
       "Storm closes the north bridge tonight as the rivers rise",
-      "Storm closes the north bridge tonight as the rivers rise #flood"};
+      "Storm closes the north bridge tonight as the rivers rise again"};
   produce_to("input", texts, 0, std::string("k"));
   auto running = start_service(cfg_);
   ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));

@@ -108,7 +108,8 @@ TEST(JudgeRecord, AShortTextsExactShingleSetComesBackWhole) {
   for (int b = 0; b < dedup::kRecentBands; ++b)
     band_keys[static_cast<std::size_t>(b)] =
         0x0123456789abcdefULL * static_cast<std::uint64_t>(b + 1);
-  a.summary.exact.assign(hashes, band_keys);
+  a.summary.exact.assign(hashes, band_keys);  // 3 and 17: boilerplate shingles (bit 0)
+  a.summary.exact.set_markers(6);
   const std::vector<std::uint32_t> keys = {7, 8};
   a.summary.exact.set_keys(keys);
   JudgeRequestWriter writer(dedup::fingerprint_schema({}));
@@ -123,17 +124,32 @@ TEST(JudgeRecord, AShortTextsExactShingleSetComesBackWhole) {
   const dedup::ExactShingles& exact = back.entries[0].analysis.summary.exact;
   EXPECT_EQ(std::vector<std::uint32_t>(exact.hashes().begin(), exact.hashes().end()), hashes);
   EXPECT_EQ(std::vector<std::uint32_t>(exact.keys().begin(), exact.keys().end()), keys);
+  EXPECT_EQ(exact.boilerplate(), 2u);
+  EXPECT_EQ(exact.markers(), 6u);
   for (int b = 0; b < dedup::kRecentBands; ++b)
     EXPECT_EQ(exact.band_key(b), band_keys[static_cast<std::size_t>(b)]) << b;
   EXPECT_TRUE(back.entries[1].analysis.summary.exact.empty());
-  // 1 + 1 + 8 * 8 + 5 * 4 + 2 * 4 bytes for the set.
+  // 1 + 1 + 1 + 8 * 8 + 5 * 4 + 2 * 4 bytes for the set.
   JudgeRequestWriter plain(dedup::fingerprint_schema({}));
   plain.start(1, 2);
   dedup::Analysis without = a;
   without.summary.exact.clear();
   plain.add("t", 0, 5, dedup::EventTime{9}, without);
   plain.add("t", 0, 6, dedup::EventTime{10}, analysis_of(12, true));
-  EXPECT_EQ(value.size() - plain.finish().size(), 1u + 8 * 8 + 5 * 4 + 2 * 4);
+  EXPECT_EQ(value.size() - plain.finish().size(), 2u + 8 * 8 + 5 * 4 + 2 * 4);
+
+  // An instance of an earlier build sends "NDQ4": no markers count, and no
+  // boilerplate marks (bit 0 is read as cleared; 3 and 17 become 2 and 16).
+  const std::size_t set_at = value.size() - 55 - 40 - 2 * 4 - 5 * 4 - 8 * 8 - 3;
+  ASSERT_EQ(static_cast<unsigned char>(value[set_at]), 5u);  // the set's count
+  std::string ndq4 = "NDQ4" + value.substr(4, set_at + 2 - 4) + value.substr(set_at + 3);
+  ASSERT_TRUE(decode_judge_request(ndq4, back, &error)) << error;
+  const dedup::ExactShingles& old_exact = back.entries[0].analysis.summary.exact;
+  EXPECT_EQ(std::vector<std::uint32_t>(old_exact.hashes().begin(), old_exact.hashes().end()),
+            (std::vector<std::uint32_t>{2, 16, 400, 90'000, 4'000'000'000u}));
+  EXPECT_EQ(old_exact.boilerplate(), 0u);
+  EXPECT_EQ(old_exact.markers(), 0u);
+  EXPECT_EQ(std::vector<std::uint32_t>(old_exact.keys().begin(), old_exact.keys().end()), keys);
 
   // The third hash made smaller than the second: refused, with the reason.
   std::string swapped = value;
