@@ -100,7 +100,15 @@ int run_compare(std::span<const std::string> raw_args) {
     std::string similarity;
     if (why.exact) {  // two recent short texts: the exact figure decides, and scan prints it
       stream::append_similarity(similarity, *why.exact);
-      if (why.exact_whole) {
+      if (why.typo) {
+        std::string whole;
+        stream::append_similarity(whole, *why.exact_whole);
+        std::printf(
+            "similarity %s (exact shingle Jaccard of two recent short texts, below the "
+            "threshold %.2f, but their words are the same but one, a typo apart, and the "
+            "whole texts share %s >= %.2f)\n",
+            similarity.c_str(), sketch.exact_threshold, whole.c_str(), dedup::kStoryGuard);
+      } else if (why.exact_whole) {
         std::string whole;
         stream::append_similarity(whole, *why.exact_whole);
         std::printf(

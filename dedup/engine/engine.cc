@@ -318,8 +318,9 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   // The sketch's match, when it is a recent text too, is judged again exactly.
   if (match) {
     if (const ExactShingles* theirs = recent_->find(match->sequence)) {
-      const double j = exact_similarity(mine, *theirs).value;
-      if (j < threshold || must_match_conflict(mine, *theirs)) {
+      const ExactSimilarity exact = exact_similarity(mine, *theirs);
+      const double j = exact.value;
+      if (!exact_duplicate(exact, threshold) || must_match_conflict(mine, *theirs)) {
         match.reset();
         similarity.reset();
         ++counts_.exact_vetoes;
@@ -335,8 +336,9 @@ Engine::ExactOutcome Engine::decide_exact(const TextSummary& summary, RecordRef 
   auto consider = [&](std::uint64_t sequence, const ExactShingles& theirs,
                       const RecentTexts::Visited&) {
     if (sequence < oldest) return;
-    const double j = exact_similarity_at_least(mine, theirs, std::max(threshold, best));
-    if (j < threshold || j < best || must_match_conflict(mine, theirs)) return;
+    const ExactSimilarity exact = exact_similarity_at_least(mine, theirs, threshold);
+    const double j = exact.value;
+    if (!exact_duplicate(exact, threshold) || j < best || must_match_conflict(mine, theirs)) return;
     const auto e = window_.entry(sequence);
     if (!e || e->of == ref || e->scope != scope) return;
     // (identical: the same set, boilerplate included; a link added is something to keep)

@@ -40,7 +40,8 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
   if (so.recent > 0 && !kept.exact.empty() && !incoming.exact.empty()) {
     const ExactSimilarity exact = exact_similarity(kept.exact, incoming.exact);
     e.exact = exact.value;
-    if (exact.value > exact.whole) e.exact_whole = exact.texts;
+    e.typo = exact.typo && exact.value < so.exact_threshold;
+    if (exact.value > exact.whole || e.typo) e.exact_whole = exact.texts;
     const MustMatchDifference difference = must_match_difference(kept.exact, incoming.exact);
     const bool conflict = difference.hashed || difference.names;
     e.must_match_hashed = difference.hashed;
@@ -51,7 +52,7 @@ PairExplanation explain_pair(const DedupOptions& options, const TextSummary& kep
     // Engine::decide_exact: every candidate of any path (SimHash, a sketch
     // band, a recent-text band) is judged by the exact sets, whatever the estimate.
     const bool sketch_match = passes && (e.within_distance || e.shared_bands != 0);
-    const bool exact_passes = *e.exact >= so.exact_threshold;
+    const bool exact_passes = exact_duplicate(exact, so.exact_threshold);
     if (!e.within_distance && e.shared_bands == 0 && !e.shared_recent_band)
       e.decision = PairDecision::not_a_candidate;
     else if (!exact_passes)
@@ -86,22 +87,28 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
   // Between two recent short texts the exact Jaccard decides (and is the similarity);
   // the story rule's figure is the one without URLs, hashtags and mentions.
   auto rounded = [](double x) { return std::floor(x * 1000.0 + 0.5) / 1000.0; };
+  // (the figure that made them near-duplicates, with its comparison)
   auto exact_figure = [&]() -> std::string {
-    char figure[128];
-    if (e.exact_whole)
+    char figure[192];
+    if (e.typo)
       std::snprintf(figure, sizeof figure,
-                    "exact Jaccard without URLs, hashtags and mentions %.3f (whole texts %.3f >= "
-                    "%.2f)",
-                    rounded(*e.exact), rounded(*e.exact_whole), kStoryGuard);
+                    "the same words but one, a typo apart (exact Jaccard %.3f < %.2f, whole "
+                    "texts %.3f >= %.2f)",
+                    rounded(*e.exact), options.sketch.exact_threshold, rounded(*e.exact_whole),
+                    kStoryGuard);
+    else if (e.exact_whole)
+      std::snprintf(figure, sizeof figure,
+                    "exact Jaccard without URLs, hashtags and mentions %.3f >= %.2f (whole texts "
+                    "%.3f >= %.2f)",
+                    rounded(*e.exact), options.sketch.exact_threshold, rounded(*e.exact_whole),
+                    kStoryGuard);
     else
-      std::snprintf(figure, sizeof figure, "exact Jaccard %.3f", rounded(*e.exact));
+      std::snprintf(figure, sizeof figure, "exact Jaccard %.3f >= %.2f", rounded(*e.exact),
+                    options.sketch.exact_threshold);
     return figure;
   };
   auto exact_part = [&]() -> std::string {
-    if (!e.exact) return "";
-    char exact[64];
-    std::snprintf(exact, sizeof exact, " >= %.2f", options.sketch.exact_threshold);
-    return "; both recent short texts: " + exact_figure() + exact;
+    return e.exact ? "; both recent short texts: " + exact_figure() : "";
   };
   auto band_list = [&] {
     std::string list;
@@ -132,17 +139,17 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
                     e.distance, k, *e.similarity, threshold);
       return buffer + exact_part();
     case PairDecision::exact_verified:
-      std::snprintf(buffer, sizeof buffer, "two recent short texts, a candidate (%s), %s >= %.2f",
+      std::snprintf(buffer, sizeof buffer, "two recent short texts, a candidate (%s), %s",
                     e.shared_recent_band ? "a shared recent-text band"
                     : e.within_distance  ? "within k bits, the estimate below the threshold"
                                          : "a shared LSH band, the estimate below the threshold",
-                    exact_figure().c_str(), options.sketch.exact_threshold);
+                    exact_figure().c_str());
       return buffer;
     case PairDecision::must_match_differs:
       std::snprintf(buffer, sizeof buffer,
-                    "%s >= %.2f, but each has a must-match token the other "
+                    "%s, but each has a must-match token the other "
                     "lacks (dedup.must_match %s%s): %s",
-                    exact_figure().c_str(), options.sketch.exact_threshold,
+                    exact_figure().c_str(),
                     options.text.must_match == MustMatch::none      ? "none"
                     : options.text.must_match == MustMatch::numbers ? "numbers"
                     : options.text.must_match == MustMatch::names   ? "names"
@@ -156,8 +163,9 @@ std::string describe(const PairExplanation& explanation, const DedupOptions& opt
       return buffer;
     case PairDecision::below_threshold:
       if (e.exact)
-        std::snprintf(buffer, sizeof buffer, "two recent short texts, but their %s < %.2f",
-                      exact_figure().c_str(), options.sketch.exact_threshold);
+        std::snprintf(buffer, sizeof buffer,
+                      "two recent short texts, but their exact Jaccard %.3f < %.2f",
+                      rounded(*e.exact), options.sketch.exact_threshold);
       else if (e.within_distance)
         std::snprintf(buffer, sizeof buffer,
                       "a SimHash candidate (distance %d <= k=%d), but the sketch estimates "

@@ -52,10 +52,14 @@ struct PairExplanation {
   /// Both are recent texts: their exact similarity (ExactSimilarity::value), which the
   /// engine decides by and reports as the similarity.
   std::optional<double> exact;
-  /// Both recent and the story rule gave `exact`: the Jaccard of the whole texts
-  /// (ExactSimilarity::texts, at least kStoryGuard); `exact` is then that of the texts
-  /// without their URLs, hashtags and mentions.
+  /// Both recent and the story rule gave `exact` (or the typo rule decided): the
+  /// Jaccard of the whole texts (ExactSimilarity::texts, at least kStoryGuard);
+  /// `exact` is then, for the story rule, that of the texts without their URLs,
+  /// hashtags and mentions.
   std::optional<double> exact_whole;
+  /// Both recent, `exact` below the threshold, and a typo apart (ExactSimilarity::typo):
+  /// the typo rule made them near-duplicates.
+  bool typo = false;
   bool shared_recent_band = false;  ///< they share a band of the recent-text index
   /// Both recent: what one of them has alone of its must-match tokens (text.must_match; both
   /// false when neither conflicts): a number, a pair of numbers or a listed word / a name.

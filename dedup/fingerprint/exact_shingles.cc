@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <utility>
 
 #include "dedup/fingerprint/sketch.h"
 
@@ -35,12 +38,22 @@ void ExactShingles::set_markers(std::size_t count) {
              (static_cast<std::uint32_t>(std::min<std::size_t>(count, 255)) << 8);
 }
 
+void ExactShingles::set_words(std::string_view words) {
+  if (empty()) return;
+  const std::size_t count = data_[0] & 0xffff;
+  const std::size_t bytes = words.size() <= kMaxWordBytes ? words.size() : 0;
+  data_.resize(kHashes + count + (bytes + 3) / 4);
+  if (bytes != 0)
+    std::memcpy(reinterpret_cast<char*>(data_.data() + kHashes + count), words.data(), bytes);
+  data_[0] = static_cast<std::uint32_t>(count | (bytes << 16));
+}
+
 void ExactShingles::mark_boilerplate(const ExactShingles& story) {
   if (empty() || story.empty()) return;
   const auto theirs = story.hashes();
   // Marking sets bit 0 of an even hash: the order stays.
   std::uint32_t* mine = data_.data() + kHashes;
-  const std::size_t n = data_[0];
+  const std::size_t n = data_[0] & 0xffff;
   std::uint32_t marked = 0;
   std::size_t j = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -100,6 +113,40 @@ double jaccard_of(std::size_t x, std::size_t y, std::size_t common) {
   return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
 }
 
+// Whether two different words are a typo apart: at least 4 bytes each, no digit, and
+// one byte replaced, added or left out, or two neighbours swapped.
+bool typo_apart(std::string_view u, std::string_view v) {
+  if (u.size() < 4 || v.size() < 4 || u.find_first_of("0123456789") != std::string_view::npos ||
+      v.find_first_of("0123456789") != std::string_view::npos)
+    return false;
+  if (u.size() < v.size()) std::swap(u, v);
+  if (u.size() - v.size() > 1) return false;
+  std::size_t i = 0;
+  while (i < v.size() && u[i] == v[i]) ++i;
+  if (u.size() != v.size()) return u.substr(i + 1) == v.substr(i);  // one left out
+  if (i == u.size()) return false;                                  // the same
+  if (u.substr(i + 1) == v.substr(i + 1)) return true;              // one replaced
+  return i + 1 < u.size() && u[i] == v[i + 1] && u[i + 1] == v[i] &&
+         u.substr(i + 2) == v.substr(i + 2);  // two swapped
+}
+
+// Whether two texts' words are the same but for one word at the same place, a typo apart.
+bool one_typo(std::string_view a, std::string_view b) {
+  if (a.empty() || b.empty()) return false;
+  bool found = false;
+  while (!a.empty() || !b.empty()) {
+    if (a.empty() || b.empty()) return false;  // more words on one side
+    const std::size_t x = a.find(' '), y = b.find(' ');
+    const std::string_view u = a.substr(0, x), v = b.substr(0, y);
+    a = x == std::string_view::npos ? std::string_view{} : a.substr(x + 1);
+    b = y == std::string_view::npos ? std::string_view{} : b.substr(y + 1);
+    if (u == v) continue;
+    if (found || !typo_apart(u, v)) return false;
+    found = true;
+  }
+  return found;
+}
+
 // The figures in one merge; 0s when the common shingles cannot reach `floor` for the
 // whole sets. A hash's mark is its bit 0, so clearing it keeps the order.
 ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b, double floor) {
@@ -122,6 +169,7 @@ ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b,
   s.story = jaccard_of(x.size() - a.boilerplate(), y.size() - b.boilerplate(), common_story);
   s.texts = jaccard_of(x.size() + a.markers(), y.size() + b.markers(), common);
   s.value = s.texts >= kStoryGuard ? std::max(s.whole, s.story) : s.whole;
+  s.typo = s.texts >= kStoryGuard && s.value < 1.0 && one_typo(a.words(), b.words());
   return s;
 }
 
@@ -131,10 +179,11 @@ ExactSimilarity exact_similarity(const ExactShingles& a, const ExactShingles& b)
   return similarity_merge(a, b, 0.0);
 }
 
-double exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b, double floor) {
-  if (a.boilerplate() == 0 && b.boilerplate() == 0) return exact_jaccard_at_least(a, b, floor);
-  const double value = similarity_merge(a, b, std::min(floor, kStoryGuard)).value;
-  return value >= floor ? value : 0.0;
+ExactSimilarity exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b,
+                                          double threshold) {
+  const bool rules =
+      a.boilerplate() != 0 || b.boilerplate() != 0 || (!a.words().empty() && !b.words().empty());
+  return similarity_merge(a, b, rules ? std::min(threshold, kStoryGuard) : threshold);
 }
 
 namespace {

@@ -140,6 +140,7 @@ struct Fingerprinter::Impl {
   std::string keys_text;                      // the same for the must-match tokens alone
   std::string unmarked;                       // the text without its repost markers
   ExactShingles story_exact;                  // the exact set of the text without boilerplate
+  std::string words;                          // its words, joined by spaces (ASCII texts)
   std::vector<std::string> must_match_words;  // normalized, from options.must_match_words
 
   /// Reads options.must_match_words; throws std::runtime_error when it cannot.
@@ -266,13 +267,24 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
       impl.sketcher->exact_of_last(impl.story_exact);
       summary.exact.mark_boilerplate(impl.story_exact);
     }
-    if (!summary.exact.empty() &&
-        (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty()))
-      must_match_keys(impl.options.must_match, impl.must_match_words, story,
-                      story_norm     ? *story_norm
-                      : renormalized ? impl.normalizer.run(story)
-                                     : norm,
-                      summary.exact);
+    if (!summary.exact.empty()) {
+      if (!story_norm && renormalized) story_norm = impl.normalizer.run(story);
+      const NormalizedText& story_text = story_norm ? *story_norm : norm;
+      // An ASCII story's words, for the typo rule.
+      if (story_text.ascii) {
+        impl.words.clear();
+        for (std::size_t i = 0; i < story_text.token_count && impl.words.size() <= kMaxWordBytes;
+             ++i) {
+          const Token& t = story_text.tokens[i];
+          if (i != 0) impl.words += ' ';
+          impl.words.append(story_text.text.substr(t.offset, t.size));
+        }
+        summary.exact.set_words(impl.words);
+      }
+      if (impl.options.must_match != MustMatch::none || !impl.must_match_words.empty())
+        must_match_keys(impl.options.must_match, impl.must_match_words, story, story_text,
+                        summary.exact);
+    }
   }
 
   const auto hashes = impl.counter.hashes();

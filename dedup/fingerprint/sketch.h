@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dedup/core/options.h"
@@ -73,6 +74,9 @@ struct SketchResult {
 /// when the sketch has fewer than kRecentBands * kRecentBandBins bins).
 inline constexpr int kRecentBands = 8;
 inline constexpr int kRecentBandBins = 3;
+/// The most bytes of words an exact set keeps (ExactShingles::words): those of a text
+/// of kMaxExactShingles 5-grams.
+inline constexpr std::size_t kMaxWordBytes = 132;
 /// Must-match tokens kept per text; more are ignored.
 inline constexpr std::size_t kMaxMustMatch = 16;
 /// A must-match key with this bit set is a name: its length (5 bits) and the set of its
@@ -87,7 +91,15 @@ class ExactShingles {
   /// hashtags or mentions (one the text without them lacks, mark_boilerplate).
   std::span<const std::uint32_t> hashes() const {
     return empty() ? std::span<const std::uint32_t>{}
-                   : std::span<const std::uint32_t>(data_).subspan(kHashes, data_[0]);
+                   : std::span<const std::uint32_t>(data_).subspan(kHashes, data_[0] & 0xffff);
+  }
+  /// The words of the text without its boilerplate, normalized and joined by single
+  /// spaces, for the typo rule (exact_similarity); empty unless the text is ASCII and
+  /// they take at most kMaxWordBytes.
+  std::string_view words() const {
+    if (empty() || (data_[0] >> 16) == 0) return {};
+    return {reinterpret_cast<const char*>(data_.data() + kHashes + (data_[0] & 0xffff)),
+            data_[0] >> 16};
   }
   /// How many of hashes() are boilerplate shingles.
   std::size_t boilerplate() const { return empty() ? 0 : data_[1] >> 16; }
@@ -115,13 +127,15 @@ class ExactShingles {
   void set_keys(std::span<const std::uint32_t> keys);
   /// For a non-empty set; more than 255 counts as 255.
   void set_markers(std::size_t count);
+  /// For a non-empty set; more than kMaxWordBytes bytes keep none.
+  void set_words(std::string_view words);
   void clear() { data_.clear(); }
   /// Heap bytes held (reused by the next assign).
   std::size_t capacity_bytes() const { return data_.capacity() * sizeof(std::uint32_t); }
 
  private:
-  // [shingle count, key count | markers << 8 | boilerplate count << 16, band keys (two words
-  //  each), keys, hashes]
+  // [shingle count | word bytes << 16, key count | markers << 8 | boilerplate count << 16,
+  //  band keys (two words each), keys, hashes, word bytes (4 a word)]
   static constexpr std::size_t kBandKeys = 2;
   static constexpr std::size_t kKeys = kBandKeys + 2 * kRecentBands;
   static constexpr std::size_t kHashes = kKeys + kMaxMustMatch;
@@ -129,7 +143,8 @@ class ExactShingles {
  public:
   /// The most capacity_bytes() reaches: a set of kMaxExactShingles (a copy
   /// allocates what it holds; a reused block keeps the largest it held).
-  static constexpr std::size_t kMaxBytes = (kHashes + kMaxExactShingles) * sizeof(std::uint32_t);
+  static constexpr std::size_t kMaxBytes =
+      (kHashes + kMaxExactShingles) * sizeof(std::uint32_t) + kMaxWordBytes + 1;
 
  private:
   std::vector<std::uint32_t> data_;
@@ -150,18 +165,28 @@ double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
 /// their boilerplate shingles (0 when both are empty); `texts` that of the whole
 /// texts, their markers' shingles counted as not shared (ExactShingles::markers);
 /// `value` the similarity the Engine decides by: the larger of whole and story when
-/// texts >= kStoryGuard, else whole.
+/// texts >= kStoryGuard, else whole; `typo`: texts >= kStoryGuard and the two texts'
+/// words (ExactShingles::words) are the same but for one word of at least 4 letters
+/// and no digit, one typo from the other's (a letter replaced, added or left out, or
+/// two neighbours swapped).
 struct ExactSimilarity {
   double whole = 0.0;
   double story = 0.0;
   double texts = 0.0;
   double value = 0.0;
+  bool typo = false;
 };
 ExactSimilarity exact_similarity(const ExactShingles& a, const ExactShingles& b);
-/// exact_similarity(a, b).value when it is at least `floor`, else 0: the merge
-/// stops as soon as the shingles left cannot reach min(floor, kStoryGuard) (or
-/// `floor` when neither text has boilerplate shingles).
-double exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b, double floor);
+/// exact_similarity(a, b) when the whole sets' Jaccard is at least min(threshold,
+/// kStoryGuard), else all 0: the merge stops as soon as the shingles left cannot
+/// reach it (or `threshold`, when neither rule can apply).
+ExactSimilarity exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b,
+                                          double threshold);
+/// Whether two recent short texts are near-duplicates by their exact figures (their
+/// must-match tokens aside): value >= `threshold`, or a typo apart.
+inline bool exact_duplicate(const ExactSimilarity& s, double threshold) {
+  return s.value >= threshold || s.typo;
+}
 /// exact_jaccard(a, b) when it is at least `floor`, else a value below
 /// `floor` (0): the merge stops as soon as the shingles left cannot reach it.
 double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, double floor);

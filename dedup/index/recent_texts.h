@@ -26,12 +26,13 @@
 // the entry is still in the window.
 //
 // Memory: per slot 152 bytes (128 in the slot, 24 beside it), an entry of the
-// map by record (about 32 bytes) and its set (4 bytes per shingle plus 136,
-// kept as the largest the slot has held), plus 8 bytes per bucket head (2 *
-// capacity buckets per band, rounded up to a power of two): at most 7.9 MB at
-// the default 8192 texts (1.5 MB of slots, 1 MB of heads, 5.3 MB of sets of 128
-// shingles; 3.8 MB for texts of 40), whatever the window's size. Not
-// thread-safe: one per Engine.
+// map by record (about 32 bytes) and its set (4 bytes per shingle plus 136, and
+// an ASCII text's words, at most 132 bytes; kept as the largest the slot has
+// held), plus 8 bytes per bucket head (2 * capacity buckets per band, rounded
+// up to a power of two): at most 9.0 MB at the default 8192 texts (1.5 MB of
+// slots, 1 MB of heads, 6.4 MB of sets of 128 shingles with their words; about
+// 5.3 MB in all for texts of 40), whatever the window's size. Not thread-safe:
+// one per Engine.
 
 #include <algorithm>
 #include <cstddef>

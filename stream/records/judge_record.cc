@@ -73,9 +73,12 @@ void JudgeRequestWriter::add(std::string_view topic, std::int32_t partition, std
     const auto keys = s.exact.keys();
     put(body_, static_cast<std::uint8_t>(keys.size()));
     put(body_, static_cast<std::uint8_t>(s.exact.markers()));
+    const std::string_view words = s.exact.words();
+    put(body_, static_cast<std::uint8_t>(words.size()));
     for (int b = 0; b < dedup::kRecentBands; ++b) put(body_, s.exact.band_key(b));
     for (const std::uint32_t h : hashes) put(body_, h);
     for (const std::uint32_t k : keys) put(body_, k);
+    body_ += words;
   }
   ++entries_;
 }
@@ -105,6 +108,7 @@ bool read_exact(Reader& r, dedup::ExactShingles& out, bool marked) {
   if (count == 0) return r.ok;
   const auto keys = r.get<std::uint8_t>();
   const std::uint8_t markers = marked ? r.get<std::uint8_t>() : 0;
+  const std::uint8_t word_bytes = marked ? r.get<std::uint8_t>() : 0;
   if (!r.ok || count > dedup::kMaxExactShingles || keys > dedup::kMaxMustMatch) return false;
   std::array<std::uint64_t, dedup::kRecentBands> band_keys{};
   for (auto& key : band_keys) key = r.get<std::uint64_t>();
@@ -128,6 +132,9 @@ bool read_exact(Reader& r, dedup::ExactShingles& out, bool marked) {
   out.assign(std::span<const std::uint32_t>(values.data(), n), band_keys);
   out.set_markers(markers);
   if (keys != 0) out.set_keys(key_span);
+  const std::string_view words = r.bytes(word_bytes);
+  if (!r.ok) return false;
+  out.set_words(words);
   return true;
 }
 

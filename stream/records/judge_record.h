@@ -17,18 +17,19 @@
 //            schema:u32 description_len:u8 description {entry}*
 //            (bits, band_bins, bands: the sender's sketch options; bands 0 = sketch off;
 //             schema: the sender's fingerprint schema, dedup/engine/schema.h)
-//            "NDQ4" (read): the same without markers, with hashes that have no
+//            "NDQ4" (read): the same without markers and words, with hashes that have no
 //             boilerplate mark (bit 0 is cleared on reading: no story rule for them);
 //            "NDQ3" (read): the same without the entries' exact sets;
 //            "NDQ2" (read, from 0.1.0): nor schema and description (its schema reads as 0)
 //     entry  topic:u16 partition:i32 offset:i64 time:i64 scope:u32 fingerprint:u64
 //            features:u32 chars:u32 invalid_bytes:u32 text_bytes:u32
 //            shingles:u32 [minhash:2*u64 {band key:u64}*bands]  (when shingles > 0)
-//            exact:u8 [keys:u8 markers:u8 {recent band key:u64}*8 {hash:u32}*exact
-//                      {key:u32}*keys]
+//            exact:u8 [keys:u8 markers:u8 words:u8 {recent band key:u64}*8
+//                      {hash:u32}*exact {key:u32}*keys {byte}*words]
 //            (exact > 0: a short text's exact shingle set, sorted, bit 0 of a hash set
 //             for a shingle of its URLs, hashtags or mentions; markers: how many
-//             shingles its repost markers add to the text; for the judge's
+//             shingles its repost markers add to the text; words: the text's words
+//             without boilerplate, for the typo rule (ASCII texts); for the judge's
 //             recent-text stage, with its must-match token hashes; dedup/fingerprint/sketch.h)
 //   verdict  "NDV2" instance:u64 batch:u64 topics:u16 {len:u16 bytes}*
 //            entries:u32 {entry}*

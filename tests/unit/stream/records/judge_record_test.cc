@@ -112,6 +112,7 @@ TEST(JudgeRecord, AShortTextsExactShingleSetComesBackWhole) {
   a.summary.exact.set_markers(6);
   const std::vector<std::uint32_t> keys = {7, 8};
   a.summary.exact.set_keys(keys);
+  a.summary.exact.set_words("colors may fade");
   JudgeRequestWriter writer(dedup::fingerprint_schema({}));
   writer.start(1, 2);
   writer.add("t", 0, 5, dedup::EventTime{9}, a);
@@ -126,34 +127,39 @@ TEST(JudgeRecord, AShortTextsExactShingleSetComesBackWhole) {
   EXPECT_EQ(std::vector<std::uint32_t>(exact.keys().begin(), exact.keys().end()), keys);
   EXPECT_EQ(exact.boilerplate(), 2u);
   EXPECT_EQ(exact.markers(), 6u);
+  EXPECT_EQ(exact.words(), "colors may fade");
   for (int b = 0; b < dedup::kRecentBands; ++b)
     EXPECT_EQ(exact.band_key(b), band_keys[static_cast<std::size_t>(b)]) << b;
   EXPECT_TRUE(back.entries[1].analysis.summary.exact.empty());
-  // 1 + 1 + 1 + 8 * 8 + 5 * 4 + 2 * 4 bytes for the set.
+  // 1 + 1 + 1 + 1 + 8 * 8 + 5 * 4 + 2 * 4 + 15 bytes for the set.
   JudgeRequestWriter plain(dedup::fingerprint_schema({}));
   plain.start(1, 2);
   dedup::Analysis without = a;
   without.summary.exact.clear();
   plain.add("t", 0, 5, dedup::EventTime{9}, without);
   plain.add("t", 0, 6, dedup::EventTime{10}, analysis_of(12, true));
-  EXPECT_EQ(value.size() - plain.finish().size(), 2u + 8 * 8 + 5 * 4 + 2 * 4);
+  EXPECT_EQ(value.size() - plain.finish().size(), 3u + 8 * 8 + 5 * 4 + 2 * 4 + 15);
 
-  // An instance of an earlier build sends "NDQ4": no markers count, and no
-  // boilerplate marks (bit 0 is read as cleared; 3 and 17 become 2 and 16).
-  const std::size_t set_at = value.size() - 55 - 40 - 2 * 4 - 5 * 4 - 8 * 8 - 3;
+  // An instance of an earlier build sends "NDQ4": no markers count, no words, and
+  // no boilerplate marks (bit 0 is read as cleared; 3 and 17 become 2 and 16).
+  const std::size_t second = value.size() - 55 - 40;
+  const std::size_t set_at = second - 15 - 2 * 4 - 5 * 4 - 8 * 8 - 4;
   ASSERT_EQ(static_cast<unsigned char>(value[set_at]), 5u);  // the set's count
-  std::string ndq4 = "NDQ4" + value.substr(4, set_at + 2 - 4) + value.substr(set_at + 3);
+  const std::string ndq4 = "NDQ4" + value.substr(4, set_at + 2 - 4) +
+                           value.substr(set_at + 4, second - 15 - (set_at + 4)) +
+                           value.substr(second);
   ASSERT_TRUE(decode_judge_request(ndq4, back, &error)) << error;
   const dedup::ExactShingles& old_exact = back.entries[0].analysis.summary.exact;
   EXPECT_EQ(std::vector<std::uint32_t>(old_exact.hashes().begin(), old_exact.hashes().end()),
             (std::vector<std::uint32_t>{2, 16, 400, 90'000, 4'000'000'000u}));
   EXPECT_EQ(old_exact.boilerplate(), 0u);
   EXPECT_EQ(old_exact.markers(), 0u);
+  EXPECT_EQ(old_exact.words(), "");
   EXPECT_EQ(std::vector<std::uint32_t>(old_exact.keys().begin(), old_exact.keys().end()), keys);
 
   // The third hash made smaller than the second: refused, with the reason.
   std::string swapped = value;
-  const std::size_t third = value.size() - 55 - 40 - 2 * 4 - 3 * 4;
+  const std::size_t third = value.size() - 55 - 40 - 15 - 2 * 4 - 3 * 4;
   swapped[third] = swapped[third + 1] = swapped[third + 2] = swapped[third + 3] = '\0';
   EXPECT_FALSE(decode_judge_request(swapped, back, &error));
   EXPECT_EQ(error, "an exact shingle set that is too long or not sorted");
