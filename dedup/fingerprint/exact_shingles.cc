@@ -42,6 +42,7 @@ void ExactShingles::set_words(std::string_view words) {
   if (empty()) return;
   const std::size_t count = data_[0] & 0xffff;
   const std::size_t bytes = words.size() <= kMaxWordBytes ? words.size() : 0;
+  data_.reserve(kHashes + count + (bytes + 3) / 4);  // (exactly: resize alone may double)
   data_.resize(kHashes + count + (bytes + 3) / 4);
   if (bytes != 0)
     std::memcpy(reinterpret_cast<char*>(data_.data() + kHashes + count), words.data(), bytes);

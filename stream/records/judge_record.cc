@@ -100,9 +100,9 @@ namespace {
 
 /// An entry's exact shingle set; false when malformed (more than
 /// kMaxExactShingles hashes or kMaxMustMatch keys, not sorted and distinct).
-/// `marked`: bit 0 of a hash is the boilerplate mark and a markers count follows the
-/// keys count (NDQ5); NDQ4's sets have neither, so the bit is cleared (their texts are
-/// judged without the story rule).
+/// `marked`: bit 0 of a hash is the boilerplate mark, and a markers count and the
+/// words' length follow the keys count (NDQ5); NDQ4's sets have none of them, so the
+/// bit is cleared (their texts are judged without the story and typo rules).
 bool read_exact(Reader& r, dedup::ExactShingles& out, bool marked) {
   const auto count = r.get<std::uint8_t>();
   if (count == 0) return r.ok;
