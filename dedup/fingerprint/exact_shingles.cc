@@ -148,43 +148,78 @@ bool one_typo(std::string_view a, std::string_view b) {
   return found;
 }
 
-// The figures in one merge; 0s when the common shingles cannot reach `floor` for the
-// whole sets. A hash's mark is its bit 0, so clearing it keeps the order.
-ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b, double floor) {
+// The figures in one merge. With `early`, all 0 as soon as the shingles left cannot
+// make the pair a duplicate by any rule at `threshold`. A hash's mark is its bit 0,
+// so clearing it keeps the order. The typo rule is tried only below `threshold`.
+ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b, double threshold,
+                                 bool early) {
   const auto x = a.hashes(), y = b.hashes();
-  const double total = static_cast<double>(x.size() + y.size());
-  const auto needed = static_cast<std::size_t>(std::max(0.0, floor * total / (1.0 + floor) - 1e-9));
-  constexpr std::uint32_t kHash = ~kBoilerplateShingle;
+  const std::size_t story_x = x.size() - a.boilerplate(), story_y = y.size() - b.boilerplate();
+  const bool story_rule = story_x != x.size() || story_y != y.size();
+  const bool typo_rule = !a.words().empty() && !b.words().empty();
+  std::size_t needed = 0;
+  if (early) {
+    // Sizes alone: J <= small / large, and a typo moves each story's size by at most
+    // kTypoShingles.
+    const double small = static_cast<double>(std::min(x.size(), y.size())),
+                 large = static_cast<double>(std::max(x.size(), y.size()));
+    const std::size_t apart = story_x > story_y ? story_x - story_y : story_y - story_x;
+    if (small < threshold * large &&
+        (small < kStoryGuard * large || (!story_rule && (!typo_rule || apart > kTypoShingles))))
+      return {};
+    const double total = static_cast<double>(x.size() + y.size());
+    auto common_for = [total](double j) { return std::max(0.0, j * total / (1.0 + j) - 1e-9); };
+    double least = common_for(threshold);
+    if (story_rule) least = std::min(least, common_for(kStoryGuard));
+    // (a typo leaves each story all but kTypoShingles of its shingles)
+    if (typo_rule)
+      least = std::min(
+          least, std::max(common_for(kStoryGuard), static_cast<double>(std::max(story_x, story_y)) -
+                                                       static_cast<double>(kTypoShingles)));
+    needed = static_cast<std::size_t>(least);
+  }
   std::size_t i = 0, j = 0, common = 0, common_story = 0;
-  while (i < x.size() && j < y.size()) {
-    if (common + std::min(x.size() - i, y.size() - j) < needed) return {};
-    const std::uint32_t u = x[i] & kHash, v = y[j] & kHash;
-    const bool same = u == v;
-    common += same;
-    common_story += same && ((x[i] | y[j]) & kBoilerplateShingle) == 0;
-    i += u <= v;
-    j += v <= u;
+  if (!story_rule) {
+    while (i < x.size() && j < y.size()) {
+      if (common + std::min(x.size() - i, y.size() - j) < needed) return {};
+      common += x[i] == y[j];
+      const bool step_i = x[i] <= y[j], step_j = y[j] <= x[i];
+      i += step_i;
+      j += step_j;
+    }
+    common_story = common;
+  } else {
+    constexpr std::uint32_t kHash = ~kBoilerplateShingle;
+    while (i < x.size() && j < y.size()) {
+      if (common + std::min(x.size() - i, y.size() - j) < needed) return {};
+      const std::uint32_t u = x[i] & kHash, v = y[j] & kHash;
+      const bool same = u == v;
+      common += same;
+      common_story += same && ((x[i] | y[j]) & kBoilerplateShingle) == 0;
+      i += u <= v;
+      j += v <= u;
+    }
   }
   ExactSimilarity s;
   s.whole = jaccard_of(x.size(), y.size(), common);
-  s.story = jaccard_of(x.size() - a.boilerplate(), y.size() - b.boilerplate(), common_story);
+  s.story = jaccard_of(story_x, story_y, common_story);
   s.texts = jaccard_of(x.size() + a.markers(), y.size() + b.markers(), common);
   s.value = s.texts >= kStoryGuard ? std::max(s.whole, s.story) : s.whole;
-  s.typo = s.texts >= kStoryGuard && s.value < 1.0 && one_typo(a.words(), b.words());
+  s.typo = typo_rule && s.value < threshold && s.texts >= kStoryGuard &&
+           story_x - common_story <= kTypoShingles && story_y - common_story <= kTypoShingles &&
+           one_typo(a.words(), b.words());
   return s;
 }
 
 }  // namespace
 
 ExactSimilarity exact_similarity(const ExactShingles& a, const ExactShingles& b) {
-  return similarity_merge(a, b, 0.0);
+  return similarity_merge(a, b, 1.0, false);
 }
 
 ExactSimilarity exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b,
                                           double threshold) {
-  const bool rules =
-      a.boilerplate() != 0 || b.boilerplate() != 0 || (!a.words().empty() && !b.words().empty());
-  return similarity_merge(a, b, rules ? std::min(threshold, kStoryGuard) : threshold);
+  return similarity_merge(a, b, threshold, true);
 }
 
 namespace {

@@ -165,10 +165,10 @@ double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
 /// their boilerplate shingles (0 when both are empty); `texts` that of the whole
 /// texts, their markers' shingles counted as not shared (ExactShingles::markers);
 /// `value` the similarity the Engine decides by: the larger of whole and story when
-/// texts >= kStoryGuard, else whole; `typo`: texts >= kStoryGuard and the two texts'
-/// words (ExactShingles::words) are the same but for one word of at least 4 letters
-/// and no digit, one typo from the other's (a letter replaced, added or left out, or
-/// two neighbours swapped).
+/// texts >= kStoryGuard, else whole; `typo` (tried when value < 1): texts >=
+/// kStoryGuard and the two texts' words (ExactShingles::words) are the same but for
+/// one word of at least 4 letters and no digit, one typo from the other's (a letter
+/// replaced, added or left out, or two neighbours swapped).
 struct ExactSimilarity {
   double whole = 0.0;
   double story = 0.0;
@@ -177,11 +177,13 @@ struct ExactSimilarity {
   bool typo = false;
 };
 ExactSimilarity exact_similarity(const ExactShingles& a, const ExactShingles& b);
-/// exact_similarity(a, b) when the whole sets' Jaccard is at least min(threshold,
-/// kStoryGuard), else all 0: the merge stops as soon as the shingles left cannot
-/// reach it (or `threshold`, when neither rule can apply).
+/// exact_similarity(a, b) when the pair may be a duplicate at `threshold` (by value, or
+/// by the typo rule, tried only when value < threshold), else all 0: the merge stops
+/// as soon as the shingles left cannot make it one.
 ExactSimilarity exact_similarity_at_least(const ExactShingles& a, const ExactShingles& b,
                                           double threshold);
+/// The most 5-grams of a story one typo changes (two neighbours swapped: 6).
+inline constexpr std::size_t kTypoShingles = 6;
 /// Whether two recent short texts are near-duplicates by their exact figures (their
 /// must-match tokens aside): value >= `threshold`, or a typo apart.
 inline bool exact_duplicate(const ExactSimilarity& s, double threshold) {
