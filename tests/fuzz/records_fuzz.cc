@@ -11,6 +11,7 @@
 //   output that just held another record gives what a fresh output gets;
 // - an accepted changelog value re-encoded as a version 3 batch decodes to the
 //   same entries.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -82,6 +83,14 @@ std::string some_request() {
   analysis.summary.features = 12;
   analysis.text_bytes = 40;
   writer.add("some-topic-name-longer-than-sso", 3, 44, dedup::EventTime{5}, analysis);
+  // A short text's exact set, with a boilerplate shingle, markers and words.
+  const std::vector<std::uint32_t> hashes = {2, 9, 40};
+  analysis.summary.exact.assign(hashes, {});
+  analysis.summary.exact.set_markers(3);
+  const std::vector<std::uint32_t> keys = {5};
+  analysis.summary.exact.set_keys(keys);
+  analysis.summary.exact.set_words("dry clean only");
+  writer.add("t", 0, 45, dedup::EventTime{6}, analysis);
   return std::string(writer.finish());
 }
 
@@ -110,7 +119,10 @@ bool same_request(const stream::JudgeRequest& a, const stream::JudgeRequest& b) 
         s.fingerprint.bits != t.fingerprint.bits || s.features != t.features ||
         s.chars != t.chars || s.invalid_bytes != t.invalid_bytes ||
         s.sketch.shingles != t.sketch.shingles || s.sketch.sketch.words != t.sketch.sketch.words ||
-        s.sketch.band_keys != t.sketch.band_keys)
+        s.sketch.band_keys != t.sketch.band_keys ||
+        !std::ranges::equal(s.exact.hashes(), t.exact.hashes()) ||
+        !std::ranges::equal(s.exact.keys(), t.exact.keys()) || s.exact.words() != t.exact.words() ||
+        s.exact.markers() != t.exact.markers() || s.exact.boilerplate() != t.exact.boilerplate())
       return false;
   }
   return true;

@@ -298,6 +298,12 @@ TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
   JudgeRequestWriter requests{dedup::fingerprint_schema({})};
   requests.start(1, 2);
   requests.add("t", 0, 5, dedup::EventTime{9}, analysis_of(3, true));
+  dedup::Analysis with_set = analysis_of(4, true);  // a short text's set, marks and words
+  const std::vector<std::uint32_t> hashes = {2, 9, 40};
+  with_set.summary.exact.assign(hashes, {});
+  with_set.summary.exact.set_markers(3);
+  with_set.summary.exact.set_words("dry clean only");
+  requests.add("t", 0, 6, dedup::EventTime{9}, with_set);
   const std::string request(requests.finish());
   JudgeVerdictWriter verdicts;
   verdicts.start(1, 2);
@@ -315,7 +321,7 @@ TEST(JudgeRecord, EveryTruncationAndEveryOtherMagicIsRefusedWithAReason) {
   for (std::size_t n = 0; n < request.size(); ++n) {
     error.clear();
     ASSERT_TRUE(decode_judge_request(request, r, &error)) << error;
-    ASSERT_EQ(r.entries.size(), 1u);
+    ASSERT_EQ(r.entries.size(), 2u);
     EXPECT_FALSE(decode_judge_request(request.substr(0, n), r, &error)) << n;
     EXPECT_FALSE(error.empty()) << n;
     EXPECT_EQ(r.entries.size(), 0u) << n;
