@@ -27,7 +27,10 @@ cluster_topics "$config" 1
 # Story: 14 random words (about 80 characters). Repost 1 changes a letter of
 # one word (Jaccard about 0.88); repost 2 changes a letter of another word of
 # repost 1 (0.88 to it, about 0.78 to the story). Each repost comes a few
-# dozen records after what it repeats.
+# dozen records after what it repeats. Then 300 stories of 12 words reposted
+# with a link (the story rule: the whole texts share about 0.7), and 300 posts
+# of 6 words reposted with two letters of a word swapped (the typo rule: about
+# 0.7), so the group's requests must carry marks and words.
 python3 - "$work/feed.jsonl" <<'PY'
 import json, random, sys
 rng = random.Random(7)
@@ -44,6 +47,24 @@ for i in range(1200):
     events.append((t, f"s{i}", " ".join(story)))
     events.append((t + rng.randint(1, 40), f"r{i}", " ".join(first)))
     events.append((t + rng.randint(41, 80), f"q{i}", " ".join(second)))
+for i in range(300):
+    t = i * 12 + 1
+    story = " ".join(word() for _ in range(12))
+    link = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(8))
+    events.append((t, f"l{i}", story))
+    events.append((t + rng.randint(1, 40), f"m{i}", f"{story} https://t.co/{link}"))
+    post = [word() for _ in range(6)]
+    k = rng.randrange(1, 5)
+    w = list(post[k])
+    j = next(j for j in range(len(w) - 1) if w[j] != w[j + 1]) if len(set(w)) > 1 else None
+    if j is None:
+        w[1] = "z" if w[1] != "z" else "y"
+    else:
+        w[j], w[j + 1] = w[j + 1], w[j]
+    typo = list(post)
+    typo[k] = "".join(w)
+    events.append((t + 2, f"u{i}", " ".join(post)))
+    events.append((t + 2 + rng.randint(1, 40), f"v{i}", " ".join(typo)))
 events.sort(key=lambda e: e[0])
 with open(sys.argv[1], "w") as f:
     for _, id_, text in events:
@@ -57,12 +78,14 @@ printf 'dedup:\n  sketch: {recent: 0}\n' >"$work/norecent.yaml"
 without=$(grep -c '"verdict":"duplicate"' "$work/scan0.jsonl" || true)
 chained=$(python3 - "$work/scan.jsonl" <<'PY'
 import json, sys
-# second reposts caught as duplicates of their story
-print(sum(1 for l in open(sys.argv[1]) if (r := json.loads(l))["id"].startswith("q") and r["verdict"] == "duplicate"))
+# second reposts caught as duplicates of their story; link reposts; typos
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(*(sum(1 for r in rows if r["id"].startswith(p) and r["verdict"] == "duplicate") for p in "qmv"))
 PY
 )
-[ "$without" -lt "$want" ] && [ "$chained" -ge 1100 ] && pass ||
-  fail "the feed does not exercise the chains: scan finds $want duplicates, $without without the recent-text stage, $chained second reposts"
+read -r chained linked typos <<<"$chained"
+[ "$without" -lt "$want" ] && [ "$chained" -ge 1100 ] && [ "$linked" -ge 250 ] && [ "$typos" -ge 250 ] && pass ||
+  fail "the feed does not exercise the rules: scan finds $want duplicates, $without without the recent-text stage, $chained second reposts, $linked link reposts, $typos typos"
 
 # (each its own transactional.id: one host name would give both the same)
 NEARDUP_KAFKA_TRANSACTIONAL_ID="${prefix}tx1" start_instance 1

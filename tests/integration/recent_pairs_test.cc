@@ -116,6 +116,36 @@ TEST_P(RecentPairsTest, TemplatedStoriesStayApartWithEitherDecider) {
     EXPECT_EQ(header_of(r, "neardup-verdict"), r.value == repost ? "duplicate" : "") << r.value;
 }
 
+// The story rule and the typo rule on either decider: the judge gets each short
+// text's boilerplate marks, markers count and words in its requests. A link added
+// (the whole texts share 0.735, the stories 1.000) and a typo (0.704, one word two
+// letters swapped) are duplicates at those similarities; a link that is most of a
+// short text is not.
+TEST_P(RecentPairsTest, ALinkAddedOrATypoIsADuplicateWithEitherDecider) {
+  cfg_.action = config::Action::tag;
+  const std::vector<std::string> texts = {
+      "Storm closes the north bridge tonight as the river rises",
+      "Storm closes the north bridge tonight as the river rises https://t.co/x9Y2ab",
+      "Colors may fade in the wash",
+      "Coolrs may fade in the wash",
+      "Dry clean only, then iron.",
+      "Dry clean only, then iron. https://news.example.org/2025/11/29/laundry"};
+  produce_to("input", texts, 0, std::string("k"));
+  auto running = start_service(cfg_);
+  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 6; }));
+  ASSERT_EQ(running->stop(), 0);
+  EXPECT_EQ(running->last.unique, 4u);
+  EXPECT_EQ(running->last.duplicate, 2u);
+  const std::vector<Record> out = read_all("output");
+  ASSERT_EQ(out.size(), 6u);
+  for (const std::size_t i : {0u, 2u, 4u, 5u})
+    EXPECT_EQ(header_of(out[i], "neardup-verdict"), "") << out[i].value;
+  EXPECT_EQ(header_of(out[1], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(out[1], "neardup-similarity"), "1.000");
+  EXPECT_EQ(header_of(out[3], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(out[3], "neardup-similarity"), "0.704");
+}
+
 // A repost of a repost: the second is 0.738 from the original and 0.893 from
 // the first repost, which is no window entry. Both deciders keep the first
 // repost's set among the recent texts, so the second is a duplicate of the
