@@ -34,10 +34,13 @@ distance (bits of 64), the MinHash sketch's estimated shingle Jaccard and the
 LSH bands they share (when the sketch stage is on), and the verdict with the
 path that decided it: a SimHash candidate (within k bits) or a shared band,
 verified by the sketch threshold; for two short texts, the recent-text stage's
-exact shingle Jaccard; or why the pair is not a near-duplicate (below the
-threshold, or never compared: more than k bits apart and no shared band,
-whatever the similarity). A and B are texts, not records: the
-input section (fields, input.max_bytes) and dedup.scope do not apply.
+exact shingle Jaccard, that of the texts without their URLs, hashtags and
+mentions (the story rule), or one typo between their words (the typo rule),
+each when the whole texts share at least 0.6; or why the pair is not a
+near-duplicate (below the threshold, or never compared: more than k bits
+apart and no shared band, whatever the similarity). A and B are texts, not
+records: the input section (fields, input.max_bytes) and dedup.scope do not
+apply.
 
 exit status, as cmp(1) and diff(1): 0 the texts are near-duplicates; 1 they
 are not; 2 a usage or configuration error, or a text with nothing to judge
