@@ -171,11 +171,14 @@ ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b,
     auto common_for = [total](double j) { return std::max(0.0, j * total / (1.0 + j) - 1e-9); };
     double least = common_for(threshold);
     if (story_rule) least = std::min(least, common_for(kStoryGuard));
-    // (a typo leaves each story all but kTypoShingles of its shingles)
+    // (a typo leaves each story all but kTypoShingles of its shingles; with boilerplate
+    // inside a text, its story also has shingles across the gap that the set lacks)
     if (typo_rule)
-      least = std::min(
-          least, std::max(common_for(kStoryGuard), static_cast<double>(std::max(story_x, story_y)) -
-                                                       static_cast<double>(kTypoShingles)));
+      least =
+          std::min(least, story_rule ? common_for(kStoryGuard)
+                                     : std::max(common_for(kStoryGuard),
+                                                static_cast<double>(std::max(story_x, story_y)) -
+                                                    static_cast<double>(kTypoShingles)));
     needed = static_cast<std::size_t>(least);
   }
   std::size_t i = 0, j = 0, common = 0, common_story = 0;
@@ -206,7 +209,8 @@ ExactSimilarity similarity_merge(const ExactShingles& a, const ExactShingles& b,
   s.texts = jaccard_of(x.size() + a.markers(), y.size() + b.markers(), common);
   s.value = s.texts >= kStoryGuard ? std::max(s.whole, s.story) : s.whole;
   s.typo = typo_rule && s.value < threshold && s.texts >= kStoryGuard &&
-           story_x - common_story <= kTypoShingles && story_y - common_story <= kTypoShingles &&
+           (story_rule ||
+            (story_x - common_story <= kTypoShingles && story_y - common_story <= kTypoShingles)) &&
            one_typo(a.words(), b.words());
   return s;
 }

@@ -158,7 +158,9 @@ inline constexpr std::uint32_t kBoilerplateShingle = 1;
 /// ground truth's gray zone begins.
 inline constexpr double kStoryGuard = 0.6;
 
-/// The exact Jaccard similarity of two shingle sets (up to 31-bit hash collisions). O(count).
+/// The exact Jaccard similarity of two shingle sets (up to 31-bit hash collisions), a
+/// shingle marked in one and not in the other counted as two: the same set, marks
+/// included, is 1. O(count).
 double exact_jaccard(const ExactShingles& a, const ExactShingles& b);
 /// Two short texts' exact figures: `whole` the Jaccard of the sets (repost markers
 /// left out; a shingle is the same marked or not); `story` that of the sets without

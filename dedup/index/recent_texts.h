@@ -99,7 +99,8 @@ class RecentTexts {
   /// poll, also when idle).
   std::size_t bytes() const;
   /// The most bytes() reaches for this capacity and bands: every slot holding
-  /// a set of kMaxExactShingles shingles and must-match tokens. O(1).
+  /// a set of kMaxExactShingles shingles, must-match tokens and kMaxWordBytes of
+  /// words. O(1).
   static std::size_t max_bytes(std::size_t capacity, int bands);
 
  private:

@@ -109,7 +109,9 @@ bool read_exact(Reader& r, dedup::ExactShingles& out, bool marked) {
   const auto keys = r.get<std::uint8_t>();
   const std::uint8_t markers = marked ? r.get<std::uint8_t>() : 0;
   const std::uint8_t word_bytes = marked ? r.get<std::uint8_t>() : 0;
-  if (!r.ok || count > dedup::kMaxExactShingles || keys > dedup::kMaxMustMatch) return false;
+  if (!r.ok || count > dedup::kMaxExactShingles || keys > dedup::kMaxMustMatch ||
+      word_bytes > dedup::kMaxWordBytes)
+    return false;
   std::array<std::uint64_t, dedup::kRecentBands> band_keys{};
   for (auto& key : band_keys) key = r.get<std::uint64_t>();
   std::array<std::uint32_t, dedup::kMaxExactShingles + dedup::kMaxMustMatch> values{};
@@ -121,6 +123,10 @@ bool read_exact(Reader& r, dedup::ExactShingles& out, bool marked) {
   const std::span<const std::uint32_t> hashes(values.data(), count);
   const std::span<const std::uint32_t> key_span(values.data() + count, keys);
   if (!increasing(hashes) || !increasing(key_span)) return false;
+  // (NDQ5: distinct with the mark cleared, as a Fingerprinter makes them)
+  for (std::size_t i = 1; marked && i < count; ++i)
+    if ((values[i] & ~dedup::kBoilerplateShingle) == (values[i - 1] & ~dedup::kBoilerplateShingle))
+      return false;
   std::size_t n = count;
   if (!marked) {
     n = 0;

@@ -461,6 +461,11 @@ TEST(EngineRecentTexts, DefaultTakesATypoForARepost) {
                                       "The police department reviews the northh bridge",
                                       "The police department reviewz the north bridge"})
     EXPECT_EQ(second(bridge, typo).kind, VerdictKind::duplicate) << typo;
+  EXPECT_EQ(second("The police department reviews the north bridge #flood tonight",
+                   "The police department reviews the nrth bridge tonight")
+                .kind,
+            VerdictKind::duplicate)
+      << "a typo, and a hashtag inside the other text";
   EXPECT_EQ(second("Avoid contact with skin today", "Avoid contact with eyes today").kind,
             VerdictKind::unique)
       << "another word, not a typo";

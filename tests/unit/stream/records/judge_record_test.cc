@@ -157,6 +157,17 @@ TEST(JudgeRecord, AShortTextsExactShingleSetComesBackWhole) {
   EXPECT_EQ(old_exact.words(), "");
   EXPECT_EQ(std::vector<std::uint32_t>(old_exact.keys().begin(), old_exact.keys().end()), keys);
 
+  // Words longer than any text has, or a hash marked and unmarked: refused.
+  std::string long_words = value;
+  long_words[set_at + 3] = static_cast<char>(200);
+  EXPECT_FALSE(decode_judge_request(long_words, back, &error));
+  std::string twice = value;  // 400 made 401: 400 and 401 are one shingle
+  twice[second - 15 - 2 * 4 - 3 * 4] = static_cast<char>(401 & 0xff);
+  twice[second - 15 - 2 * 4 - 3 * 4 - 4] = static_cast<char>(400 & 0xff);
+  twice[second - 15 - 2 * 4 - 3 * 4 - 3] = static_cast<char>(400 >> 8);
+  EXPECT_FALSE(decode_judge_request(twice, back, &error));
+  EXPECT_EQ(error, "an exact shingle set that is too long or not sorted");
+
   // The third hash made smaller than the second: refused, with the reason.
   std::string swapped = value;
   const std::size_t third = value.size() - 55 - 40 - 15 - 2 * 4 - 3 * 4;
@@ -254,7 +265,7 @@ TEST(JudgeRecord, ARequestDecodedOverAnotherKeepsNothingOfIt) {
   // their buffers: an entry written over one with a sketch, an exact set and
   // a long topic must read exactly as if decoded into a fresh one.
   dedup::Analysis with_all = analysis_of(21, true);
-  const std::vector<std::uint32_t> hashes = {5, 6, 7};
+  const std::vector<std::uint32_t> hashes = {4, 6, 9};  // 9: a boilerplate shingle
   with_all.summary.exact.assign(hashes, {});
   JudgeRequestWriter first(dedup::fingerprint_schema({}));
   first.start(1, 1);
