@@ -227,7 +227,9 @@ const std::vector<Key>& keys() {
         "dedup.strip_boilerplate",
         "true | false: URLs, @mentions, #hashtags and a \"via\"/RT/转发 before a mention are "
         "left out of the fingerprint; false: recent short texts are still compared without "
-        "their repost markers (RT @x:, //@x:) (docs/ACCURACY.md, \"The design\", point 5)",
+        "their repost markers (RT @x:, //@x:), and without URLs, hashtags and mentions (or by "
+        "one typo) when the whole texts share at least 0.6 (docs/ACCURACY.md, \"The design\", "
+        "point 6)",
         [](auto& config) -> auto& { return config.dedup.text.strip_boilerplate; }));
     k.push_back(choice_key<dedup::MustMatch>(
         "dedup.must_match",
