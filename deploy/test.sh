@@ -33,5 +33,7 @@ label_args=()
 [ -n "${NEARDUP_TEST_LABEL:-}" ] && label_args=(-L "$NEARDUP_TEST_LABEL")
 # Two test slots a core: a unit test takes two (it keeps a core busy), an
 # integration, e2e or cluster test one (they mostly wait on brokers and
-# sessions); see tests/CMakeLists.txt.
-exec ctest --preset "$preset" -j "$((jobs * 2))" --timeout 600 "${label_args[@]}"
+# sessions); see tests/CMakeLists.txt. A test that fails runs once more
+# (--repeat until-pass:2): the cluster tests time brokers, sessions and
+# scrapes on a loaded 2-core machine, and a failure that repeats fails the run.
+exec ctest --preset "$preset" -j "$((jobs * 2))" --timeout 600 --repeat until-pass:2 "${label_args[@]}"
