@@ -230,16 +230,39 @@ std::optional<std::vector<std::int64_t>> ChangelogReader::offsets_for_time(
   std::vector<std::int64_t> out = low_;
   // Times below 1 are Kafka's special offsets (-1 end, -2 beginning...).
   if (time_ms <= 0) return out;
-  kafka::TopicPartitions list(static_cast<int>(high_.size()));
-  for (std::size_t p = 0; p < high_.size(); ++p)
-    list.add(topic_, static_cast<std::int32_t>(p), time_ms);
-  const kafka::ErrorCode err = consumer_->offsets_for_times(list, metadata_timeout_);
+  // Asked up to 3 times: a partition left without an answer is read from its
+  // start, which for a changelog of days is far more than a window.
+  std::vector<std::optional<std::int64_t>> answers(high_.size());
+  kafka::ErrorCode last_error;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0 && stopped()) return std::nullopt;
+    kafka::TopicPartitions list(static_cast<int>(high_.size()));
+    bool asked = false;
+    for (std::size_t p = 0; p < high_.size(); ++p) {
+      if (high_[p] <= low_[p] || answers[p]) continue;  // empty, or answered already
+      list.add(topic_, static_cast<std::int32_t>(p), time_ms);
+      asked = true;
+    }
+    if (!asked) break;
+    const kafka::ErrorCode err = consumer_->offsets_for_times(list, metadata_timeout_);
+    for (std::size_t p = 0; p < high_.size(); ++p) {
+      if (high_[p] <= low_[p] || answers[p]) continue;
+      const auto answer = list.find(topic_, static_cast<std::int32_t>(p));
+      if (!err && answer && !answer->error) {
+        answers[p] = answer->offset;
+      } else {
+        last_error = err ? err : answer ? answer->error : kafka::errc::fail;
+      }
+    }
+  }
   for (std::size_t p = 0; p < high_.size(); ++p) {
     if (high_[p] <= low_[p]) continue;  // empty
-    const auto answer = list.find(topic_, static_cast<std::int32_t>(p));
-    const bool answered = !err && answer && !answer->error;
-    if (!answered) continue;  // no answer: read it all (low)
-    std::int64_t offset = answer->offset < 0 ? high_[p] : answer->offset;  // < 0: none is
+    if (!answers[p]) {                  // no answer: read it all (low)
+      ++unanswered_;
+      unanswered_reason_ = kafka::describe(last_error);
+      continue;
+    }
+    std::int64_t offset = *answers[p] < 0 ? high_[p] : *answers[p];  // < 0: none is
     // "None" while a record read already says otherwise: a broker that cannot
     // look offsets up by time. Search by reading.
     if (offset >= high_[p] && newest_[p] >= time_ms) {

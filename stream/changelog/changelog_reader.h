@@ -56,7 +56,8 @@ class ChangelogReader {
   /// contradicts a record read already (a broker that cannot look offsets up
   /// by time, such as librdkafka's mock cluster, answers "none"), the offset
   /// is searched for by reading single records, which assumes timestamps grow
-  /// with offsets. A broker that fails to answer gives low. Returns nullopt if
+  /// with offsets. A partition is asked for up to 3 times; one still without
+  /// an answer gives low (counted in unanswered()). Returns nullopt if
   /// `stopped()` turned true first.
   std::optional<std::vector<std::int64_t>> offsets_for_time(std::int64_t time_ms,
                                                             const std::function<bool()>& stopped);
@@ -99,6 +100,10 @@ class ChangelogReader {
   bool saw_log_append_time() const { return log_append_time_; }
   /// Offsets offsets_for_time() had to search for by reading.
   std::uint64_t searched_by_reading() const { return searched_; }
+  /// Partitions offsets_for_time() got no answer for in 3 requests (each then
+  /// read from its start), and the last request's error.
+  std::uint64_t unanswered() const { return unanswered_; }
+  const std::string& unanswered_reason() const { return unanswered_reason_; }
 
  private:
   void consume(kafka::Message m, const Visit& visit, const Corrupt& corrupt);
@@ -137,6 +142,8 @@ class ChangelogReader {
   std::uint64_t read_ = 0;
   std::uint64_t entries_read_ = 0;
   std::uint64_t searched_ = 0;
+  std::uint64_t unanswered_ = 0;
+  std::string unanswered_reason_;
   bool log_append_time_ = false;
   bool assigned_ = false;
   std::vector<ChangelogRecord> entries_;  ///< scratch for one record's entries

@@ -103,6 +103,20 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     done = start;
     return true;
   };
+  // Offsets by time; a partition left without an answer is read further than
+  // the window needs, which the log says.
+  const auto offsets_at = [&](std::int64_t time_ms) {
+    const std::uint64_t before = reader.unanswered();
+    auto offsets = reader.offsets_for_time(time_ms, stopped);
+    if (offsets && reader.unanswered() > before) {
+      log(config::LogLevel::warn, "rebuilding the window: the brokers gave no offset by time for " +
+                                      std::to_string(reader.unanswered() - before) +
+                                      " partition(s) of changelog '" + cfg.kafka.changelog_topic +
+                                      "' in 3 requests (" + reader.unanswered_reason() +
+                                      "); the rebuild reads more of them than the window needs");
+    }
+    return offsets;
+  };
   // `whole`: record times do not bound their entries' (LogAppendTime), so the
   // second pass, if any, reads everything again in one slice.
   const auto finish = [&](bool whole = false) -> std::optional<std::size_t> {
@@ -131,12 +145,12 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
     std::vector<std::int64_t> from = done;
     for (std::size_t j = 0; j < starts.size(); ++j) {
       if (j == 0 && !whole) {
-        const auto first = reader.offsets_for_time(starts[0], stopped);
+        const auto first = offsets_at(starts[0]);
         if (!first) return std::nullopt;
         for (std::size_t p = 0; p < n; ++p) from[p] = std::max(done[p], (*first)[p]);
       }
       std::optional<std::vector<std::int64_t>> to = high;
-      if (j + 1 < starts.size()) to = reader.offsets_for_time(starts[j + 1], stopped);
+      if (j + 1 < starts.size()) to = offsets_at(starts[j + 1]);
       if (!to) return std::nullopt;
       // An end before the slice's start is no answer (a broker that failed
       // to answer gives low; ends only grow): that partition is read to its
@@ -202,7 +216,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   const auto& window = cfg.dedup.window;
   newest = replay.clamp(newest);  // as the replay stamps entries
   const std::int64_t oldest = newest - static_cast<std::int64_t>(window.duration.count());
-  const auto by_duration = reader.offsets_for_time(oldest, stopped);
+  const auto by_duration = offsets_at(oldest);
   if (!by_duration) return std::nullopt;
   const auto max_entries = static_cast<double>(window.max_entries);
 
@@ -261,7 +275,7 @@ std::optional<std::size_t> restore_window(ChangelogReader& reader, dedup::Engine
   // are complete.
   for (;;) {
     const std::int64_t since = std::max(oldest, replay.newest_time(window.max_entries));
-    const auto needed = since <= oldest ? by_duration : reader.offsets_for_time(since, stopped);
+    const auto needed = since <= oldest ? by_duration : offsets_at(since);
     if (!needed) return std::nullopt;
     bool complete = true;
     for (std::size_t p = 0; p < n; ++p) complete = complete && done[p] <= (*needed)[p];

@@ -125,7 +125,7 @@ for mode in judge local exactly-once; do
   restart "$mode"
   [ "${kept:-}" = 2000 ] || fail "$mode: the rebuild remembered '${kept:-}' entries, not 2000: $(rebuilt_line)"
   [ "$read_entries" -ge 2000 ] && [ "$read_entries" -le "$limit" ] ||
-    fail "$mode: the rebuild read $read_entries entries for a window of 2000 (at most $limit: the largest changelog record holds about $largest)"
+    fail "$mode: the rebuild read $read_entries entries for a window of 2000 (at most $limit: the largest changelog record holds about $largest)$(grep -E 'no offset by time' "$work/run.err" | cut -c1-300 | sed 's/^/; /')"
   [ "$held" -gt "$read_records" ] || fail "$mode: it read all $held records"
   if [ "$mode" = local ]; then
     rebuilt_line | grep -q '(1 unreadable record(s) skipped)' || fail "$mode: the unreadable record is not in the log line"

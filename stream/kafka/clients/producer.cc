@@ -110,7 +110,7 @@ ErrorCode Producer::produce(const Record& record) {
       rd_kafka_poll(raw(rk_.get()), 10);
       if (fatal()) {
         if (headers) rd_kafka_headers_destroy(headers);
-        throw KafkaError("producer: " + fatal_reason_, errc::fatal, Severity::fatal);
+        throw KafkaError("producer: " + fatal_reason(), errc::fatal, Severity::fatal);
       }
       continue;
     }
@@ -119,12 +119,24 @@ ErrorCode Producer::produce(const Record& record) {
     Severity severity = classify(code, code == errc::fatal);
     if (severity == Severity::fatal) {
       std::string reason = rd_kafka_err2str(err);
-      if (code == errc::fatal) reason = fatal_reason_.empty() ? reason : fatal_reason_;
+      // (the error callback that says why may not have been served yet)
+      if (code == errc::fatal && fatal()) reason = fatal_reason();
       throw KafkaError("producing to '" + std::string(record.topic) + "': " + reason, code,
                        severity);
     }
     return code;
   }
+}
+
+bool Producer::fatal() const {
+  return !fatal_reason_.empty() ||
+         rd_kafka_fatal_error(raw(rk_.get()), nullptr, 0) != RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+std::string Producer::fatal_reason() const {
+  if (!fatal_reason_.empty()) return fatal_reason_;
+  if (rd_kafka_fatal_error(raw(rk_.get()), nullptr, 0) == RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  return fatal_reason_of(rk_.get());
 }
 
 int Producer::poll(std::chrono::milliseconds timeout) {

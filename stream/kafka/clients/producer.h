@@ -73,9 +73,11 @@ class Producer {
   bool flush(std::chrono::milliseconds timeout);
   /// Records enqueued but not yet reported.
   int in_flight() const;
-  /// Set by librdkafka's fatal error callback (idempotence broken, auth failed...).
-  bool fatal() const { return !fatal_reason_.empty(); }
-  const std::string& fatal_reason() const { return fatal_reason_; }
+  /// Whether the client hit a fatal error (idempotence broken, fenced, auth
+  /// failed...), from librdkafka's callback or asked of librdkafka directly.
+  bool fatal() const;
+  /// "ERR_NAME: text" of the fatal error, also before its callback was served.
+  std::string fatal_reason() const;
 
   /// Drops every record not yet delivered, queued or in flight, without
   /// waiting: their delivery reports (served by the next poll()) say purged.
