@@ -86,26 +86,6 @@ double exact_jaccard(const ExactShingles& a, const ExactShingles& b) {
   return together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
 }
 
-double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, double floor) {
-  const auto x = a.hashes(), y = b.hashes();
-  // J >= floor  <=>  common >= floor * (|x| + |y|) / (1 + floor)
-  const double total = static_cast<double>(x.size() + y.size());
-  const auto needed = static_cast<std::size_t>(std::max(0.0, floor * total / (1.0 + floor) - 1e-9));
-  std::size_t i = 0, j = 0, common = 0;
-  while (i < x.size() && j < y.size()) {
-    // (the matches still possible: at most the shorter remainder)
-    if (common + std::min(x.size() - i, y.size() - j) < needed) return 0.0;
-    common += x[i] == y[j];
-    const bool step_i = x[i] <= y[j], step_j = y[j] <= x[i];
-    i += step_i;
-    j += step_j;
-  }
-  const std::size_t together = x.size() + y.size() - common;
-  const double jaccard =
-      together == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(together);
-  return jaccard >= floor ? jaccard : 0.0;
-}
-
 namespace {
 
 // Jaccard of two set sizes and their common count (0 for two empty sets).

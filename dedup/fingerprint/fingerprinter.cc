@@ -234,9 +234,10 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
     // mark a repost ("RT @x:", "//@x:"): they say who passed the text on, not what it
     // says. The window's fingerprint and sketch keep them (the schema is unchanged).
     bool renormalized = false;
-    if (!summary.exact.empty() && !impl.options.strip_boilerplate &&
-        (utf8.find('@') != std::string_view::npos ||
-         utf8.find("\xef\xbc\xa0") != std::string_view::npos)) {  // ＠
+    const bool look = !summary.exact.empty() && !impl.options.strip_boilerplate;
+    const bool has_at = look && (utf8.find('@') != std::string_view::npos ||
+                                 utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
+    if (has_at) {
       const std::string_view story =
           strip_boilerplate(utf8, impl.unmarked, Boilerplate::repost_markers);
       if (story.data() != utf8.data()) {
@@ -253,11 +254,10 @@ TextSummary Fingerprinter::analyze(std::string_view text) {
     // that must match: a handle's or a link's digits ("@jdoe42", "t.co/x9Y2") say
     // nothing of the story. (norm is not used after this: the features and the
     // sketch are taken.)
-    const bool may_have_boilerplate = !summary.exact.empty() && !impl.options.strip_boilerplate &&
-                                      (utf8.find_first_of("@#") != std::string_view::npos ||
-                                       utf8.find("://") != std::string_view::npos ||
-                                       utf8.find("www.") != std::string_view::npos ||
-                                       utf8.find("\xef\xbc\xa0") != std::string_view::npos);  // ＠
+    const bool may_have_boilerplate =
+        look && !summary.exact.empty() &&
+        (has_at || utf8.find('#') != std::string_view::npos ||
+         utf8.find("://") != std::string_view::npos || utf8.find("www.") != std::string_view::npos);
     const std::string_view story =
         may_have_boilerplate ? strip_boilerplate(utf8, impl.keys_text) : utf8;
     std::optional<NormalizedText> story_norm;

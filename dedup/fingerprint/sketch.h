@@ -191,9 +191,6 @@ inline constexpr std::size_t kTypoShingles = 6;
 inline bool exact_duplicate(const ExactSimilarity& s, double threshold) {
   return s.value >= threshold || s.typo;
 }
-/// exact_jaccard(a, b) when it is at least `floor`, else a value below
-/// `floor` (0): the merge stops as soon as the shingles left cannot reach it.
-double exact_jaccard_at_least(const ExactShingles& a, const ExactShingles& b, double floor);
 /// Whether each text has a must-match token the other lacks (a template filled
 /// in twice). One text's tokens all among the other's is no conflict: a repost
 /// may add a signature or lose a word. O(keys).

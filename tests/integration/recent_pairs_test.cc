@@ -32,6 +32,24 @@ class RecentPairsTest : public BrokerTest, public ::testing::WithParamInterface<
     BrokerTest::SetUp();
     if (!GetParam()) cfg_.kafka.judge_topic = "";
   }
+
+  // Tags `texts` (one partition, in order) with the service and returns its
+  // final counts and the output records, after checking that every text came out.
+  struct Tagged {
+    ServiceSnapshot last;
+    std::vector<Record> out;
+  };
+  Tagged tag(const std::vector<std::string>& texts) {
+    cfg_.action = config::Action::tag;
+    produce_to("input", texts, 0, std::string("k"));
+    auto running = start_service(cfg_);
+    EXPECT_TRUE(eventually([&] { return running->committed.load() >= texts.size(); }));
+    EXPECT_EQ(running->stop(), 0);
+    Tagged tagged{running->last, read_all("output")};
+    EXPECT_EQ(tagged.out.size(), texts.size());
+    if (tagged.out.size() != texts.size()) tagged.out.resize(texts.size());  // (checks go on)
+    return tagged;
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Judge, RecentPairsTest, ::testing::Bool(),
@@ -74,24 +92,15 @@ TEST_P(RecentPairsTest, DuplicatesArriveWithTheirOriginalsTextAndTheWindowsCount
 // recent-text stage's exact shingle sets catch this pair, and the group
 // judge gets them in its requests.
 TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEitherDecider) {
-  cfg_.action = config::Action::tag;
   // (two places: dedup.must_match, on by default, would keep them apart)
   cfg_.dedup.text.must_match = dedup::MustMatch::none;
-  const std::string kept = "Accra: the police department suspends the tram line";
-  const std::string repost = "Hanoi: the police department suspends the tram line";
-  produce_to("input", {kept, repost}, 0, std::string("k"));
-  auto running = start_service(cfg_);
-  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 2; }));
-  ASSERT_EQ(running->stop(), 0);
-  EXPECT_EQ(running->last.unique, 1u);
-  EXPECT_EQ(running->last.duplicate, 1u);
-  const std::vector<Record> out = read_all("output");
-  ASSERT_EQ(out.size(), 2u);
-  for (const Record& r : out) {
-    if (r.value != repost) continue;
-    EXPECT_EQ(header_of(r, "neardup-verdict"), "duplicate");
-    EXPECT_EQ(header_of(r, "neardup-similarity"), "0.800");
-  }
+  const Tagged t = tag({"Accra: the police department suspends the tram line",
+                        "Hanoi: the police department suspends the tram line"});
+  EXPECT_EQ(t.last.unique, 1u);
+  EXPECT_EQ(t.last.duplicate, 1u);
+  EXPECT_EQ(header_of(t.out[0], "neardup-verdict"), "");
+  EXPECT_EQ(header_of(t.out[1], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(t.out[1], "neardup-similarity"), "0.800");
 }
 
 // Two stories of one template (J 0.879) stay apart with the default
@@ -99,21 +108,13 @@ TEST_P(RecentPairsTest, AShortRepostOnlyTheExactStageCatchesIsADuplicateWithEith
 // keys in its requests; a repost of the first, with a typo in its place name,
 // is still its duplicate.
 TEST_P(RecentPairsTest, TemplatedStoriesStayApartWithEitherDecider) {
-  cfg_.action = config::Action::tag;
-  const std::string perth = "Perth: the police department reviews a flood barrier near the harbour";
-  const std::string dakar = "Dakar: the police department reviews a flood barrier near the harbour";
-  const std::string repost =
-      "Pertth: the police department reviews a flood barrier near the harbour";
-  produce_to("input", {perth, dakar, repost}, 0, std::string("k"));
-  auto running = start_service(cfg_);
-  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
-  ASSERT_EQ(running->stop(), 0);
-  EXPECT_EQ(running->last.unique, 2u);
-  EXPECT_EQ(running->last.duplicate, 1u);
-  const std::vector<Record> out = read_all("output");
-  ASSERT_EQ(out.size(), 3u);
-  for (const Record& r : out)
-    EXPECT_EQ(header_of(r, "neardup-verdict"), r.value == repost ? "duplicate" : "") << r.value;
+  const Tagged t = tag({"Perth: the police department reviews a flood barrier near the harbour",
+                        "Dakar: the police department reviews a flood barrier near the harbour",
+                        "Pertth: the police department reviews a flood barrier near the harbour"});
+  EXPECT_EQ(t.last.unique, 2u);
+  EXPECT_EQ(t.last.duplicate, 1u);
+  for (const std::size_t i : {0u, 1u}) EXPECT_EQ(header_of(t.out[i], "neardup-verdict"), "");
+  EXPECT_EQ(header_of(t.out[2], "neardup-verdict"), "duplicate");
 }
 
 // The story rule and the typo rule on either decider: the judge gets each short
@@ -122,28 +123,19 @@ TEST_P(RecentPairsTest, TemplatedStoriesStayApartWithEitherDecider) {
 // letters swapped) are duplicates at those similarities; a link that is most of a
 // short text is not.
 TEST_P(RecentPairsTest, ALinkAddedOrATypoIsADuplicateWithEitherDecider) {
-  cfg_.action = config::Action::tag;
-  const std::vector<std::string> texts = {
-      "Storm closes the north bridge tonight as the river rises",
-      "Storm closes the north bridge tonight as the river rises https://t.co/x9Y2ab",
-      "Colors may fade in the wash",
-      "Coolrs may fade in the wash",
-      "Dry clean only, then iron.",
-      "Dry clean only, then iron. https://news.example.org/2025/11/29/laundry"};
-  produce_to("input", texts, 0, std::string("k"));
-  auto running = start_service(cfg_);
-  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 6; }));
-  ASSERT_EQ(running->stop(), 0);
-  EXPECT_EQ(running->last.unique, 4u);
-  EXPECT_EQ(running->last.duplicate, 2u);
-  const std::vector<Record> out = read_all("output");
-  ASSERT_EQ(out.size(), 6u);
+  const Tagged t = tag(
+      {"Storm closes the north bridge tonight as the river rises",
+       "Storm closes the north bridge tonight as the river rises https://t.co/x9Y2ab",
+       "Colors may fade in the wash", "Coolrs may fade in the wash", "Dry clean only, then iron.",
+       "Dry clean only, then iron. https://news.example.org/2025/11/29/laundry"});
+  EXPECT_EQ(t.last.unique, 4u);
+  EXPECT_EQ(t.last.duplicate, 2u);
   for (const std::size_t i : {0u, 2u, 4u, 5u})
-    EXPECT_EQ(header_of(out[i], "neardup-verdict"), "") << out[i].value;
-  EXPECT_EQ(header_of(out[1], "neardup-verdict"), "duplicate");
-  EXPECT_EQ(header_of(out[1], "neardup-similarity"), "1.000");
-  EXPECT_EQ(header_of(out[3], "neardup-verdict"), "duplicate");
-  EXPECT_EQ(header_of(out[3], "neardup-similarity"), "0.704");
+    EXPECT_EQ(header_of(t.out[i], "neardup-verdict"), "") << t.out[i].value;
+  EXPECT_EQ(header_of(t.out[1], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(t.out[1], "neardup-similarity"), "1.000");
+  EXPECT_EQ(header_of(t.out[3], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(t.out[3], "neardup-similarity"), "0.704");
 }
 
 // A repost of a repost: the second is 0.738 from the original and 0.893 from
@@ -151,25 +143,17 @@ TEST_P(RecentPairsTest, ALinkAddedOrATypoIsADuplicateWithEitherDecider) {
 // repost's set among the recent texts, so the second is a duplicate of the
 // original, at the first repost's similarity.
 TEST_P(RecentPairsTest, ARepostOfARepostIsADuplicateOfTheOriginalWithEitherDecider) {
-  cfg_.action = config::Action::tag;
-  const std::vector<std::string> texts = {
-      "Storm closes the north bridge tonight as the river rises",
-      "Storm closes the north bridge tonight as the rivers rise",
-      "Storm closes the north bridge tonight as the rivers rise again"};
-  produce_to("input", texts, 0, std::string("k"));
-  auto running = start_service(cfg_);
-  ASSERT_TRUE(eventually([&] { return running->committed.load() >= 3; }));
-  ASSERT_EQ(running->stop(), 0);
-  EXPECT_EQ(running->last.unique, 1u);
-  EXPECT_EQ(running->last.duplicate, 2u);
-  const std::vector<Record> out = read_all("output");
-  ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(header_of(out[0], "neardup-verdict"), "");
-  EXPECT_EQ(header_of(out[1], "neardup-similarity"), "0.818");
-  EXPECT_EQ(header_of(out[2], "neardup-verdict"), "duplicate");
-  EXPECT_EQ(header_of(out[2], "neardup-similarity"), "0.893");
-  EXPECT_EQ(header_of(out[2], "neardup-of"), header_of(out[1], "neardup-of"));
-  EXPECT_EQ(header_of(out[2], "neardup-count"), "2");
+  const Tagged t = tag({"Storm closes the north bridge tonight as the river rises",
+                        "Storm closes the north bridge tonight as the rivers rise",
+                        "Storm closes the north bridge tonight as the rivers rise again"});
+  EXPECT_EQ(t.last.unique, 1u);
+  EXPECT_EQ(t.last.duplicate, 2u);
+  EXPECT_EQ(header_of(t.out[0], "neardup-verdict"), "");
+  EXPECT_EQ(header_of(t.out[1], "neardup-similarity"), "0.818");
+  EXPECT_EQ(header_of(t.out[2], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(t.out[2], "neardup-similarity"), "0.893");
+  EXPECT_EQ(header_of(t.out[2], "neardup-of"), header_of(t.out[1], "neardup-of"));
+  EXPECT_EQ(header_of(t.out[2], "neardup-count"), "2");
 }
 
 // A long repost of a long repost (tests/unit/dedup/index/repost_texts.h):
@@ -179,7 +163,6 @@ TEST_P(RecentPairsTest, ARepostOfARepostIsADuplicateOfTheOriginalWithEitherDecid
 // other long stories and their reposts come between: were every repost keyed
 // alike, they would have pushed the first out of its lines.
 TEST_P(RecentPairsTest, ALongRepostOfALongRepostIsADuplicateOfTheOriginalWithEitherDecider) {
-  cfg_.action = config::Action::tag;
   std::vector<std::string> texts = {std::string(dedup::repost_testing::kStory),
                                     std::string(dedup::repost_testing::kFirst)};
   std::mt19937_64 rng(29);
@@ -198,20 +181,15 @@ TEST_P(RecentPairsTest, ALongRepostOfALongRepostIsADuplicateOfTheOriginalWithEit
     }
   }
   texts.emplace_back(dedup::repost_testing::kSecond);
-  produce_to("input", texts, 0, std::string("k"));
-  auto running = start_service(cfg_);
-  ASSERT_TRUE(eventually([&] { return running->committed.load() >= texts.size(); }));
-  ASSERT_EQ(running->stop(), 0);
-  EXPECT_EQ(running->last.unique, 13u);
-  EXPECT_EQ(running->last.duplicate, 14u);
-  const std::vector<Record> out = read_all("output");
-  ASSERT_EQ(out.size(), texts.size());
-  EXPECT_EQ(header_of(out[0], "neardup-verdict"), "");
-  EXPECT_EQ(header_of(out[1], "neardup-verdict"), "duplicate");
-  EXPECT_EQ(header_of(out.back(), "neardup-verdict"), "duplicate");
-  EXPECT_EQ(header_of(out.back(), "neardup-similarity"), "0.771");
-  EXPECT_EQ(header_of(out.back(), "neardup-of"), header_of(out[1], "neardup-of"));
-  EXPECT_EQ(header_of(out.back(), "neardup-count"), "2");
+  const Tagged t = tag(texts);
+  EXPECT_EQ(t.last.unique, 13u);
+  EXPECT_EQ(t.last.duplicate, 14u);
+  EXPECT_EQ(header_of(t.out[0], "neardup-verdict"), "");
+  EXPECT_EQ(header_of(t.out[1], "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(t.out.back(), "neardup-verdict"), "duplicate");
+  EXPECT_EQ(header_of(t.out.back(), "neardup-similarity"), "0.771");
+  EXPECT_EQ(header_of(t.out.back(), "neardup-of"), header_of(t.out[1], "neardup-of"));
+  EXPECT_EQ(header_of(t.out.back(), "neardup-count"), "2");
 }
 
 // Short texts carry their shingle sets to the judge (up to ~600 bytes each):
