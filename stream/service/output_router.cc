@@ -48,7 +48,8 @@ OutputRouter::OutputRouter(const config::Config& config, kafka::Producer& produc
       sources_(sources),
       stats_(stats),
       refused_(refused),
-      max_record_bytes_(max_record_bytes) {}
+      max_record_bytes_(max_record_bytes),
+      sized_by_topics_(max_record_bytes < config::producer_message_max_bytes(config.kafka)) {}
 
 int OutputRouter::partitions_of(const std::string& topic) {
   auto it = topic_partitions_.find(topic);
@@ -134,6 +135,17 @@ void OutputRouter::duplicate(kafka::Message in, Ticket ticket, const dedup::Verd
 
 void OutputRouter::send(const std::string& topic, std::int32_t partition, kafka::Message in,
                         kafka::Headers headers, Ticket ticket) {
+  if (sized_by_topics_ &&
+      in.payload().size() >
+          fitting_value_bytes(max_record_bytes_, in.key().size(), header_bytes(headers))) {
+    // Over a topic's max.message.bytes: the broker would refuse it and every
+    // record batched with it.
+    ++stats_.produce_errors;
+    dead_letter(in, ticket,
+                "output to '" + topic + "' rejected: larger than the topics' max.message.bytes (" +
+                    std::to_string(max_record_bytes_) + ")");
+    return;
+  }
   kafka::Producer::Record rec;
   rec.topic = topic;
   rec.partition = partition;

@@ -73,8 +73,9 @@ class RefusedRecords {
 
 class OutputRouter {
  public:
-  /// `max_record_bytes`: the producer's message.max.bytes. The references must
-  /// outlive the router.
+  /// `max_record_bytes`: the producer's message.max.bytes, or the topics'
+  /// max.message.bytes when that is smaller (then a record over it goes to the
+  /// dead letters without being produced). The references must outlive the router.
   OutputRouter(const config::Config& config, kafka::Producer& producer, OffsetLedger& ledger,
                Sources& sources, ServiceSnapshot& stats, RefusedRecords& refused,
                std::size_t max_record_bytes);
@@ -141,6 +142,9 @@ class OutputRouter {
   ServiceSnapshot& stats_;
   RefusedRecords& refused_;
   const std::size_t max_record_bytes_;
+  /// max_record_bytes_ is a topic's max.message.bytes, below the producer's
+  /// limit: records are checked against it before they are produced.
+  const bool sized_by_topics_;
   std::map<std::string, int> topic_partitions_;  // cached partition counts (-1: unknown)
   std::vector<Letter> resends_;                  // refused records, for the dead-letter topic
 };

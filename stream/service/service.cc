@@ -5,6 +5,7 @@
 
 #include "base/random_id.h"
 #include "metrics/page/recent_pairs.h"
+#include "stream/kafka/clients/admin.h"
 #include "stream/kafka/clients/broker_health.h"
 #include "stream/kafka/clients/transaction.h"
 #include "stream/service/service_testing.h"
@@ -13,6 +14,49 @@ namespace neardup::stream {
 
 using namespace service_detail;
 using kafka::KafkaError;
+
+namespace {
+
+/// The smallest max.message.bytes, as the brokers answer, of the topics that
+/// take republished records (output, duplicates, dead letters), and its topic;
+/// 0 when no answer says (logged). Up to 3 s when no broker answers.
+std::pair<std::size_t, std::string> topics_record_limit(const config::Config& cfg,
+                                                        const kafka::Properties& properties) {
+  std::vector<std::string> topics;
+  for (const std::string* t :
+       {&cfg.kafka.output_topic, &cfg.kafka.duplicates_topic, &cfg.kafka.dead_letter_topic})
+    if (!t->empty() && std::find(topics.begin(), topics.end(), *t) == topics.end())
+      topics.push_back(*t);
+  if (topics.empty()) return {0, ""};
+  const std::string unknown =
+      ": records are sized by the producer's message.max.bytes alone, and a broker limit below "
+      "it refuses whole batches";
+  std::vector<kafka::TopicRecordLimit> limits;
+  try {
+    limits = kafka::describe_record_limits(properties, topics, std::chrono::seconds(3));
+  } catch (const KafkaError& e) {
+    log(config::LogLevel::info,
+        std::string("the topics' max.message.bytes are unknown (") + e.what() + ")" + unknown);
+    return {0, ""};
+  }
+  if (limits.empty()) return {0, ""};  // (the mock cluster: no limit but the producer's)
+  std::pair<std::size_t, std::string> smallest{0, ""};
+  for (const kafka::TopicRecordLimit& l : limits) {
+    if (l.err || l.max_message_bytes <= 0) {
+      log(config::LogLevel::info,
+          "topic '" + l.name + "': max.message.bytes unknown (" +
+              (l.err ? kafka::describe(l.err) + (l.message.empty() ? "" : ": " + l.message)
+                     : std::string("not in the answer")) +
+              ")" + unknown);
+      continue;
+    }
+    const auto bytes = static_cast<std::size_t>(l.max_message_bytes);
+    if (smallest.first == 0 || bytes < smallest.first) smallest = {bytes, l.name};
+  }
+  return smallest;
+}
+
+}  // namespace
 
 Service::Impl::~Impl() {
   // The consumer's close serves a last revoke, which must find every member
@@ -41,6 +85,33 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
       service_client_properties(options.brokers, cfg.kafka, transactional, transactional_id);
   consumer_properties = clients.consumer;
   producer_properties = clients.producer;
+  // Records and batches fit the topics: a broker refuses a whole batch when it
+  // is over the topic's max.message.bytes, the valid records in it with the
+  // one too large, so a limit below the producer's sizes both.
+  std::size_t record_limit = config::producer_message_max_bytes(cfg.kafka);
+  if (const auto [topics_limit, topic] = topics_record_limit(cfg, producer_properties);
+      topics_limit > 0 && topics_limit < record_limit) {
+    record_limit = topics_limit;
+    const bool batch_set = cfg.kafka.producer.contains("batch.size");
+    // (less the request's framing, which a broker may count with the batch)
+    if (!batch_set)
+      producer_properties["batch.size"] =
+          std::to_string(std::max(topics_limit / 2, topics_limit - kRecordFraming));
+    log(config::LogLevel::info,
+        "topic '" + topic + "' takes records of at most " + std::to_string(topics_limit) +
+            " bytes (max.message.bytes), less than the producer's message.max.bytes (" +
+            std::to_string(config::producer_message_max_bytes(cfg.kafka)) +
+            "): a larger record goes to the dead letters, cut to fit" +
+            (batch_set ? std::string(", and kafka.producer batch.size must stay under it")
+                       : ", and batches are that size at most (batch.size)"));
+    if (cfg.input.max_bytes + config::kRecordHeadroomBytes > topics_limit)
+      log(config::LogLevel::warn,
+          "input.max_bytes (" + std::to_string(cfg.input.max_bytes) + ") leaves less than " +
+              std::to_string(config::kRecordHeadroomBytes / 1024) + " KiB under topic '" + topic +
+              "''s max.message.bytes (" + std::to_string(topics_limit) +
+              "): valid messages near input.max_bytes go to the dead letters instead of being "
+              "republished; lower input.max_bytes or raise the topic's max.message.bytes");
+  }
   instance_id = base::random_id();
   producer = std::make_unique<kafka::Producer>(
       producer_properties, [this](kafka::Message m) { on_delivery(m); }, options.broker_health);
@@ -61,7 +132,7 @@ Service::Impl::Impl(ServiceOptions opts, std::atomic<bool>& stop_flag)
   delivery = transactional ? make_exactly_once_delivery(delivering, std::move(transactional_id))
                            : make_at_least_once_delivery(delivering);
   router = std::make_unique<OutputRouter>(cfg, *producer, ledger, sources, stats, *delivery,
-                                          config::producer_message_max_bytes(cfg.kafka));
+                                          record_limit);
   // The one place that chooses how verdicts are taken. The decider reaches
   // this loop only through its DecisionSink (this object).
   const DeciderContext context{.cfg = cfg,
@@ -294,7 +365,7 @@ int Service::Impl::run() {
       return 0;
     }
     delivery->start();
-    warn_of_missing_outputs();
+    warn_of_missing_topics();
     consumer->subscribe(cfg.kafka.input_topics);
     auto last_commit = Clock::now(), last_progress = Clock::now();
     const auto subscribed = Clock::now();
@@ -360,7 +431,20 @@ int Service::Impl::run() {
   }
 }
 
-void Service::Impl::warn_of_missing_outputs() {
+void Service::Impl::warn_of_missing_topics() {
+  for (const std::string& topic : cfg.kafka.input_topics) {
+    try {
+      if (producer->partition_count(topic, std::chrono::seconds(5)) > 0) continue;
+    } catch (const KafkaError&) {
+      continue;  // (unknown: the brokers' state shows elsewhere)
+    }
+    missing_inputs.push_back(topic);
+    log(config::LogLevel::warn,
+        "input topic '" + topic +
+            "' does not exist: the group waits, with nothing of it to assign, until it is "
+            "created (`neardup topics create --config FILE` creates every topic a "
+            "configuration uses)");
+  }
   std::vector<const std::string*> outputs{&cfg.kafka.output_topic, &cfg.kafka.dead_letter_topic};
   if (cfg.action == config::Action::route) outputs.push_back(&cfg.kafka.duplicates_topic);
   for (const std::string* topic : outputs) {
@@ -386,6 +470,12 @@ std::string Service::Impl::waiting_for_assignment() const {
   };
   const std::string session = property("session.timeout.ms", "45 s");
   const std::string head = "no partitions assigned yet: group '" + cfg.kafka.group_id + "' ";
+  if (!missing_inputs.empty()) {
+    std::string names;
+    for (const std::string& t : missing_inputs) names += (names.empty() ? "'" : ", '") + t + "'";
+    return head + "has no input partitions: input topic(s) " + names +
+           " did not exist at start (kafka.input_topics); create them";
+  }
   if (consumer_properties.contains("group.instance.id")) {
     return head +
            "is rebalancing, or a static member that stopped (kafka.instance_id) still holds "

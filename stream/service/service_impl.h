@@ -196,8 +196,10 @@ struct Service::Impl final : DecisionSink, DeliveryLoop {
   void poll_and_decide();
 
   int run();
-  /// Warns of an output, duplicates (route) or dead-letter topic the cluster does not have.
-  void warn_of_missing_outputs();
+  /// Warns of an input, output, duplicates (route) or dead-letter topic the
+  /// cluster does not have; the missing inputs are kept in missing_inputs.
+  void warn_of_missing_topics();
+  std::vector<std::string> missing_inputs;
 
   /// A crash as a test simulates it: nothing more reaches the broker.
   int crash();

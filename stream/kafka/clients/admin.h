@@ -2,6 +2,7 @@
 // Creating and deleting topics through the admin API.
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,20 @@ struct TopicOutcome {
 std::vector<TopicOutcome> create_topics(const Properties& properties,
                                         const std::vector<NewTopic>& topics,
                                         std::chrono::milliseconds timeout);
+/// What the cluster answered for one topic of describe_record_limits().
+struct TopicRecordLimit {
+  std::string name;
+  ErrorCode err = errc::no_error;
+  std::string message;                  ///< the broker's, when it gave one
+  std::int64_t max_message_bytes = -1;  ///< -1: not in the answer
+};
+/// Each topic's max.message.bytes (the largest record batch its brokers take,
+/// a topic's own or the brokers' default) through DescribeConfigs; one outcome
+/// per topic, in order; none from librdkafka's mock cluster, which does not
+/// answer it. Throws KafkaError as create_topics().
+std::vector<TopicRecordLimit> describe_record_limits(const Properties& properties,
+                                                     const std::vector<std::string>& topics,
+                                                     std::chrono::milliseconds timeout);
 /// Deletes the topics (and their data); as create_topics().
 std::vector<TopicOutcome> delete_topics(const Properties& properties,
                                         const std::vector<std::string>& topics,
