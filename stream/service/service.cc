@@ -7,7 +7,6 @@
 #include "metrics/page/recent_pairs.h"
 #include "stream/kafka/clients/broker_health.h"
 #include "stream/kafka/clients/transaction.h"
-#include "stream/service/record_limits.h"
 #include "stream/service/service_testing.h"
 
 namespace neardup::stream {
