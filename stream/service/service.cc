@@ -364,7 +364,8 @@ int Service::Impl::run() {
 void Service::Impl::warn_of_missing_topics() {
   for (const std::string& topic : cfg.kafka.input_topics) {
     try {
-      if (producer->partition_count(topic, std::chrono::seconds(5)) > 0) continue;
+      // (the consumer's metadata: a producer's may have the brokers create the topic)
+      if (consumer->partition_count(topic, std::chrono::seconds(5)) > 0) continue;
     } catch (const KafkaError&) {
       continue;  // (unknown: the brokers' state shows elsewhere)
     }
